@@ -1,0 +1,95 @@
+## Copies into tensors of dtype `dt` from every source dtype (casting on the way), and fills.
+##   copy_c_<src>: contiguous source to contiguous destination, VEC elements per work-item
+##   copy_s_<src>: strided source to contiguous destination
+##   copy_ss_<src>: strided source to strided destination (copy_ into views)
+##   fill_c / fill_s: a value into a contiguous / strided destination
+<%namespace name="c" file="common.mako"/>
+${c.prelude([dt] + list(srcs))}
+<%
+def conv(v, s, ctx, w="VEC"):
+    """convert value v of source compute type to the destination's compute type"""
+    if s.ct == dt.ct:
+        return v
+    if dt.kind == "b":
+        return f"CAT(convert_uchar, {w})(({v} != (CAT({s.ct}, {w}))(0)) & 1)" if ctx == "v" \
+            else f"(uchar)({v} != ({s.ct})0)"
+    return f"CAT(convert_{dt.ct}, {w})({v})" if ctx == "v" else f"({dt.ct})({v})"
+%>
+
+% for s in srcs:
+<% w = c.attr.width(dt, s) %>
+__kernel void copy_c_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long xo, long n)
+{
+    long i = get_global_id(0);
+    if ((i + 1) * ${w} <= n) {
+        CAT(${s.ct}, ${w}) v = ${c.vload(s, "x + xo", "i", w)};
+        ${c.vstore(dt, "out + oo", "i", conv("v", s, "v", w), w)};
+    } else {
+        for (long j = i * ${w}; j < n; ++j) {
+            ${s.ct} v = ${c.load(s, "x", "xo + j")};
+            ${c.store(dt, "out", "oo + j", conv("v", s, "s"))};
+        }
+    }
+}
+
+__kernel void copy_s_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long xo, long8 x_st,
+                               long n, int nd, long8 shp)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    ${c.coords()}
+    ${s.ct} v = ${c.load(s, "x", capture(c.offset, "xo", "x_st"))};
+    ${c.store(dt, "out", "oo + i", conv("v", s, "s"))};
+}
+
+__kernel void copy_ss_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(s)} x, long xo,
+                                long8 x_st, long n, int nd, long8 shp)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    ${c.coords()}
+    ${s.ct} v = ${c.load(s, "x", capture(c.offset, "xo", "x_st"))};
+    ${c.store(dt, "out", capture(c.offset, "oo", "o_st"), conv("v", s, "s"))};
+}
+% endfor
+
+<% w = c.attr.width(dt) %>
+__kernel void fill_c(${c.ptr(dt)} out, long oo, ${dt.ct} value, long n)
+{
+    long i = get_global_id(0);
+    if ((i + 1) * ${w} <= n) {
+        ${c.vstore(dt, "out + oo", "i", "(CAT(" + dt.ct + ", " + w + "))(value)", w)};
+    } else {
+        for (long j = i * ${w}; j < n; ++j) {
+            ${c.store(dt, "out", "oo + j", "value")};
+        }
+    }
+}
+
+__kernel void fill_s(${c.ptr(dt)} out, long oo, long8 o_st, ${dt.ct} value, long n, int nd,
+                     long8 shp)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    ${c.coords()}
+    ${c.store(dt, "out", capture(c.offset, "oo", "o_st"), "value")};
+}
+
+/* arange and linspace: element i computed from its index alone */
+__kernel void iota(${c.ptr(dt)} out, long oo, ${dt.ct} start, ${dt.ct} step, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    ${c.store(dt, "out", "oo + i", "(" + dt.ct + ")(start + (" + dt.ct + ")i * step)")};
+}
+
+% if dt.kind == "f":
+__kernel void linspace(${c.ptr(dt)} out, long oo, ${dt.ct} start, ${dt.ct} end, ${dt.ct} step,
+                       long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    ${dt.ct} v = i < n / 2 ? start + step * (${dt.ct})i : end - step * (${dt.ct})(n - 1 - i);
+    ${c.store(dt, "out", "oo + i", "v")};
+}
+% endif

@@ -1,0 +1,60 @@
+"""clgrad: tensors with PyTorch's API and automatic differentiation on any OpenCL device.
+
+>>> import clgrad
+>>> x = clgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0, 6.0]
+"""
+from ._version import __version__
+from . import dtypes
+from .dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
+                     int32, int64, promote_types, result_type, set_default_dtype, uint8, can_cast)
+from .tensor import Size, Tensor, device
+from . import autograd
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
+from . import _face
+from . import cl
+
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+
+globals().update(_face.FUNCTIONS)
+
+
+def is_tensor(obj):
+    """Whether obj is a clgrad Tensor.
+
+    >>> import clgrad
+    >>> clgrad.is_tensor(clgrad.zeros(1)), clgrad.is_tensor([1])
+    (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+def numel(t):
+    return t.numel()
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of these shapes broadcast to.
+
+    >>> import clgrad
+    >>> clgrad.broadcast_shapes((2, 1), (1, 3))
+    clgrad.Size([2, 3])
+    """
+    from .ops._base import broadcast_shapes as _b
+    return Size(_b(*[tuple(s) for s in shapes]))
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)

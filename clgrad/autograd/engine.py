@@ -1,0 +1,380 @@
+"""The backward engine, like torch's: count dependencies from the roots, run nodes from a ready
+heap in reverse creation order, sum gradients per node input as they arrive, hooks in torch's
+order, saved tensors freed after use unless retain_graph."""
+import heapq
+import sys
+
+from ..tensor import Tensor
+from . import function as F
+from .function import AccumulateGrad, run_node
+from .grad_mode import state as _state
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _root_grads(tensors, grads, create_graph, what):
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"{what}: got {len(grads)} gradients for {len(tensors)} tensors")
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if g is None:
+            if t._requires_grad:
+                if t.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if t._dtype.kind != "f":
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar "
+                                       f"outputs but got {t._dtype}")
+                g = F.ops.ones(t._shape, t._dtype, t._storage.device)
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"gradients can be either Tensors or None, but got "
+                                f"{type(g).__name__}")
+            if g._shape != t._shape:
+                if g.numel() == t.numel() == 1 or _broadcastable(g._shape, t._shape):
+                    raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                       f"{F.ops.size_repr(g._shape)} and output[{i}] has a shape of "
+                                       f"{F.ops.size_repr(t._shape)}.")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{F.ops.size_repr(g._shape)} and output[{i}] has a shape of "
+                                   f"{F.ops.size_repr(t._shape)}.")
+            if g._dtype.kind != t._dtype.kind:
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
+                                   f"to have the same dtype. Mismatch in dtype: grad_output[{i}] "
+                                   f"has a dtype of {g._dtype} and output[{i}] has a dtype of "
+                                   f"{t._dtype}.") if False else \
+                    TypeError(f"grad_output[{i}] has dtype {g._dtype} but output[{i}] has dtype "
+                              f"{t._dtype}")
+        out.append(g)
+    return out
+
+
+def _broadcastable(a, b):
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y and x != 1 and y != 1:
+            return False
+    return True
+
+
+def _check_roots(tensors):
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward expects Tensors, got {type(t).__name__} at position {i}")
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               f"grad_fn")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Compute the gradients of `tensors` with respect to the graph's leaves and add them into
+    their `.grad` (only into `inputs`' when given).
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> clgrad.autograd.backward([(x * x).sum()])
+    >>> x.grad.tolist()
+    [2.0, 4.0]
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _as_tuple(tensors)
+    if not tensors:
+        raise RuntimeError("backward() got no tensors to differentiate")
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = _as_tuple(inputs)
+    if inputs is not None and len(inputs) == 0 and False:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    _check_roots(tensors)
+    grads = _root_grads(tensors, grads, create_graph, "backward")
+    targets = None
+    if inputs:
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise TypeError("inputs to backward() must be Tensors")
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+        targets = inputs
+    _run(tensors, grads, retain_graph, create_graph, targets, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Return the gradients of `outputs` with respect to `inputs` (without touching `.grad`).
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([3.0], requires_grad=True)
+    >>> (g,) = clgrad.autograd.grad((x ** 2).sum(), x)
+    >>> g.item()
+    6.0
+    """
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched needs vmap, which clgrad does not have")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
+                         "True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    single_input = isinstance(inputs, Tensor)
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad() expects Tensors as inputs, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _check_roots(outputs)
+    grads = _root_grads(outputs, grads, create_graph, "grad")
+    result = _run(outputs, grads, retain_graph, create_graph, inputs, accumulate=False)
+    out = []
+    for i, (t, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if materialize_grads:
+                g = F.ops.zeros(t._shape, t._dtype, t._storage.device)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                                   "in the graph. Set allow_unused=True if this is the desired "
+                                   "behavior.")
+        out.append(g)
+    del single_input
+    return tuple(out)
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return F.ops.add(a, b)
+
+
+class _Run:
+    """State of one backward pass (reentrant calls make their own)."""
+
+
+def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
+    root_edges = [F._edge(t) for t in roots]
+    # -- dependencies -------------------------------------------------------------------------
+    deps = {}
+    seen = set()
+    stack = []
+    for node, _ in root_edges:
+        if node is not None and node not in seen:
+            seen.add(node)
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    # -- what to run when only some inputs are wanted -------------------------------------------
+    capture = None          # {(node, nr): index into targets}
+    needed = None
+    if targets is not None:
+        capture = {}
+        target_nodes = set()
+        for i, t in enumerate(targets):
+            node, nr = F._edge(t)
+            capture.setdefault((node, nr), []).append(i)
+            target_nodes.add(node)
+        needed = _needed(seen, target_nodes, capture, accumulate)
+    captured = [None] * (len(targets) if targets is not None else 0)
+    # -- run -----------------------------------------------------------------------------------
+    buffers = {}
+    ready = []
+    counter = 0
+    for (node, nr), g in zip(root_edges, root_grads):
+        if node is None:
+            continue
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * max(node._num_outputs, nr + 1)
+        buf[nr] = _add(buf[nr], g)
+    for node in list(buffers):
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._sequence_nr, counter, node))
+            counter += 1
+    prev_mode = _state.grad_enabled
+    _state.grad_enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node._num_outputs
+            outs = _call(node, grads, keep_graph, create_graph, capture, captured, needed,
+                         accumulate, targets)
+            nf = node.next_functions
+            for i, (nxt, nr) in enumerate(nf):
+                if nxt is None:
+                    continue
+                g = outs[i] if outs is not None and i < len(outs) else None
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * max(nxt._num_outputs, nr + 1)
+                    if len(buf) <= nr:
+                        buf.extend([None] * (nr + 1 - len(buf)))
+                    buf[nr] = g if buf[nr] is None else F.ops.add(buf[nr], g)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(ready, (-nxt._sequence_nr, counter, nxt))
+                    counter += 1
+    finally:
+        _state.grad_enabled = prev_mode
+    return captured
+
+
+def _needed(nodes, target_nodes, capture, accumulate):
+    """Nodes whose execution leads to a wanted gradient."""
+    memo = {}
+
+    def visit(start):
+        # iterative post-order DFS
+        stack = [(start, iter(start.next_functions))]
+        on_path = {start}
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt in memo:
+                    continue
+                if nxt in on_path:
+                    continue
+                on_path.add(nxt)
+                stack.append((nxt, iter(nxt.next_functions)))
+                advanced = True
+                break
+            if advanced:
+                continue
+            stack.pop()
+            res = any(memo.get(n, False) for n, _ in node.next_functions if n is not None)
+            if node in target_nodes and isinstance(node, AccumulateGrad):
+                res = True
+            memo[node] = res or any(
+                (n, nr) in capture for n, nr in node.next_functions if n is not None)
+        return memo[start]
+
+    for n in nodes:
+        if n not in memo:
+            visit(n)
+    return {n for n, v in memo.items() if v}
+
+
+def _call(node, grads, keep_graph, create_graph, capture, captured, needed, accumulate, targets):
+    # 1. tensor pre-hooks (hooks registered on the tensors this node produced)
+    if node._tensor_pre_hooks:
+        for nr, hooks in node._tensor_pre_hooks.items():
+            if nr < len(grads) and grads[nr] is not None:
+                for h in list(hooks.values()):
+                    r = h(grads[nr])
+                    if r is not None:
+                        grads[nr] = r
+    if isinstance(node, AccumulateGrad):
+        var = node.variable
+        if var._hooks:
+            g = grads[0]
+            if g is not None:
+                for h in list(var._hooks.values()):
+                    r = h(g)
+                    if r is not None:
+                        g = r
+                grads[0] = g
+    # 2. retain_grad, as torch runs it: after the tensor hooks, before the node's pre-hooks
+    if node._retain:
+        for nr, ref in node._retain.items():
+            t = ref()
+            if t is not None and nr < len(grads) and grads[nr] is not None:
+                g = grads[nr]
+                if t._grad is None:
+                    t._grad = g if create_graph else _detached_copy(g)
+                else:
+                    t._grad = F.ops.add(t._grad, g)
+    # capture for grad() / backward(inputs=...)
+    if capture is not None:
+        for nr in range(len(grads)):
+            idx = capture.get((node, nr))
+            if idx is not None:
+                for i in idx:
+                    g = grads[nr]
+                    if accumulate:
+                        t = targets[i]
+                        if t._grad_fn is not None and g is not None:   # non-leaf input
+                            _accumulate_into(t, g, create_graph)
+                    else:
+                        captured[i] = g
+        if node not in needed:
+            return None
+        if not accumulate and isinstance(node, AccumulateGrad):
+            return None
+    if all(g is None for g in grads) and not node._handles_none:
+        return None
+    # 3. node pre-hooks
+    if node._pre_hooks:
+        for h in list(node._pre_hooks.values()):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    # 4. the node
+    if isinstance(node, AccumulateGrad):
+        var = node.variable
+        if grads[0] is not None:
+            _accumulate_into(var, grads[0], create_graph)
+            if var._post_acc_hooks:
+                for h in list(var._post_acc_hooks.values()):
+                    h(var)
+        outs = ()
+    else:
+        if F._anomaly.enabled:
+            outs = F._anomaly.run(node, grads)
+        else:
+            outs = run_node(node, grads)
+        if not keep_graph:
+            node._release()
+    # 5. node post-hooks
+    if node._post_hooks:
+        for h in list(node._post_hooks.values()):
+            r = h(tuple(outs) if outs is not None else (), tuple(grads))
+            if r is not None:
+                outs = tuple(r)
+    return outs
+
+
+def _detached_copy(g):
+    """A gradient fit to be stored in .grad: contiguous, owning its memory."""
+    if g._grad_fn is not None:
+        g = F.ops.detach(g)
+    return F.ops.clone(g)
+
+
+def _accumulate_into(var, g, create_graph):
+    old = var._grad
+    if old is None:
+        if create_graph:
+            var._grad = g
+        elif g._grad_fn is None and g._base is None and g._contig and \
+                sys.getrefcount(g._storage) <= 2 and g._storage.nbytes == g.numel() * g._dtype.itemsize:
+            var._grad = g                     # a fresh buffer nobody else holds: keep it
+        else:
+            var._grad = _detached_copy(g)
+    elif create_graph or _state.grad_enabled:
+        var._grad = F.ops.add(old, g)
+    else:
+        F.ops.add_inplace_raw(old, g)

@@ -1,0 +1,191 @@
+"""gradcheck and gradgradcheck: compare the gradients autograd computes with finite differences.
+
+The numerical Jacobian perturbs each input element in place (its own storage, so strided and
+non-contiguous inputs are checked as they are); the analytical one runs one backward per output
+element."""
+import numpy as np
+import pyopencl as cl
+
+from ..tensor import Tensor
+from .grad_mode import no_grad
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when the gradients disagree."""
+
+
+def _as_tuple(x):
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _flat_outputs(out):
+    return tuple(o for o in _as_tuple(out) if isinstance(o, Tensor))
+
+
+def _element_offsets(t):
+    """Storage offsets (elements) of t's elements in row-major order."""
+    idx = np.indices(t._shape).reshape(len(t._shape), -1) if t._shape else np.zeros((0, 1), int)
+    offs = np.full(idx.shape[1] if t._shape else 1, t._offset, dtype=np.int64)
+    for d, st in enumerate(t._strides):
+        offs += idx[d] * st
+    return offs
+
+
+def _read(t, off):
+    a = np.empty(1, dtype=t._dtype.np)
+    cl.enqueue_copy(t._storage.device.queue, a, t._storage.buf,
+                    src_offset=int(off) * t._dtype.itemsize, is_blocking=True)
+    return a[0]
+
+
+def _write(t, off, value):
+    a = np.array([value], dtype=t._dtype.np)
+    cl.enqueue_copy(t._storage.device.queue, t._storage.buf, a,
+                    dst_offset=int(off) * t._dtype.itemsize, is_blocking=True)
+
+
+def _host(t):
+    return np.asarray(t.detach().to(t._dtype).numpy(force=True), dtype=np.float64) \
+        if t._dtype.kind == "f" else np.asarray(t.numpy(force=True), dtype=np.float64)
+
+
+def numerical_jacobian(func, inputs, eps=1e-6):
+    """[per input: array (input numel, total output numel)] by central differences."""
+    inputs = _as_tuple(inputs)
+    out0 = _flat_outputs(func(*inputs))
+    sizes = [o.numel() for o in out0]
+    total = sum(sizes)
+    jac = []
+    for t in inputs:
+        if not (isinstance(t, Tensor) and t._requires_grad):
+            jac.append(None)
+            continue
+        offs = _element_offsets(t)
+        j = np.zeros((len(offs), total))
+        for k, off in enumerate(offs):
+            orig = _read(t, off)
+            _write(t, off, orig + eps)
+            plus = np.concatenate([_host(o).ravel() for o in _flat_outputs(func(*inputs))]) \
+                if total else np.zeros(0)
+            _write(t, off, orig - eps)
+            minus = np.concatenate([_host(o).ravel() for o in _flat_outputs(func(*inputs))]) \
+                if total else np.zeros(0)
+            _write(t, off, orig)
+            j[k] = (plus - minus) / (2 * eps)
+        jac.append(j)
+    return jac
+
+
+def analytical_jacobian(func, inputs):
+    from ..ops.creation import zeros
+    from .engine import grad as autograd_grad
+    inputs = _as_tuple(inputs)
+    diff = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
+    outs = _flat_outputs(func(*inputs))
+    sizes = [o.numel() for o in outs]
+    total = sum(sizes)
+    jac = [np.zeros((t.numel(), total)) if isinstance(t, Tensor) and t._requires_grad else None
+           for t in inputs]
+    col = 0
+    for o, n in zip(outs, sizes):
+        if not o._requires_grad:
+            col += n
+            continue
+        for k in range(n):
+            g = zeros(*o._shape, dtype=o._dtype, device=o.device)
+            flat = g.view(-1) if o._shape else g
+            with no_grad():
+                if o._shape:
+                    flat[k] = 1
+                else:
+                    g.fill_(1)
+            grads = autograd_grad((o,), diff, (g,), retain_graph=True, allow_unused=True)
+            gi = iter(grads)
+            for i, t in enumerate(inputs):
+                if jac[i] is None:
+                    continue
+                gr = next(gi)
+                if gr is not None:
+                    jac[i][:, col + k] = _host(gr).ravel()
+        col += n
+    return jac
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """Check the gradients of func at inputs against finite differences (use float64 inputs).
+
+    >>> import clgrad
+    >>> x = clgrad.randn(3, dtype=clgrad.float64, requires_grad=True)
+    >>> clgrad.autograd.gradcheck(lambda t: (t * t).sin(), (x,))
+    True
+    """
+    inputs = _as_tuple(inputs)
+    if not any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of the them have requires_grad=True.")
+    for i, t in enumerate(inputs):
+        if isinstance(t, Tensor) and t._requires_grad and t._dtype.kind == "f" and \
+                t._dtype.itemsize < 8:
+            import warnings
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
+                          f"point. gradcheck needs float64 to be reliable.")
+    num = numerical_jacobian(func, inputs, eps)
+    ana = analytical_jacobian(func, inputs)
+    for i, (n, a) in enumerate(zip(num, ana)):
+        if n is None:
+            continue
+        if not np.allclose(a, n, rtol=rtol, atol=atol):
+            bad = np.argmax(np.abs(a - n) - (atol + rtol * np.abs(n)))
+            msg = (f"Jacobian mismatch for output 0 with respect to input {i},\n"
+                   f"numerical:{n}\nanalytical:{a}\n"
+                   f"(largest difference at flat position {bad}: numerical "
+                   f"{n.ravel()[bad]}, analytical {a.ravel()[bad]})")
+            if raise_exception:
+                raise GradcheckError(msg)
+            return False
+    if check_forward_ad:
+        from .forward_ad_check import check_forward_ad as _fw
+        ok = _fw(func, inputs, num, atol, rtol, raise_exception)
+        if not ok:
+            return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """Check second derivatives: gradcheck of the map (inputs, v) -> vᵀJ.
+
+    >>> import clgrad
+    >>> x = clgrad.randn(3, dtype=clgrad.float64, requires_grad=True)
+    >>> clgrad.autograd.gradgradcheck(lambda t: (t * t * t).sum(), (x,))
+    True
+    """
+    from ..ops.creation import randn
+    from .engine import grad as autograd_grad
+    inputs = _as_tuple(inputs)
+    outs = _flat_outputs(func(*inputs))
+    if grad_outputs is None:
+        grad_outputs = tuple(randn(*o._shape, dtype=o._dtype, device=o.device,
+                                   requires_grad=True) for o in outs if o._requires_grad)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
+
+    def first_order(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        o = [x for x in _flat_outputs(func(*ins)) if x._requires_grad]
+        gs = autograd_grad(o, [ins[i] for i in diff_idx], gos, create_graph=True,
+                           allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

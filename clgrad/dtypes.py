@@ -1,0 +1,239 @@
+"""The dtypes clgrad tensors hold, and torch's type promotion between them.
+
+16-bit floats are stored as 16-bit words and computed in float: `half` through the core
+`vload_half`/`vstore_half` (no cl_khr_fp16 needed), `bfloat16` as `ushort` with
+round-to-nearest-even conversion.
+"""
+import numpy as np
+
+
+class dtype:
+    """A tensor element type, named as torch names it.
+
+    >>> import clgrad
+    >>> clgrad.float32.itemsize, clgrad.float32.is_floating_point, clgrad.int64
+    (4, True, clgrad.int64)
+    """
+
+    __slots__ = ("name", "np", "itemsize", "kind", "cl", "ct", "short", "is_floating_point",
+                 "is_signed", "_rank")
+
+    def __init__(self, name, np_dtype, itemsize, kind, cl, ct, short, rank):
+        self.name = name
+        self.np = np.dtype(np_dtype)          # host representation (uint16 bits for bfloat16)
+        self.itemsize = itemsize
+        self.kind = kind                      # 'b' bool, 'u' unsigned, 'i' signed int, 'f' float
+        self.cl = cl                          # OpenCL storage type
+        self.ct = ct                          # OpenCL compute type
+        self.short = short                    # used in kernel and program names
+        self.is_floating_point = kind == "f"
+        self.is_signed = kind in "if"
+        self._rank = rank
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_complex(self):
+        raise TypeError("clgrad has no complex dtypes")
+
+    def __repr__(self):
+        return f"clgrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+    @property
+    def info(self):
+        """This dtype itself: templates read its fields (cl, ct, short, kind)."""
+        return self
+
+
+bool_ = dtype("bool", np.bool_, 1, "b", "uchar", "uchar", "b8", 0)
+uint8 = dtype("uint8", np.uint8, 1, "u", "uchar", "uchar", "u8", 1)
+int32 = dtype("int32", np.int32, 4, "i", "int", "int", "i32", 3)
+int64 = dtype("int64", np.int64, 8, "i", "long", "long", "i64", 4)
+float16 = dtype("float16", np.float16, 2, "f", "half", "float", "f16", 5)
+bfloat16 = dtype("bfloat16", np.uint16, 2, "f", "ushort", "float", "bf16", 5)
+float32 = dtype("float32", np.float32, 4, "f", "float", "float", "f32", 6)
+float64 = dtype("float64", np.float64, 8, "f", "double", "double", "f64", 7)
+
+ALL = (float32, float64, float16, bfloat16, int32, int64, uint8, bool_)
+FLOATS = (float32, float64, float16, bfloat16)
+INTS = (int32, int64, uint8)
+BY_NAME = {d.name: d for d in ALL}
+BY_NAME.update({"bool": bool_, "float": float32, "double": float64, "half": float16,
+                "int": int32, "long": int64})
+_FROM_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+               np.dtype(np.float16): float16, np.dtype(np.int32): int32,
+               np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.bool_): bool_,
+               np.dtype(np.int8): int32, np.dtype(np.int16): int32, np.dtype(np.uint16): int32,
+               np.dtype(np.uint32): int64}
+
+_default_float = float32
+
+
+def get_default_dtype():
+    """The dtype of float tensors made from Python numbers (float32 unless changed).
+
+    >>> import clgrad
+    >>> clgrad.get_default_dtype()
+    clgrad.float32
+    """
+    return _default_float
+
+
+def set_default_dtype(d):
+    """Set the default float dtype (float32 or float64, as torch allows)."""
+    global _default_float
+    d = as_dtype(d)
+    if d not in (float32, float64, float16, bfloat16):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def as_dtype(d):
+    """Accept a clgrad dtype, its name, a numpy dtype or a Python type."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return _default_float
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str) and d in BY_NAME:
+        return BY_NAME[d]
+    name = getattr(d, "name", None)          # a torch dtype or similar
+    if isinstance(name, str) and name in BY_NAME and not isinstance(d, (np.dtype, type)):
+        return BY_NAME[name]
+    try:
+        return from_numpy_dtype(np.dtype(d))
+    except TypeError:
+        raise TypeError(f"clgrad has no dtype {d!r}; it has "
+                        f"{', '.join(x.name for x in ALL)}") from None
+
+
+def from_numpy_dtype(npd):
+    try:
+        return _FROM_NUMPY[np.dtype(npd)]
+    except KeyError:
+        raise TypeError(f"can't convert numpy arrays of type {npd} to a clgrad tensor; supported "
+                        f"are float64, float32, float16, int64, int32, uint8 and bool") from None
+
+
+# promote_types for the dtypes clgrad has, as torch defines it
+def promote_types(a, b):
+    """The smallest dtype both a and b convert to without losing their kind.
+
+    >>> import clgrad
+    >>> clgrad.promote_types(clgrad.int32, clgrad.float16), clgrad.promote_types(clgrad.float16, clgrad.bfloat16)
+    (clgrad.float16, clgrad.float32)
+    """
+    a, b = as_dtype(a), as_dtype(b)
+    if a is b:
+        return a
+    if a.kind == "f" and b.kind == "f":
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a._rank > b._rank else b
+    if a.kind == "f":
+        return a
+    if b.kind == "f":
+        return b
+    return a if a._rank > b._rank else b
+
+
+def scalar_dtype(value):
+    """The dtype torch gives a Python number taking part in an op (a 'wrapped number')."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return _default_float
+    if isinstance(value, (np.bool_,)):
+        return bool_
+    if isinstance(value, np.integer):
+        return int64
+    if isinstance(value, np.floating):
+        return _default_float
+    raise TypeError(f"expected a Tensor or a number, got {type(value).__name__}")
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.kind == "f":
+        return higher
+    if higher is bool_ or lower.kind == "f":
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """torch.result_type over tensors and Python numbers: dimensioned tensors decide first, then
+    0-d tensors, then numbers, each only able to raise the category (bool < int < float).
+
+    >>> import clgrad
+    >>> clgrad.result_type(clgrad.ones(2, dtype=clgrad.int32), 2.5)
+    clgrad.float32
+    """
+    dim = zero = wrapped = None
+    for x in operands:
+        dt = getattr(x, "_dtype", None)
+        if dt is None:
+            w = scalar_dtype(x)
+            wrapped = w if wrapped is None else promote_types(wrapped, w)
+        elif x._shape:
+            dim = dt if dim is None else promote_types(dim, dt)
+        else:
+            zero = dt if zero is None else promote_types(zero, dt)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def can_cast(frm, to):
+    """torch.can_cast: whether an in-place op may write a `frm` result into a `to` tensor."""
+    frm, to = as_dtype(frm), as_dtype(to)
+    order = "buif"
+    return order.index(frm.kind) <= order.index(to.kind) if frm.kind != to.kind else True
+
+
+def finfo_eps(d):
+    return {float32: 1.1920929e-07, float64: 2.220446049250313e-16, float16: 0.0009765625,
+            bfloat16: 0.0078125}[d]
+
+
+# ---- host conversion of 16-bit floats ----------------------------------------------------------
+
+def float_to_bf16_bits(a):
+    """float32 numbers to bfloat16 bit patterns (uint16), rounding to nearest even; NaN stays
+    NaN."""
+    a = np.array(a, dtype=np.float32, order="C")
+    bits = a.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded
+
+
+def bf16_bits_to_float(b):
+    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def to_host_bits(array, dt):
+    """A numpy array in the host representation of dtype dt (what goes into the buffer)."""
+    if dt is bfloat16:
+        return float_to_bf16_bits(array)
+    return np.array(array, dtype=dt.np, order="C", copy=None) if np.ndim(array) else \
+        np.array(array, dtype=dt.np)
+
+
+def from_host_bits(array, dt):
+    """The host representation read back from a buffer, as the numpy array a user sees."""
+    if dt is bfloat16:
+        return bf16_bits_to_float(array)
+    return array

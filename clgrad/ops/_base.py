@@ -1,0 +1,207 @@
+"""What every op family shares: shapes and broadcasting, collapsing dimensions for strided
+kernels, the raw (not recorded) copy, cast and fill kernels, and argument checks with torch's
+messages."""
+import numpy as np
+import pyopencl.cltypes as cltypes
+
+from .. import dtypes
+from ..dtypes import ALL as ALL_DTYPES
+from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+from ..tensor import (Tensor, contiguous_strides, empty_tensor, is_contiguous_layout, make_tensor,
+                      numel_of)
+
+MAX_DIMS = 8
+
+
+def size_repr(shape):
+    return f"[{', '.join(str(s) for s in shape)}]"
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes, with torch's error.
+
+    >>> broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return shapes[0]
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = n
+            elif n != 1 and n != o:
+                raise RuntimeError(f"The size of tensor a ({o}) must match the size of tensor b "
+                                   f"({n}) at non-singleton dimension {off + i}")
+    return tuple(out)
+
+
+def expand_strides(t, shape):
+    """Strides that make tensor t read as `shape` (0 on broadcast dimensions)."""
+    nd = len(shape)
+    off = nd - len(t._shape)
+    st = [0] * nd
+    for i, (n, s) in enumerate(zip(t._shape, t._strides)):
+        st[off + i] = 0 if n == 1 else s
+    return st
+
+
+def collapse(shape, strides_list):
+    """Drop size-1 dimensions and merge neighbours that are contiguous with each other in every
+    operand; returns (shape, [strides per operand])."""
+    dims = [i for i, n in enumerate(shape) if n != 1]
+    new_shape = []
+    new_strides = [[] for _ in strides_list]
+    for d in dims:
+        if new_shape:
+            mergeable = all(st[d] * shape[d] == ns[-1] for st, ns in zip(strides_list, new_strides))
+            if mergeable:
+                new_shape[-1] *= shape[d]
+                for st, ns in zip(strides_list, new_strides):
+                    ns[-1] = st[d]
+                continue
+        new_shape.append(shape[d])
+        for st, ns in zip(strides_list, new_strides):
+            ns.append(st[d])
+    return new_shape, new_strides
+
+
+_ZERO8 = np.zeros((), dtype=cltypes.long8)
+
+
+def pack8(values):
+    """A long8 kernel argument from up to 8 integers."""
+    a = _ZERO8.copy()
+    for i, v in enumerate(values):
+        a[f"s{i}"] = v
+    return a
+
+
+def check_dims(op, nd):
+    if nd > MAX_DIMS:
+        raise NotImplementedError(f"{op}: clgrad kernels take at most {MAX_DIMS} strided dimensions "
+                                  f"after merging contiguous ones, got {nd}; call .contiguous() "
+                                  f"first")
+
+
+def same_device(op, tensors):
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            d = t._storage.device
+            if dev is None:
+                dev = d
+            elif d is not dev:
+                raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, cl:{dev.index} and cl:{d.index}!")
+    return dev
+
+
+# ---- copies, casts and fills (raw: no autograd) ------------------------------------------------
+
+COPY = {dt: Program("copy", dt.short, render("copy.mako", dt=dt, srcs=ALL_DTYPES))
+        for dt in ALL_DTYPES}
+
+
+def check_fp64(dt, dev):
+    if dt is dtypes.float64 and not dev.has_fp64:
+        raise TypeError(f"float64 is not supported on {dev.name} (no cl_khr_fp64); use float32")
+
+
+def copy_into(dst, src):
+    """Write src's values (any strides, any dtype, same shape) into dst (any strides)."""
+    n = numel_of(dst._shape)
+    if n == 0:
+        return dst
+    dev = dst._storage.device
+    check_fp64(dst._dtype, dev)
+    check_fp64(src._dtype, dev)
+    prog = COPY[dst._dtype]
+    s = src._dtype.short
+    if dst._contig and src._contig:
+        k = get_kernel(dev, prog, "copy_c_" + s)
+        gs, ls = grid(dev, -(-n // vec_width(dev, dst._dtype, src._dtype)))
+        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, src._storage.buf, src._offset, n)
+        return dst
+    shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
+    check_dims("copy_", len(shape))
+    gs, ls = grid(dev, n)
+    if dst._contig:
+        k = get_kernel(dev, prog, "copy_s_" + s)
+        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, src._storage.buf, src._offset,
+               pack8(sst), n, len(shape), pack8(shape))
+    else:
+        k = get_kernel(dev, prog, "copy_ss_" + s)
+        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, pack8(ost), src._storage.buf,
+               src._offset, pack8(sst), n, len(shape), pack8(shape))
+    return dst
+
+
+def contiguous_raw(t):
+    """t itself when contiguous, else a contiguous copy (not recorded)."""
+    if t._contig:
+        return t
+    out = empty_tensor(t._shape, t._dtype, t._storage.device)
+    return copy_into(out, t)
+
+
+def cast_raw(t, dt):
+    """t converted to dtype dt, as a new contiguous tensor (t itself if it has dt already)."""
+    if t._dtype is dt:
+        return t
+    out = empty_tensor(t._shape, dt, t._storage.device)
+    return copy_into(out, t)
+
+
+def fill_raw(t, value):
+    n = numel_of(t._shape)
+    if n == 0:
+        return t
+    dev = t._storage.device
+    prog = COPY[t._dtype]
+    value = scalar_for(t._dtype, value)
+    if t._contig:
+        k = get_kernel(dev, prog, "fill_c")
+        gs, ls = grid(dev, -(-n // vec_width(dev, t._dtype)))
+        launch(dev, k, gs, ls, t._storage.buf, t._offset, value, n)
+    else:
+        shape, (st,) = collapse(t._shape, [list(t._strides)])
+        check_dims("fill_", len(shape))
+        k = get_kernel(dev, prog, "fill_s")
+        gs, ls = grid(dev, n)
+        launch(dev, k, gs, ls, t._storage.buf, t._offset, pack8(st), value, n, len(shape),
+               pack8(shape))
+    return t
+
+
+def scalar_for(dt, value):
+    """A Python number as the kernel argument for a tensor of dtype dt (compute type)."""
+    if dt.kind == "f":
+        return float(value)
+    if dt.kind == "b":
+        return 1 if value else 0
+    v = int(value)
+    if dt is dtypes.uint8:
+        return v & 0xFF
+    if dt is dtypes.int32:
+        return ((v + 2**31) % 2**32) - 2**31
+    return v
+
+
+def full_raw(shape, value, dt, dev):
+    check_fp64(dt, dev)
+    return fill_raw(empty_tensor(tuple(shape), dt, dev), value)
+
+
+def view_raw(t, shape, strides, offset):
+    """A view sharing t's storage and version counter (no autograd bookkeeping)."""
+    return make_tensor(t._storage, tuple(shape), tuple(strides), offset, t._dtype,
+                       is_contiguous_layout(shape, strides), t._vc)
+
+
+__all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8", "check_dims",
+           "same_device", "copy_into", "contiguous_raw", "cast_raw", "fill_raw", "full_raw",
+           "scalar_for", "view_raw", "contiguous_strides", "empty_tensor", "numel_of"]

@@ -1,0 +1,671 @@
+"""Elementwise ops: one table. Each entry is the op's kernel expression per dtype kind (f float,
+i signed int, u uint8, b bool) and, right beside it, its vector-Jacobian product per operand,
+written in clgrad ops so that it can itself be differentiated. Because an elementwise Jacobian is
+diagonal, the same rules give the forward-mode (JVP) derivative.
+
+Expressions use x, y, z (operands), p0.. (scalar parameters), SEL(cond, a, b) and CV(value); see
+cl_kernels/elementwise.mako. The kernels of each arity and dtype are one program.
+"""
+import math
+
+from .. import dtypes
+from ..autograd.function import Op, _null_ctx
+from ..autograd.grad_mode import state as _state
+from ..dtypes import ALL as ALL_DTYPES
+from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+from ..tensor import Tensor, empty_tensor, numel_of
+from ._base import (broadcast_shapes, cast_raw, check_dims, check_fp64, collapse, expand_strides,
+                    full_raw, pack8, same_device, scalar_for, size_repr)
+
+FLOAT, SINT, UINT, BOOL = "f", "i", "u", "b"
+NUM = "fiu"
+
+
+class Entry:
+    """One elementwise op of the table."""
+
+    def __init__(self, name, operands, exprs, *, out="same", nparams=0, float_only=False,
+                 novec="", vjp=None, saves=(), cls_name=None):
+        self.name = name
+        self.operands = operands          # "T" operand of the compute dtype, "b" a bool operand
+        self.arity = len(operands)
+        self.exprs = exprs                # {kind: expression}
+        self.out = out                    # "same" or "bool"
+        self.nparams = nparams
+        self.float_only = float_only      # ints and bools are promoted to the default float first
+        self.novec = novec                # kinds whose contiguous kernel is scalar (loops, ipow)
+        self.vjp = vjp                    # one function (g, args) -> gradient per operand, or None
+        self.saves = saves                # which of x, y, z, out backward reads
+        self.cls_name = cls_name or "".join(w.capitalize() for w in name.split("_"))
+        self.patterns = ["tt", "ts", "st"] if operands == "TT" else ["t" * self.arity]
+
+
+def kinds(spec, expr):
+    return {k: expr for k in spec}
+
+
+TABLE = {}
+
+
+def entry(name, operands, exprs, **kw):
+    if isinstance(exprs, tuple):            # (kinds, expression)
+        exprs = kinds(*exprs)
+    e = Entry(name, operands, exprs, **kw)
+    TABLE[name] = e
+    return e
+
+
+LN2 = math.log(2.0)
+SQRT1_2 = 0.7071067811865476
+INV_SQRT_2PI = 0.3989422804014327
+TWO_OVER_SQRT_PI = 1.1283791670955126
+GELU_K = 0.7978845608028654
+GELU_C = 0.044715
+
+
+def _g(f):
+    return f
+
+
+# ---- unary ----------------------------------------------------------------------------------
+entry("neg", "T", {"f": "-x", "i": "-x", "u": "-x"}, vjp=(lambda g, a: -g,))
+entry("abs", "T", {"f": "fabs(x)", "i": "SEL(x < CV(0), -x, x)", "u": "x", "b": "x"},
+      saves="x", vjp=(lambda g, a: g * sign(a.x),))
+entry("sign", "T", {"f": "sign(x)", "i": "SEL(x > CV(0), CV(1), SEL(x < CV(0), CV(-1), CV(0)))",
+                    "u": "SEL(x > CV(0), CV(1), CV(0))", "b": "x"},
+      vjp=(lambda g, a: zeros_like_(g),))
+for _n in ("floor", "ceil", "trunc"):
+    entry(_n, "T", {"f": f"{_n}(x)", "i": "x", "u": "x", "b": "x"},
+          vjp=(lambda g, a: zeros_like_(g),))
+entry("round", "T", {"f": "rint(x)", "i": "x", "u": "x", "b": "x"},
+      vjp=(lambda g, a: zeros_like_(g),))
+entry("frac", "T", ("f", "x - trunc(x)"), vjp=(lambda g, a: g,))
+entry("exp", "T", ("f", "exp(x)"), float_only=True, saves="out", vjp=(lambda g, a: g * a.out,))
+entry("exp2", "T", ("f", "exp2(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: g * a.out * LN2,))
+entry("expm1", "T", ("f", "expm1(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: g * (a.out + 1),))
+entry("log", "T", ("f", "log(x)"), float_only=True, saves="x", vjp=(lambda g, a: g / a.x,))
+entry("log2", "T", ("f", "log2(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g / (a.x * LN2),))
+entry("log10", "T", ("f", "log10(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g / (a.x * math.log(10.0)),))
+entry("log1p", "T", ("f", "log1p(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g / (a.x + 1),))
+entry("sqrt", "T", ("f", "sqrt(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: g / (a.out * 2),))
+entry("rsqrt", "T", ("f", "rsqrt(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: g * a.out.pow(3) * -0.5,))
+entry("sin", "T", ("f", "sin(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * cos(a.x),))
+entry("cos", "T", ("f", "cos(x)"), float_only=True, saves="x", vjp=(lambda g, a: -(g * sin(a.x)),))
+entry("tan", "T", ("f", "tan(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: g * (a.out * a.out + 1),))
+entry("asin", "T", ("f", "asin(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * rsqrt(1 - a.x * a.x),))
+entry("acos", "T", ("f", "acos(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: -(g * rsqrt(1 - a.x * a.x)),))
+entry("atan", "T", ("f", "atan(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g / (a.x * a.x + 1),))
+entry("sinh", "T", ("f", "sinh(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * cosh(a.x),))
+entry("cosh", "T", ("f", "cosh(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * sinh(a.x),))
+entry("tanh", "T", ("f", "tanh(x)"), float_only=True, saves="out",
+      vjp=(lambda g, a: tanh_backward(g, a.out),))
+entry("asinh", "T", ("f", "asinh(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * rsqrt(a.x * a.x + 1),))
+entry("acosh", "T", ("f", "acosh(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * rsqrt(a.x * a.x - 1),))
+entry("atanh", "T", ("f", "atanh(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g / (1 - a.x * a.x),))
+entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
+entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * exp(-(a.x * a.x)) * -TWO_OVER_SQRT_PI,))
+entry("sigmoid", "T", ("f", "CV(1) / (CV(1) + exp(-x))"), float_only=True, saves="out",
+      vjp=(lambda g, a: sigmoid_backward(g, a.out),))
+entry("reciprocal", "T", ("f", "CV(1) / x"), float_only=True, saves="out",
+      vjp=(lambda g, a: -(g * a.out * a.out),))
+entry("relu", "T", {"f": "SEL(x < CV(0), CV(0), x)", "i": "SEL(x < CV(0), CV(0), x)", "u": "x"},
+      saves="out", vjp=(lambda g, a: threshold_backward(g, a.out),))
+entry("gelu", "T", ("f", f"CV(0.5) * x * (CV(1) + erf(x * CV({SQRT1_2})))"), float_only=True,
+      saves="x", vjp=(lambda g, a: gelu_backward(g, a.x),))
+entry("gelu_tanh", "T",
+      ("f", f"CV(0.5) * x * (CV(1) + tanh(CV({GELU_K}) * (x + CV({GELU_C}) * x * x * x)))"),
+      float_only=True, saves="x", vjp=(lambda g, a: gelu_tanh_backward(g, a.x),))
+entry("silu", "T", ("f", "x / (CV(1) + exp(-x))"), float_only=True, saves="x",
+      vjp=(lambda g, a: silu_backward(g, a.x),))
+entry("softplus", "T", ("f", "SEL(x * CV(p0) > CV(p1), x, log1p(exp(x * CV(p0))) / CV(p0))"),
+      nparams=2, float_only=True, saves="x",
+      vjp=(lambda g, a: softplus_backward(g, a.x, a.p[0], a.p[1]),))
+entry("elu", "T", ("f", "SEL(x > CV(0), x, CV(p0) * expm1(x))"), nparams=1, float_only=True,
+      saves="x", vjp=(lambda g, a: elu_backward(g, a.x, a.p[0]),))
+entry("leaky_relu", "T", ("f", "SEL(x < CV(0), x * CV(p0), x)"), nparams=1, float_only=True,
+      saves="x", vjp=(lambda g, a: leaky_relu_backward(g, a.x, a.p[0]),))
+entry("square", "T", ("fiu", "x * x"), saves="x", vjp=(lambda g, a: g * a.x * 2,))
+entry("pow_scalar", "T", {"f": "pow(x, CV(p0))", "i": "ipow_s(x, p0)", "u": "ipow_s(x, p0)"},
+      nparams=1, novec="iu", saves="x", cls_name="Pow",
+      vjp=(lambda g, a: zeros_like_(g) if a.p[0] == 0 else g * pow(a.x, a.p[0] - 1) * a.p[0],))
+entry("rpow_scalar", "T", ("f", "pow(CV(p0), x)"), nparams=1, float_only=True, saves="out",
+      cls_name="Pow", vjp=(lambda g, a: g * a.out * math.log(a.p[0]) if a.p[0] > 0 else
+                           where(a.out == 0, zeros_like_(g), g * a.out * math.log(abs(a.p[0]))),))
+entry("clamp", "T", ("fiu", "SEL(SEL(x < CV(p0), CV(p0), x) > CV(p1), CV(p1), SEL(x < CV(p0), CV(p0), x))"),
+      nparams=2,
+      saves="x", vjp=(lambda g, a: clamp_backward(g, a.x, a.p[0], a.p[1]),))
+entry("clamp_min", "T", ("fiu", "SEL(x < CV(p0), CV(p0), x)"), nparams=1, saves="x",
+      vjp=(lambda g, a: clamp_min_backward(g, a.x, a.p[0]),))
+entry("clamp_max", "T", ("fiu", "SEL(x > CV(p0), CV(p0), x)"), nparams=1, saves="x",
+      vjp=(lambda g, a: clamp_max_backward(g, a.x, a.p[0]),))
+entry("nan_to_num", "T", {"f": "SEL(isnan(x), CV(p0), SEL(isinf(x) & (x > CV(0)), CV(p1), "
+                               "SEL(isinf(x), CV(p2), x)))", "i": "x", "u": "x", "b": "x"},
+      nparams=3, saves="x", vjp=(lambda g, a: where(isfinite(a.x), g, zeros_like_(g)),))
+entry("logical_not", "T", ("fiub", "x == CV(0)"), out="bool")
+entry("isnan", "T", {"f": "isnan(x)", "i": "x != x", "u": "x != x", "b": "x != x"}, out="bool")
+entry("isinf", "T", {"f": "isinf(x)", "i": "x != x", "u": "x != x", "b": "x != x"}, out="bool")
+entry("isfinite", "T", {"f": "isfinite(x)", "i": "x == x", "u": "x == x", "b": "x == x"},
+      out="bool")
+entry("signbit", "T", {"f": "signbit(x)", "i": "x < CV(0)", "u": "x != x", "b": "x != x"},
+      out="bool")
+entry("bitwise_not", "T", {"i": "~x", "u": "~x", "b": "x ^ CV(1)"})
+
+# ---- binary ---------------------------------------------------------------------------------
+entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y"},
+      vjp=(lambda g, a: g, lambda g, a: g))
+entry("sub", "TT", ("fiu", "x - y"), vjp=(lambda g, a: g, lambda g, a: -g))
+entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves="xy",
+      vjp=(lambda g, a: g * a.y, lambda g, a: g * a.x))
+entry("div", "TT", ("f", "x / y"), float_only=True, saves="xy",
+      vjp=(lambda g, a: g / a.y, lambda g, a: -(g * a.x) / (a.y * a.y)))
+entry("floor_divide", "TT", ("fiu", "FLOORDIV(x, y)"), cls_name="FloorDivide")
+entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves="xy",
+      vjp=(lambda g, a: g, lambda g, a: -(g * floor_divide(a.x, a.y))))
+entry("fmod", "TT", {"f": "fmod(x, y)",
+                     "i": "SEL((y == CV(0)) | (y == CV(-1)), CV(0), x % SEL((y == CV(0)) | (y == CV(-1)), CV(1), y))",
+                     "u": "SEL(y == CV(0), CV(0), x % SEL(y == CV(0), CV(1), y))"}, saves="xy",
+      vjp=(lambda g, a: g, lambda g, a: -(g * trunc(a.x / a.y))))
+entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)"}, novec="iu",
+      saves="xyo", vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
+entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves="xy",
+      vjp=(lambda g, a: g * a.y / (a.x * a.x + a.y * a.y),
+           lambda g, a: -(g * a.x) / (a.x * a.x + a.y * a.y)))
+entry("maximum", "TT", {"f": "SEL(isnan(x) | isnan(y), x + y, fmax(x, y))",
+                        "i": "SEL(x > y, x, y)", "u": "SEL(x > y, x, y)", "b": "x | y"},
+      saves="xy", vjp=(lambda g, a: _minmax_grad(g, a.x, a.y, True),
+                       lambda g, a: _minmax_grad(g, a.y, a.x, True)))
+entry("minimum", "TT", {"f": "SEL(isnan(x) | isnan(y), x + y, fmin(x, y))",
+                        "i": "SEL(x < y, x, y)", "u": "SEL(x < y, x, y)", "b": "x & y"},
+      saves="xy", vjp=(lambda g, a: _minmax_grad(g, a.x, a.y, False),
+                       lambda g, a: _minmax_grad(g, a.y, a.x, False)))
+entry("copysign", "TT", ("f", "copysign(x, y)"), float_only=True, saves="xo",
+      vjp=(lambda g, a: where(a.x == 0, zeros_like_(g), g * a.out / a.x),
+           lambda g, a: zeros_like_(g)))
+entry("hypot", "TT", ("f", "hypot(x, y)"), float_only=True, saves="xyo",
+      vjp=(lambda g, a: g * a.x / a.out, lambda g, a: g * a.y / a.out))
+for _n, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    entry(_n, "TT", ("fiub", f"x {_op} y"), out="bool")
+entry("logical_and", "TT", ("fiub", "(x != CV(0)) & (y != CV(0))"), out="bool")
+entry("logical_or", "TT", ("fiub", "(x != CV(0)) | (y != CV(0))"), out="bool")
+entry("logical_xor", "TT", ("fiub", "(x != CV(0)) ^ (y != CV(0))"), out="bool")
+entry("bitwise_and", "TT", ("iub", "x & y"))
+entry("bitwise_or", "TT", ("iub", "x | y"))
+entry("bitwise_xor", "TT", ("iub", "x ^ y"))
+entry("lerp_scalar", "TT",
+      ("f", "SEL(CV(p0) < CV(0.5), x + CV(p0) * (y - x), y - (y - x) * (CV(1) - CV(p0)))"),
+      nparams=1, float_only=True, cls_name="Lerp",
+      vjp=(lambda g, a: g * (1 - a.p[0]), lambda g, a: g * a.p[0]))
+entry("masked_fill", "Tb", ("fiub", "SEL(y != FALSE_, CV(p0), x)"), nparams=1, saves="y",
+      vjp=(lambda g, a: masked_fill(g, a.y, 0), None))
+# backward helpers: fused gradients of activations, themselves differentiable
+entry("threshold_backward", "TT", ("f", "SEL(y > CV(0), x, CV(0))"), saves="y",
+      vjp=(lambda g, a: threshold_backward(g, a.y), None))
+entry("tanh_backward", "TT", ("f", "x * (CV(1) - y * y)"), saves="xy",
+      vjp=(lambda g, a: tanh_backward(g, a.y), lambda g, a: g * a.x * a.y * -2))
+entry("sigmoid_backward", "TT", ("f", "x * y * (CV(1) - y)"), saves="xy",
+      vjp=(lambda g, a: sigmoid_backward(g, a.y), lambda g, a: g * a.x * (1 - 2 * a.y)))
+entry("silu_backward", "TT",
+      ("f", "x * (CV(1) / (CV(1) + exp(-y))) * (CV(1) + y * (CV(1) - CV(1) / (CV(1) + exp(-y))))"),
+      saves="xy", vjp=(lambda g, a: silu_backward(g, a.y), lambda g, a: g * a.x * _silu2(a.y)))
+entry("gelu_backward", "TT",
+      ("f", f"x * (CV(0.5) * (CV(1) + erf(y * CV({SQRT1_2}))) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
+      saves="xy", vjp=(lambda g, a: gelu_backward(g, a.y),
+                       lambda g, a: g * a.x * exp(a.y * a.y * -0.5) * INV_SQRT_2PI * (2 - a.y * a.y)))
+entry("gelu_tanh_backward", "TT",
+      ("f", f"x * (CV(0.5) * (CV(1) + tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y))) + "
+            f"CV(0.5) * y * (CV(1) - tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y)) * "
+            f"tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y))) * CV({GELU_K}) * "
+            f"(CV(1) + CV({3 * GELU_C}) * y * y))"),
+      saves="xy", vjp=(lambda g, a: gelu_tanh_backward(g, a.y),
+                       lambda g, a: g * a.x * _gelu_tanh2(a.y)))
+entry("softplus_backward", "TT",
+      ("f", "SEL(y * CV(p0) > CV(p1), x, x * (CV(1) - CV(1) / (CV(1) + exp(y * CV(p0)))))"),
+      nparams=2, saves="xy",
+      vjp=(lambda g, a: softplus_backward(g, a.y, a.p[0], a.p[1]),
+           lambda g, a: where(a.y * a.p[0] > a.p[1], zeros_like_(g),
+                              g * a.x * a.p[0] * sigmoid_backward(ones_like_(a.y), sigmoid(a.y * a.p[0])))))
+entry("elu_backward", "TT", ("f", "SEL(y > CV(0), x, x * CV(p0) * exp(y))"), nparams=1, saves="xy",
+      vjp=(lambda g, a: elu_backward(g, a.y, a.p[0]),
+           lambda g, a: where(a.y > 0, zeros_like_(g), g * a.x * a.p[0] * exp(a.y))))
+entry("leaky_relu_backward", "TT", ("f", "SEL(y > CV(0), x, x * CV(p0))"), nparams=1, saves="y",
+      vjp=(lambda g, a: leaky_relu_backward(g, a.y, a.p[0]), None))
+entry("clamp_backward", "TT", ("f", "SEL((y >= CV(p0)) & (y <= CV(p1)), x, CV(0))"), nparams=2,
+      saves="y", vjp=(lambda g, a: clamp_backward(g, a.y, a.p[0], a.p[1]), None))
+entry("clamp_min_backward", "TT", ("f", "SEL(y >= CV(p0), x, CV(0))"), nparams=1, saves="y",
+      vjp=(lambda g, a: clamp_min_backward(g, a.y, a.p[0]), None))
+entry("clamp_max_backward", "TT", ("f", "SEL(y <= CV(p0), x, CV(0))"), nparams=1, saves="y",
+      vjp=(lambda g, a: clamp_max_backward(g, a.y, a.p[0]), None))
+
+# ---- ternary --------------------------------------------------------------------------------
+entry("where", "bTT", ("fiub", "SEL(x != FALSE_, y, z)"), saves="x",
+      vjp=(None, lambda g, a: where(a.x, g, zeros_like_(g)),
+           lambda g, a: where(a.x, zeros_like_(g), g)))
+entry("lerp", "TTT", ("f", "SEL(z < CV(0.5), x + z * (y - x), y - (y - x) * (CV(1) - z))"),
+      float_only=True, saves="xyz",
+      vjp=(lambda g, a: g * (1 - a.z), lambda g, a: g * a.z, lambda g, a: g * (a.y - a.x)))
+entry("clamp_tensor", "TTT",
+      {"f": "SEL(isnan(x), x, SEL(x < y, y, SEL(x > z, z, x)))",
+       "i": "SEL(x < y, y, SEL(x > z, z, x))", "u": "SEL(x < y, y, SEL(x > z, z, x))"},
+      saves="xyz", cls_name="Clamp",
+      vjp=(lambda g, a: where(logical_and(a.x >= a.y, a.x <= a.z), g, zeros_like_(g)),
+           lambda g, a: where(a.x < a.y, g, zeros_like_(g)),
+           lambda g, a: where(a.x > a.z, g, zeros_like_(g))))
+entry("addcmul", "TTT", ("fiu", "x + CV(p0) * y * z"), nparams=1, saves="yz",
+      vjp=(lambda g, a: g, lambda g, a: g * a.z * a.p[0], lambda g, a: g * a.y * a.p[0]))
+entry("addcdiv", "TTT", ("f", "x + CV(p0) * y / z"), nparams=1, float_only=True, saves="yz",
+      vjp=(lambda g, a: g, lambda g, a: g * a.p[0] / a.z,
+           lambda g, a: -(g * a.y * a.p[0]) / (a.z * a.z)))
+
+
+# ---- gradient formulas that need more than one line ------------------------------------------
+def _pow_grad_self(g, a):
+    y = a.y
+    if not isinstance(y, Tensor):
+        return zeros_like_(g) if y == 0 else g * y * pow(a.x, y - 1)
+    return where(y == 0, zeros_like_(g), g * y * pow(a.x, y - 1))
+
+
+def _pow_grad_exp(g, a):
+    x = a.x
+    if not isinstance(x, Tensor):
+        return g * a.out * math.log(x) if x > 0 else \
+            where(a.out == 0, zeros_like_(g), g * a.out * math.log(abs(x)) if x != 0 else g * 0)
+    return where(logical_and(x == 0, a.y >= 0), zeros_like_(g), g * a.out * log(x))
+
+
+def _minmax_grad(g, mine, other, is_max):
+    """torch's rule: the gradient goes to the larger (smaller) input, split evenly on ties."""
+    if not isinstance(other, Tensor):
+        win = mine > other if is_max else mine < other
+        tie = mine == other
+    else:
+        win = mine > other if is_max else mine < other
+        tie = mine == other
+    return where(win, g, where(tie, g * 0.5, zeros_like_(g)))
+
+
+def _silu2(x):
+    s = sigmoid(x)
+    return s * (1 - s) * (2 + x * (1 - 2 * s))
+
+
+def _gelu_tanh2(x):
+    u = (x + x * x * x * GELU_C) * GELU_K
+    t = tanh(u)
+    du = (1 + x * x * (3 * GELU_C)) * GELU_K
+    d2u = x * (6 * GELU_C * GELU_K)
+    return (1 - t * t) * (du - x * t * du * du + x * d2u * 0.5)
+
+
+# ---- kernels --------------------------------------------------------------------------------
+class _RenderEntry:
+    """What the template sees of an entry for one dtype."""
+
+    def __init__(self, e, dt):
+        self.name = e.name
+        self.operands = e.operands
+        self.nparams = e.nparams
+        self.expr = e.exprs[dt.kind]
+        self.out = e.out
+        self.vec = dt.kind not in e.novec
+        self.patterns = e.patterns
+
+
+PROGRAMS = {}
+for _arity in (1, 2, 3):
+    for _dt in ALL_DTYPES:
+        _entries = [_RenderEntry(e, _dt) for e in TABLE.values()
+                    if e.arity == _arity and _dt.kind in e.exprs]
+        if _entries:
+            PROGRAMS[(_arity, _dt)] = Program(
+                f"ew{_arity}", _dt.short,
+                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_))
+
+
+# ---- dispatch -------------------------------------------------------------------------------
+def _not_implemented(e, dt):
+    if e.name == "sub" and dt is dtypes.bool_:
+        return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                            "Use the `^` or `logical_xor()` operator instead.")
+    if e.name == "neg" and dt is dtypes.bool_:
+        return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                            "instead.")
+    return RuntimeError(f'"{e.name}" not implemented for \'{dt.name}\'')
+
+
+def compute_dtype(e, operands):
+    """The dtype the kernel computes in, by torch's promotion over the T operands."""
+    ts = [a for a, k in zip(operands, e.operands) if k == "T"]
+    if len(ts) == 1 and isinstance(ts[0], Tensor):
+        dt = ts[0]._dtype
+    else:
+        dt = dtypes.result_type(*ts)
+    if e.float_only and dt.kind != "f":
+        dt = dtypes.get_default_dtype()
+    if dt.kind not in e.exprs:
+        raise _not_implemented(e, dt)
+    return dt
+
+
+def run(e, operands, params=(), out=None, cdt=None):
+    """Evaluate table entry e on operands (Tensors or Python numbers) and return a new tensor, or
+    write into `out` (contiguous, of the right shape and dtype)."""
+    dev = None
+    for a in operands:
+        if isinstance(a, Tensor):
+            if dev is None:
+                dev = a._storage.device
+            elif a._storage.device is not dev:
+                same_device(e.name, operands)
+    if cdt is None:
+        cdt = compute_dtype(e, operands)
+    check_fp64(cdt, dev)
+    odt = dtypes.bool_ if e.out == "bool" else cdt
+    # operands: tensors of the right dtype, or host scalars where the kernel takes them
+    args = list(operands)
+    scalar_pos = None
+    for k, (a, kind) in enumerate(zip(operands, e.operands)):
+        if isinstance(a, Tensor):
+            want = cdt if kind == "T" else dtypes.bool_
+            if a._dtype is not want:
+                args[k] = cast_raw(a, want)
+        elif e.operands == "TT" and scalar_pos is None:
+            scalar_pos = k
+        else:
+            args[k] = full_raw((), a, cdt if kind == "T" else dtypes.bool_, dev)
+    if scalar_pos is not None and not isinstance(args[1 - scalar_pos], Tensor):
+        args[1] = full_raw((), args[1], cdt, dev)
+        scalar_pos = None
+    # shape
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if len(tensors) == 1:
+        shape = tensors[0]._shape
+    else:
+        shape = broadcast_shapes(*[t._shape for t in tensors])
+    if out is None:
+        out = empty_tensor(shape, odt, dev)
+    n = numel_of(shape)
+    if n == 0:
+        return out
+    pattern = e.patterns[0] if scalar_pos is None else ("st" if scalar_pos == 0 else "ts")
+    prog = PROGRAMS[(e.arity, cdt)]
+    sc = scalar_for(cdt, 0)
+    plist = [type(sc)(p) if cdt.kind != "b" else int(p) for p in params]
+    # contiguous kernel: every tensor operand either walks with the output or is one element
+    contiguous = True
+    for t in tensors:
+        if not ((t._contig and t._shape == shape) or numel_of(t._shape) == 1):
+            contiguous = False
+            break
+    if contiguous:
+        kargs = [out._storage.buf, out._offset]
+        for k, a in enumerate(args):
+            if k == scalar_pos:
+                kargs.append(scalar_for(cdt, a))
+            else:
+                kargs.extend((a._storage.buf, a._offset, 0 if numel_of(a._shape) == 1 and n != 1
+                              else 1))
+        kargs.extend(plist)
+        kargs.append(n)
+        k = get_kernel(dev, prog, f"{e.name}_c_{pattern}")
+        vec = vec_width(dev, cdt) if cdt.kind not in e.novec else 1
+        gs, ls = grid(dev, -(-n // vec))
+        launch(dev, k, gs, ls, *kargs)
+        return out
+    strides = [expand_strides(t, shape) for t in tensors]
+    cshape, cstrides = collapse(shape, strides)
+    check_dims(e.name, len(cshape))
+    kargs = [out._storage.buf, out._offset]
+    ti = 0
+    for k, a in enumerate(args):
+        if k == scalar_pos:
+            kargs.append(scalar_for(cdt, a))
+        else:
+            kargs.extend((a._storage.buf, a._offset, pack8(cstrides[ti])))
+            ti += 1
+    kargs.extend(plist)
+    kargs.extend((n, len(cshape), pack8(cshape)))
+    k = get_kernel(dev, prog, f"{e.name}_s_{pattern}")
+    gs, ls = grid(dev, n)
+    launch(dev, k, gs, ls, *kargs)
+    return out
+
+
+# ---- autograd: one Op class per entry ----------------------------------------------------------
+class _Args:
+    """The values a gradient formula reads: operands x, y, z, the output and the parameters."""
+
+    __slots__ = ("x", "y", "z", "out", "p")
+
+
+_NAMES = ("x", "y", "z")
+
+
+def _make_op(e):
+    arity = e.arity
+    save_slots = [s for s in ("x", "y", "z") if s in e.saves] + (["out"] if ("out" in e.saves or
+                                                                          "o" in e.saves) else [])
+
+    def forward(ctx, *args):
+        operands = args[:arity]
+        out = run(e, operands, args[arity:])
+        if ctx is not _null_ctx:
+            ctx.operand_values = tuple(None if isinstance(a, Tensor) else a for a in operands)
+            ctx.params = args[arity:]
+            to_save = []
+            ctx.slots = []
+            for s in save_slots:
+                v = out if s == "out" else operands[_NAMES.index(s)]
+                if isinstance(v, Tensor):
+                    to_save.append(v)
+                    ctx.slots.append(s)
+            if to_save:
+                ctx.save_for_backward(*to_save)
+        return out
+
+    def backward(ctx, g):
+        a = _Args()
+        a.x = a.y = a.z = a.out = None
+        vals = ctx.operand_values
+        for i in range(arity):
+            if vals[i] is not None:
+                setattr(a, _NAMES[i], vals[i])
+        if ctx.slots:
+            for s, t in zip(ctx.slots, ctx.saved_tensors):
+                setattr(a, s, t)
+        a.p = ctx.params
+        needs = ctx.needs_input_grad
+        grads = []
+        for i in range(arity):
+            if not needs[i] or e.vjp[i] is None:
+                grads.append(None)
+                continue
+            gi = e.vjp[i](g, a)
+            shape = ctx._in_meta[_tensor_index(ctx, i)][0]
+            if gi._shape != shape:
+                gi = sum_to(gi, shape)
+            grads.append(gi)
+        return tuple(grads) + (None,) * len(ctx.params)
+
+    def jvp(tangents, operands, params, out):
+        """Forward-mode rule: sum over operands of (partial derivative * tangent)."""
+        a = _Args()
+        for i in range(3):
+            setattr(a, _NAMES[i], operands[i] if i < arity else None)
+        a.out = out
+        a.p = params
+        total = None
+        for i in range(arity):
+            t = tangents[i]
+            if t is None or e.vjp[i] is None:
+                continue
+            term = e.vjp[i](t, a)
+            total = term if total is None else total + term
+        return total
+
+    attrs = {"forward": staticmethod(forward), "_entry": e, "_jvp_rule": staticmethod(jvp)}
+    if e.vjp is not None:
+        attrs["backward"] = staticmethod(backward)
+    cls = type(e.cls_name, (Op,), attrs)
+    return cls
+
+
+def _tensor_index(ctx, i):
+    return ctx._tensor_positions.index(i)
+
+
+OPS = {name: _make_op(e) for name, e in TABLE.items()}
+
+
+def _ew(name):
+    op = OPS[name]
+    nondiff = TABLE[name].vjp is None
+
+    if nondiff:
+        def f(*args):
+            return op.forward(_null_ctx, *args)
+    else:
+        f = op.apply
+    return f
+
+
+def apply_ew(name, *args):
+    """Apply entry `name` to operands and parameters with autograd."""
+    op = OPS[name]
+    if TABLE[name].vjp is None:
+        return op.forward(_null_ctx, *args)
+    return op.apply(*args)
+
+
+# functional forms used by the gradient formulas above (and exported by clgrad.ops)
+def _unary(name):
+    op = OPS[name]
+    e = TABLE[name]
+    if e.vjp is None:
+        def f(x):
+            return op.forward(_null_ctx, x)
+    else:
+        def f(x):
+            return op.apply(x)
+    f.__name__ = name
+    return f
+
+
+exp = _unary("exp")
+log = _unary("log")
+sin = _unary("sin")
+cos = _unary("cos")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+rsqrt = _unary("rsqrt")
+sign = _unary("sign")
+trunc = _unary("trunc")
+isfinite = _unary("isfinite")
+
+
+def tanh_backward(g, y):
+    return OPS["tanh_backward"].apply(g, y)
+
+
+def sigmoid_backward(g, y):
+    return OPS["sigmoid_backward"].apply(g, y)
+
+
+def threshold_backward(g, x):
+    return OPS["threshold_backward"].apply(g, x)
+
+
+def silu_backward(g, x):
+    return OPS["silu_backward"].apply(g, x)
+
+
+def gelu_backward(g, x):
+    return OPS["gelu_backward"].apply(g, x)
+
+
+def gelu_tanh_backward(g, x):
+    return OPS["gelu_tanh_backward"].apply(g, x)
+
+
+def softplus_backward(g, x, beta, threshold):
+    return OPS["softplus_backward"].apply(g, x, beta, threshold)
+
+
+def elu_backward(g, x, alpha):
+    return OPS["elu_backward"].apply(g, x, alpha)
+
+
+def leaky_relu_backward(g, x, slope):
+    return OPS["leaky_relu_backward"].apply(g, x, slope)
+
+
+def clamp_backward(g, x, lo, hi):
+    return OPS["clamp_backward"].apply(g, x, lo, hi)
+
+
+def clamp_min_backward(g, x, lo):
+    return OPS["clamp_min_backward"].apply(g, x, lo)
+
+
+def clamp_max_backward(g, x, hi):
+    return OPS["clamp_max_backward"].apply(g, x, hi)
+
+
+def where(cond, x, y):
+    return OPS["where"].apply(cond, x, y)
+
+
+def masked_fill(x, mask, value):
+    return OPS["masked_fill"].apply(x, mask, value)
+
+
+def logical_and(x, y):
+    return OPS["logical_and"].forward(_null_ctx, x, y)
+
+
+def floor_divide(x, y):
+    return OPS["floor_divide"].forward(_null_ctx, x, y)
+
+
+def pow(x, y):
+    if isinstance(y, Tensor):
+        if not isinstance(x, Tensor):
+            return OPS["rpow_scalar"].apply(y, x) if False else OPS["pow"].apply(x, y)
+        return OPS["pow"].apply(x, y)
+    return OPS["pow_scalar"].apply(x, y)
+
+
+def zeros_like_(t):
+    return full_raw(t._shape, 0, t._dtype, t._storage.device)
+
+
+def ones_like_(t):
+    return full_raw(t._shape, 1, t._dtype, t._storage.device)
+
+
+def sum_to(t, shape):
+    """Sum t down to `shape` (the reverse of broadcasting); recorded by autograd."""
+    from .reduce import sum_to as _sum_to
+    return _sum_to(t, shape)
+
+
+__all__ = ["TABLE", "OPS", "run", "apply_ew", "compute_dtype", "size_repr"]

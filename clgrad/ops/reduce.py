@@ -1,0 +1,728 @@
+"""Reductions: sum, mean, prod, max/min (values and indices), amax/amin, argmax/argmin, all/any,
+var/std, logsumexp, norm; each an Op with its differentiation rule beside it.
+
+One kernel family per reduction (cl_kernels/reduce.mako); the table below says, per input dtype,
+what it accumulates in, its identity, how it combines and what it returns.
+"""
+import builtins
+import collections
+import math
+
+from .. import dtypes
+from ..autograd.function import Op, _null_ctx
+from ..dtypes import ALL as ALL_DTYPES
+from ..runtime.kernels import Program, get_kernel, launch, render, vec_width
+from ..tensor import Tensor, empty_tensor, numel_of
+from ._base import cast_raw, check_fp64, collapse, full_raw, pack8, size_repr, view_raw
+
+_INT_MIN = {"int": "(-2147483647 - 1)", "long": "(-9223372036854775807L - 1)", "uchar": "0"}
+_INT_MAX = {"int": "2147483647", "long": "9223372036854775807L", "uchar": "255"}
+
+
+def _acc_dtype(dt):
+    if dt.kind == "f":
+        return dtypes.float64 if dt is dtypes.float64 else dtypes.float32
+    return dtypes.int64
+
+
+def _value_dtype(dt):
+    """the dtype values are compared in (16-bit floats in float32)"""
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+class Reduction:
+    def __init__(self, name, dt, acc, out, identity, combine, better=None, scaled=False):
+        self.name = name
+        self.acc = acc
+        self.out = out
+        self.identity = identity
+        self.combine = combine
+        self.better = better
+        self.is_arg = better is not None
+        self.scaled = scaled
+
+    def post(self, v):
+        return f"({v}) * scale" if self.scaled else v
+
+
+def reductions_for(dt):
+    acc = _acc_dtype(dt)
+    val = _value_dtype(dt)
+    sum_out = dt if dt.kind == "f" else dtypes.int64
+    rs = [Reduction("sum", dt, acc, sum_out, "0", "a + b", scaled=True),
+          Reduction("prod", dt, acc, sum_out, "1", "a * b", scaled=True)]
+    if dt.kind == "f":
+        lo, hi = "-INFINITY", "INFINITY"
+        mx = "(isnan(a) || a > b) ? a : b"
+        mn = "(isnan(a) || a < b) ? a : b"
+        nan = "(isnan(vb) && !isnan(va))"
+        eq = "(vb == va || (isnan(vb) && isnan(va)))"
+        bmax = f"(vb > va) || {nan} || ({eq} && ib < ia)"
+        bmin = f"(vb < va) || {nan} || ({eq} && ib < ia)"
+    else:
+        lo, hi = _INT_MIN[val.ct], _INT_MAX[val.ct]
+        if dt.kind == "b":
+            lo, hi = "0", "1"
+        mx = "(a > b) ? a : b"
+        mn = "(a < b) ? a : b"
+        bmax = "(vb > va) || (vb == va && ib < ia)"
+        bmin = "(vb < va) || (vb == va && ib < ia)"
+    rs += [Reduction("max", dt, val, dt, lo, mx), Reduction("min", dt, val, dt, hi, mn),
+           Reduction("argmax", dt, val, dtypes.int64, lo, mx, better=bmax),
+           Reduction("argmin", dt, val, dtypes.int64, hi, mn, better=bmin)]
+    if dt is dtypes.bool_:
+        rs += [Reduction("all", dt, dtypes.bool_, dtypes.bool_, "1", "a & b"),
+               Reduction("any", dt, dtypes.bool_, dtypes.bool_, "0", "a | b")]
+    return rs
+
+
+REDUCTIONS = {dt: {r.name: r for r in reductions_for(dt)} for dt in ALL_DTYPES}
+PROGRAMS = {dt: Program("reduce", dt.short, render("reduce.mako", dt=dt,
+                                                   reductions=list(REDUCTIONS[dt].values())))
+            for dt in ALL_DTYPES}
+
+
+# ---- dims ----------------------------------------------------------------------------------------
+def wrap_dims(op, dim, ndim):
+    """Reduced dimensions as a sorted tuple; None means all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        dims = (dim,)
+    else:
+        dims = tuple(dim)
+        if not dims:
+            return tuple(range(ndim))
+    out = []
+    n = builtins.max(ndim, 1)
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(f"{op}(): dim must be an int or a tuple of ints, got {type(d).__name__}")
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                             f"but got {d})")
+        d %= n
+        if ndim == 0:
+            continue
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out))
+
+
+def out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+# ---- the raw reduction ----------------------------------------------------------------------------
+def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
+    """Reduce x over `dims` with reduction `name`; not recorded. Returns a new tensor."""
+    dev = x._storage.device
+    dt = x._dtype
+    check_fp64(dt, dev)
+    R = REDUCTIONS[dt][name]
+    shape = x._shape
+    oshape = out_shape(shape, dims, keepdim)
+    N = 1
+    for d in dims:
+        N *= shape[d]
+    M = numel_of(oshape)
+    out = empty_tensor(oshape, R.out, dev)
+    if M == 0:
+        return _cast_out(out, out_dtype)
+    if N == 0:
+        if R.is_arg or name in ("max", "min"):
+            raise IndexError(f"{name}(): Expected reduction dim to have non-zero size, got a tensor "
+                             f"of shape {size_repr(shape)} reduced over dims {list(dims)}")
+        return _cast_out(full_raw(oshape, 1 if name in ("prod", "all") else 0, R.out, dev),
+                         out_dtype)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    kshape, (kst,) = collapse([shape[d] for d in kept], [[x._strides[d] for d in kept]])
+    rshape, (rst,) = collapse([shape[d] for d in dims], [[x._strides[d] for d in dims]])
+    if len(kshape) > 8 or len(rshape) > 8:
+        x = cast_raw(x, dt) if x._contig else _contig(x)
+        return reduce_raw(name, x, dims, keepdim, scale, out_dtype)
+    if not rshape:
+        rshape, rst = [1], [0]
+    cpu = dev.is_cpu
+    contiguous_rows = len(rshape) == 1 and rst[0] == 1
+    column = (not contiguous_rows and len(rshape) == 1 and kshape and kst[-1] == 1
+              and M >= 64)
+    parts = 1
+    if column:
+        kind = "col"
+        L = 1
+    else:
+        kind = "c" if contiguous_rows else "r"
+        if cpu:
+            L = 1
+            want = dev.compute_units * 4
+            if not R.is_arg and M < want and N >= 4096:
+                parts = builtins.min(-(-want // M), -(-N // 1024))
+        else:
+            L = 256 if N >= 256 else builtins.max(1, 1 << (N - 1).bit_length())
+            want = dev.compute_units * 4
+            if not R.is_arg and M < want and N >= L * 64:
+                parts = builtins.min(-(-want // M), -(-N // (L * 16)))
+    vec = vec_width(dev, dt, R.acc)
+    chunk = -(-N // parts)
+    chunk = -(-chunk // vec) * vec
+    parts = -(-N // chunk)
+    final_direct = parts == 1
+    if final_direct:
+        part = out
+    else:
+        part = empty_tensor((M * parts,), R.acc, dev)
+    k = get_kernel(dev, PROGRAMS[dt], f"{name}_{kind}")
+    acc_scale = float(scale) if R.acc.kind == "f" else int(scale) if R.acc.kind != "b" else 1
+    args = (out._storage.buf, out._offset, part._storage.buf, x._storage.buf, x._offset, M, N,
+            len(kshape), pack8(kshape), pack8(kst), len(rshape), pack8(rshape), pack8(rst),
+            chunk, parts, acc_scale)
+    if kind == "col":
+        ls = builtins.min(dev.wg, 64)
+        launch(dev, k, (-(-M // ls) * ls,), (ls,), *args)
+    else:
+        launch(dev, k, (M * parts * L,), (L,), *args)
+    if final_direct:
+        return _cast_out(out, out_dtype)
+    # second stage: reduce the partials of each output, in the accumulator's dtype
+    partials = view_raw(part, (M, parts), (parts, 1), 0)
+    res = reduce_raw(name, partials, (1,), False, scale)
+    res = view_raw(res, oshape, _contig_strides(oshape), 0)
+    if res._dtype is not R.out:
+        res = cast_raw(res, R.out)
+    return _cast_out(res, out_dtype)
+
+
+def _contig_strides(shape):
+    from ..tensor import contiguous_strides
+    return contiguous_strides(shape)
+
+
+def _contig(x):
+    from ._base import contiguous_raw
+    return contiguous_raw(x)
+
+
+def _cast_out(t, dt):
+    return t if dt is None or t._dtype is dt else cast_raw(t, dt)
+
+
+# ---- recorded reductions ------------------------------------------------------------------------
+def _keep_shape(in_shape, dims):
+    return tuple(1 if i in dims else s for i, s in enumerate(in_shape))
+
+
+def _expand_back(g, in_shape, dims, keepdim):
+    """The gradient of a reduction's output, broadcast back over the reduced dims."""
+    if not keepdim:
+        g = g.reshape(_keep_shape(in_shape, dims))
+    return g.expand(in_shape)
+
+
+class Sum(Op):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        if dtype is not None and x._dtype is not dtype:
+            x = cast_raw(x, dtype)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return reduce_raw("sum", x, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape = ctx._in_meta[0][0]
+        return _expand_back(g, shape, ctx.dims, ctx.keepdim), None, None, None
+
+
+class Mean(Op):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        if dtype is not None and x._dtype is not dtype:
+            x = cast_raw(x, dtype)
+        if x._dtype.kind != "f":
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                               f"floating point or complex dtype. Got: {x._dtype.name.capitalize()}")
+        n = 1
+        for d in dims:
+            n *= x._shape[d]
+        ctx.dims, ctx.keepdim, ctx.n = dims, keepdim, n
+        return reduce_raw("sum", x, dims, keepdim, scale=(1.0 / n) if n else float("nan"))
+
+    @staticmethod
+    def backward(ctx, g):
+        shape = ctx._in_meta[0][0]
+        return _expand_back(g, shape, ctx.dims, ctx.keepdim) / ctx.n, None, None, None
+
+
+class Prod(Op):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        if dtype is not None and x._dtype is not dtype:
+            x = cast_raw(x, dtype)
+        out = reduce_raw("prod", x, dims, keepdim)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = x._shape
+        dims, keepdim = ctx.dims, ctx.keepdim
+        gk = _expand_back(g, shape, dims, keepdim)
+        ok = _expand_back(out, shape, dims, keepdim)
+        is_zero = x == 0
+        zeros = is_zero.sum(dim=dims, keepdim=True)
+        if zeros._shape != shape:
+            zeros = zeros.expand(shape)
+        nz = x.masked_fill(is_zero, 1)
+        prod_nz = _expand_back(nz.prod(dim=dims, keepdim=keepdim) if dims else nz, shape, dims,
+                               keepdim)
+        safe = where_(is_zero, ones_like_raw(x), x)
+        grad = where_(zeros == 0, ok / safe,
+                      where_((zeros == 1).logical_and(is_zero), prod_nz, zeros_like_raw(x)))
+        return gk * grad, None, None, None
+
+
+def where_(c, a, b):
+    from .elementwise import where
+    return where(c, a, b)
+
+
+def ones_like_raw(t):
+    return full_raw(t._shape, 1, t._dtype, t._storage.device)
+
+
+def zeros_like_raw(t):
+    return full_raw(t._shape, 0, t._dtype, t._storage.device)
+
+
+class AMax(Op):
+    """amax / amin and max() / min() without dim: the gradient is shared among tied elements."""
+
+    _which = "max"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, which):
+        if numel_of(x._shape) == 0:
+            raise RuntimeError(f"{'a' + which}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument." if len(dims) == len(x._shape) else
+                               f"a{which}(): Expected reduction dim {dims[0]} to have non-zero size.")
+        out = reduce_raw(which, x, dims, keepdim)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = x._shape
+        mask = x == _expand_back(out, shape, ctx.dims, ctx.keepdim)
+        count = mask.sum(dim=ctx.dims, keepdim=True).to(g._dtype)
+        share = _expand_back(g, shape, ctx.dims, ctx.keepdim) / count.expand(shape)
+        return where_(mask, share, zeros_like_raw(share)), None, None, None
+
+
+class MaxDim(Op):
+    """max / min along one dim: values and indices; the gradient goes to the chosen index."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, which):
+        if x._shape and x._shape[dim] == 0:
+            raise IndexError(f"{which}(): Expected reduction dim {dim} to have non-zero size.")
+        dims = (dim,) if x._shape else ()
+        values = reduce_raw(which, x, dims, keepdim)
+        indices = reduce_raw("arg" + which, x, dims, keepdim)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        ctx.save_for_backward(indices)
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        idx, = ctx.saved_tensors
+        shape = ctx._in_meta[0][0]
+        if not shape:
+            return g, None, None, None
+        dim = ctx.dim
+        n = shape[dim]
+        from .creation import arange_raw
+        pos = arange_raw(n, dtypes.int64, g._storage.device)
+        pos = view_raw(pos, tuple(n if i == dim else 1 for i in range(len(shape))),
+                       tuple(1 if i == dim else 0 for i in range(len(shape))), 0)
+        idx_k = idx if ctx.keepdim else view_raw(idx, _keep_shape(shape, (dim,)),
+                                                  _contig_strides(_keep_shape(shape, (dim,))), 0)
+        mask = pos == idx_k
+        gk = _expand_back(g, shape, (dim,), ctx.keepdim)
+        return where_(mask, gk, zeros_like_raw(gk)), None, None, None
+
+
+class Var(Op):
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim, take_sqrt):
+        if x._dtype.kind != "f":
+            raise RuntimeError(f"std and var only support floating point and complex dtypes, got "
+                               f"{x._dtype}")
+        n = 1
+        for d in dims:
+            n *= x._shape[d]
+        mean = reduce_raw("sum", x, dims, True, scale=(1.0 / n) if n else float("nan"))
+        from .elementwise import run, TABLE
+        diff = run(TABLE["sub"], (x, mean))
+        sq = run(TABLE["mul"], (diff, diff))
+        denom = builtins.max(n - correction, 0)
+        var = reduce_raw("sum", sq, dims, keepdim,
+                         scale=(1.0 / denom) if denom else float("inf"))
+        if denom == 0:
+            var = run(TABLE["mul"], (var, float("nan"))) if n == 0 else var
+        out = run(TABLE["sqrt"], (var,)) if take_sqrt else var
+        ctx.dims, ctx.keepdim, ctx.denom, ctx.take_sqrt = dims, keepdim, denom, take_sqrt
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = x._shape
+        dims = ctx.dims
+        mean = x.mean(dim=dims, keepdim=True) if dims else x
+        gk = _expand_back(g, shape, dims, ctx.keepdim)
+        denom = ctx.denom if ctx.denom else float("nan")
+        grad = gk * (x - mean) * (2.0 / denom)
+        if ctx.take_sqrt:
+            grad = grad / (_expand_back(out, shape, dims, ctx.keepdim) * 2)
+        return grad, None, None, None, None
+
+
+class LogSumExp(Op):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        from .elementwise import run, TABLE
+        if x._dtype.kind != "f":
+            x = cast_raw(x, dtypes.get_default_dtype())
+        m = reduce_raw("max", x, dims, True) if numel_of(x._shape) else \
+            full_raw(out_shape(x._shape, dims, True), float("-inf"), x._dtype, x._storage.device)
+        m = run(TABLE["where"], (run(TABLE["isinf"], (m,)), full_raw((), 0, m._dtype,
+                                                                      m._storage.device), m))
+        e = run(TABLE["exp"], (run(TABLE["sub"], (x, m)),))
+        s = reduce_raw("sum", e, dims, keepdim)
+        mk = m if keepdim else view_raw(m, out_shape(x._shape, dims, False),
+                                        _contig_strides(out_shape(x._shape, dims, False)), 0)
+        out = run(TABLE["add"], (run(TABLE["log"], (s,)), mk))
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = x._shape
+        gk = _expand_back(g, shape, ctx.dims, ctx.keepdim)
+        ok = _expand_back(out, shape, ctx.dims, ctx.keepdim)
+        return gk * (x - ok).exp(), None, None
+
+
+class Norm2(Op):
+    """The 2-norm, with a zero gradient where the norm is zero (as torch gives)."""
+
+    _node_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        from .elementwise import run, TABLE
+        sq = run(TABLE["mul"], (x, x))
+        out = run(TABLE["sqrt"], (reduce_raw("sum", sq, dims, keepdim),))
+        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape = x._shape
+        ok = _expand_back(out, shape, ctx.dims, ctx.keepdim)
+        gk = _expand_back(g, shape, ctx.dims, ctx.keepdim)
+        safe = where_(ok == 0, ones_like_raw(ok), ok)
+        return where_(ok == 0, zeros_like_raw(ok), gk * x / safe), None, None
+
+
+# ---- the functions ------------------------------------------------------------------------------
+def _dims(op, x, dim):
+    return wrap_dims(op, dim, len(x._shape))
+
+
+def sum(x, dim=None, keepdim=False, *, dtype=None):
+    """Sum over `dim` (all dims when None); ints and bools sum to int64.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[1, 2], [3, 4]]).sum(0).tolist()
+    [4, 6]
+    """
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    return Sum.apply(x, _dims("sum", x, dim), bool(keepdim), dtype)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None):
+    """Mean over `dim` (all dims when None).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0, 2.0, 6.0]).mean().item()
+    3.0
+    """
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    return Mean.apply(x, _dims("mean", x, dim), bool(keepdim), dtype)
+
+
+def prod(x, dim=None, keepdim=False, *, dtype=None):
+    """Product over one dim (all elements when None).
+
+    >>> import clgrad
+    >>> clgrad.tensor([2.0, 3.0, 4.0]).prod().item()
+    24.0
+    """
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    return Prod.apply(x, _dims("prod", x, dim), bool(keepdim), dtype)
+
+
+def sum_to(t, shape):
+    """Sum t down to `shape` (undo broadcasting).
+
+    >>> import clgrad
+    >>> clgrad.ones(2, 3).sum_to_size(1, 3).tolist()
+    [[2.0, 2.0, 2.0]]
+    """
+    shape = tuple(shape)
+    if t._shape == shape:
+        return t
+    lead = len(t._shape) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"size {size_repr(shape)} is not expandable to size "
+                           f"{size_repr(t._shape)}")
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        ts = t._shape[lead + i]
+        if s == 1 and ts != 1:
+            dims.append(lead + i)
+        elif s != ts:
+            raise RuntimeError(f"size {size_repr(shape)} is not expandable to size "
+                               f"{size_repr(t._shape)}")
+    r = Sum.apply(t, tuple(dims), True, None) if dims else t
+    if r._shape != shape:
+        r = r.reshape(shape)
+    return r
+
+
+MinMax = collections.namedtuple("max", ["values", "indices"])
+MinReturn = collections.namedtuple("min", ["values", "indices"])
+
+
+def _minmax(which, x, dim, keepdim, other):
+    if other is not None:
+        from . import elementwise
+        return elementwise.OPS["maximum" if which == "max" else "minimum"].apply(x, other)
+    if dim is None:
+        return AMax.apply(x, tuple(range(len(x._shape))), False, which)
+    d = x._wrap_dim(dim)
+    vals, idx = MaxDim.apply(x, d, bool(keepdim), which)
+    return (MinMax if which == "max" else MinReturn)(vals, idx)
+
+
+def max(x, dim=None, keepdim=False, *, other=None):
+    """Largest element; with `dim`, (values, indices) along it; with a tensor, the elementwise
+    maximum.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[1, 5], [7, 2]]).max(1).indices.tolist()
+    [1, 0]
+    """
+    if isinstance(dim, Tensor):
+        dim, other = None, dim
+    return _minmax("max", x, dim, keepdim, other)
+
+
+def min(x, dim=None, keepdim=False, *, other=None):
+    """Smallest element; with `dim`, (values, indices) along it.
+
+    >>> import clgrad
+    >>> clgrad.tensor([3.0, 1.0, 2.0]).min().item()
+    1.0
+    """
+    if isinstance(dim, Tensor):
+        dim, other = None, dim
+    return _minmax("min", x, dim, keepdim, other)
+
+
+def amax(x, dim=(), keepdim=False):
+    """Largest elements over dims (all when empty); ties share the gradient.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[1.0, 5.0], [7.0, 2.0]]).amax(0).tolist()
+    [7.0, 5.0]
+    """
+    return AMax.apply(x, _dims("amax", x, dim), bool(keepdim), "max")
+
+
+def amin(x, dim=(), keepdim=False):
+    """Smallest elements over dims (all when empty).
+
+    >>> import clgrad
+    >>> clgrad.tensor([[1.0, 5.0], [7.0, 2.0]]).amin(1).tolist()
+    [1.0, 2.0]
+    """
+    return AMax.apply(x, _dims("amin", x, dim), bool(keepdim), "min")
+
+
+def _argext(which, x, dim, keepdim):
+    if dim is None:
+        flat = x.reshape(-1)
+        if numel_of(x._shape) == 0:
+            raise RuntimeError(f"arg{which}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0.")
+        r = reduce_raw("arg" + which, flat, (0,), False)
+        return r.reshape((1,) * len(x._shape)) if keepdim else r
+    d = x._wrap_dim(dim)
+    if x._shape and x._shape[d] == 0:
+        raise IndexError(f"arg{which}(): Expected reduction dim {d} to have non-zero size.")
+    return reduce_raw("arg" + which, x, (d,) if x._shape else (), keepdim)
+
+
+def argmax(x, dim=None, keepdim=False):
+    """Index of the largest element (first one on ties; NaN counts as largest).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0, 9.0, 3.0]).argmax().item()
+    1
+    """
+    return _argext("max", x, dim, keepdim)
+
+
+def argmin(x, dim=None, keepdim=False):
+    """Index of the smallest element.
+
+    >>> import clgrad
+    >>> clgrad.tensor([4.0, 1.0, 3.0]).argmin().item()
+    1
+    """
+    return _argext("min", x, dim, keepdim)
+
+
+def _as_bool(x):
+    if x._dtype is dtypes.bool_:
+        return x
+    from .elementwise import run, TABLE
+    return run(TABLE["ne"], (x, 0))
+
+
+def all(x, dim=None, keepdim=False):
+    """Whether all elements (along dim) are non-zero.
+
+    >>> import clgrad
+    >>> clgrad.tensor([True, False]).all().item()
+    False
+    """
+    return reduce_raw("all", _as_bool(x), _dims("all", x, dim), keepdim)
+
+
+def any(x, dim=None, keepdim=False):
+    """Whether any element (along dim) is non-zero.
+
+    >>> import clgrad
+    >>> clgrad.tensor([0, 0, 3]).any().item()
+    True
+    """
+    return reduce_raw("any", _as_bool(x), _dims("any", x, dim), keepdim)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over dims with Bessel's `correction` (1 unless told).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0, 2.0, 3.0, 4.0]).var().item()
+    1.6666666269302368
+    """
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return Var.apply(x, _dims("var", x, dim), _correction(unbiased, correction), bool(keepdim),
+                     False)
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over dims with Bessel's `correction` (1 unless told).
+
+    >>> import clgrad
+    >>> round(clgrad.tensor([1.0, 3.0]).std().item(), 4)
+    1.4142
+    """
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return Var.apply(x, _dims("std", x, dim), _correction(unbiased, correction), bool(keepdim),
+                     True)
+
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dims."""
+    return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dims."""
+    return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
+
+
+def logsumexp(x, dim, keepdim=False):
+    """log(sum(exp(x))) over dims, computed without overflow.
+
+    >>> import clgrad
+    >>> round(clgrad.tensor([1000.0, 1000.0]).logsumexp(0).item(), 3)
+    1000.693
+    """
+    return LogSumExp.apply(x, _dims("logsumexp", x, dim), bool(keepdim))
+
+
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over dims (2, 1, inf, -inf, 0, any real p; 'fro' is 2).
+
+    >>> import clgrad
+    >>> clgrad.tensor([3.0, 4.0]).norm().item()
+    5.0
+    """
+    if dtype is not None:
+        x = x.to(dtypes.as_dtype(dtype))
+    if x._dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {x._dtype.name.capitalize()}")
+    dims = _dims("norm", x, dim)
+    if p == "fro" or p == 2 or p is None:
+        return Norm2.apply(x, dims, bool(keepdim))
+    if p == "nuc":
+        raise NotImplementedError("nuclear norm needs an SVD, which clgrad does not have")
+    p = float(p)
+    a = x.abs()
+    if p == math.inf:
+        return a.amax(dims, keepdim)
+    if p == -math.inf:
+        return a.amin(dims, keepdim)
+    if p == 0:
+        return (a != 0).to(x._dtype).sum(dims, keepdim)
+    if p == 1:
+        return a.sum(dims, keepdim)
+    return a.pow(p).sum(dims, keepdim).pow(1.0 / p)
+
+
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any",
+           "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "sum_to", "reduce_raw",
+           "wrap_dims"]

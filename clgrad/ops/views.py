@@ -1,0 +1,804 @@
+"""View ops: new shape, strides and offset over the same storage, never a copy. Each is described
+by its geometry (a function of the input's shape, strides and offset), so that the backward of
+the slicing ones is the same geometry applied to a zero tensor the input's size.
+
+Also the ops that copy on purpose: contiguous, clone, dtype casts, detach."""
+import builtins
+
+from .. import dtypes
+from ..autograd.function import Op, _null_ctx
+from ..autograd.grad_mode import state as _state
+from ..tensor import Tensor, alias, contiguous_strides, empty_tensor, is_contiguous_layout, numel_of
+from ._base import cast_raw, contiguous_raw, copy_into, full_raw, size_repr, view_raw
+
+
+def _view(x, shape, strides, offset):
+    return view_raw(x, shape, strides, offset)
+
+
+# ---- geometry ------------------------------------------------------------------------------------
+def infer_size(shape, numel):
+    """Resolve one -1 in a requested shape, with torch's errors."""
+    shape = list(shape)
+    infer = None
+    known = 1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s}")
+        else:
+            known *= s
+    if infer is not None:
+        if known == 0:
+            raise RuntimeError(f"cannot reshape tensor of {numel} elements into shape "
+                               f"{size_repr(shape)} because the unspecified dimension size -1 can "
+                               f"be any value and is ambiguous")
+        if numel % known:
+            raise RuntimeError(f"shape '{size_repr(shape)}' is invalid for input of size {numel}")
+        shape[infer] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{size_repr(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def view_strides(oldshape, oldstride, newshape):
+    """Strides that show a tensor of (oldshape, oldstride) as newshape without copying, or None
+    (torch's computeStride)."""
+    if not oldshape:
+        return tuple(1 for _ in newshape) if True else None
+    numel = numel_of(oldshape)
+    if numel == 0:
+        return contiguous_strides(newshape)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
+                             oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(newstride)
+
+
+def is_non_overlapping(shape, strides):
+    dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1)
+    reach = 0
+    for st, n in dims:
+        if st <= reach:
+            return False
+        reach += st * (n - 1)
+    return True
+
+
+def _wrap(dim, ndim):
+    n = builtins.max(ndim, 1)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but "
+                         f"got {dim})")
+    return dim % n
+
+
+# ---- the scatter that undoes a slicing view -------------------------------------------------------
+class ViewScatter(Op):
+    """A copy of `base` whose region (shape, strides, offset relative to a contiguous layout)
+    holds `src`: the adjoint of taking that view."""
+
+    @staticmethod
+    def forward(ctx, base, src, shape, strides, offset):
+        out = empty_tensor(base._shape, base._dtype, base._storage.device)
+        copy_into(out, base)
+        copy_into(view_raw(out, shape, strides, offset), src)
+        ctx.geom = (shape, strides, offset)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, strides, offset = ctx.geom
+        g = g.contiguous()
+        gb = gs = None
+        if ctx.needs_input_grad[0]:
+            z = full_raw(shape, 0, g._dtype, g._storage.device)
+            gb = ViewScatter.apply(g, z, shape, strides, offset)
+        if ctx.needs_input_grad[1]:
+            gs = AsStrided.apply(g, shape, strides, g._offset + offset)
+        return gb, gs, None, None, None
+
+
+def view_scatter(base, src, shape, strides, offset):
+    return ViewScatter.apply(base, src, tuple(shape), tuple(strides), offset)
+
+
+def _scatter_back(g, in_shape, shape, strides, offset):
+    zeros = full_raw(in_shape, 0, g._dtype, g._storage.device)
+    return ViewScatter.apply(zeros, g, shape, strides, offset)
+
+
+# ---- view ops ------------------------------------------------------------------------------------
+class View(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, shape, strides):
+        return _view(x, shape, strides, x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx._in_meta[0][0]), None, None
+
+
+class Expand(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        nd = len(shape)
+        off = nd - len(x._shape)
+        strides = []
+        for i, n in enumerate(shape):
+            if i < off:
+                strides.append(0)
+            else:
+                strides.append(0 if x._shape[i - off] == 1 and n != 1 else x._strides[i - off])
+        return _view(x, shape, strides, x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        from .reduce import sum_to
+        return sum_to(g, ctx._in_meta[0][0]), None
+
+
+class Permute(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return _view(x, tuple(x._shape[d] for d in dims), tuple(x._strides[d] for d in dims),
+                     x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        inv = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inv[d] = i
+        return Permute.apply(g, tuple(inv)), None
+
+
+class Transpose(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, d0, d1):
+        shape, strides = list(x._shape), list(x._strides)
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        strides[d0], strides[d1] = strides[d1], strides[d0]
+        ctx.d = (d0, d1)
+        return _view(x, tuple(shape), tuple(strides), x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Transpose.apply(g, *ctx.d), None, None
+
+
+class T(Transpose):
+    pass
+
+
+class Squeeze(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        keep = [i for i in range(len(x._shape)) if not (i in dims and x._shape[i] == 1)]
+        return _view(x, tuple(x._shape[i] for i in keep), tuple(x._strides[i] for i in keep),
+                     x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx._in_meta[0][0]), None
+
+
+class Unsqueeze(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        shape, strides = list(x._shape), list(x._strides)
+        st = strides[dim] * shape[dim] if dim < len(shape) else 1
+        shape.insert(dim, 1)
+        strides.insert(dim, st)
+        ctx.dim = dim
+        return _view(x, tuple(shape), tuple(strides), x._offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx._in_meta[0][0]), None
+
+
+def _select_geom(shape, strides, offset, dim, index):
+    return (shape[:dim] + shape[dim + 1:], strides[:dim] + strides[dim + 1:],
+            offset + index * strides[dim])
+
+
+def _slice_geom(shape, strides, offset, dim, start, stop, step):
+    n = builtins.max(0, -(-(stop - start) // step))
+    return (shape[:dim] + (n,) + shape[dim + 1:],
+            strides[:dim] + (strides[dim] * step,) + strides[dim + 1:],
+            offset + start * strides[dim] if n else offset)
+
+
+def _diag_geom(shape, strides, offset, off, d1, d2):
+    if off >= 0:
+        n = builtins.max(0, builtins.min(shape[d1], shape[d2] - off))
+        start = offset + off * strides[d2] if n else offset
+    else:
+        n = builtins.max(0, builtins.min(shape[d1] + off, shape[d2]))
+        start = offset - off * strides[d1] if n else offset
+    keep = [i for i in range(len(shape)) if i not in (d1, d2)]
+    return (tuple(shape[i] for i in keep) + (n,),
+            tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],), start)
+
+
+class _GeomView(Op):
+    """A slicing view: forward applies `geom` to the input, backward scatters into zeros."""
+
+    _is_view = True
+    geom = None
+
+    @classmethod
+    def _forward(cls, ctx, x, *params):
+        shape, strides, offset = cls.geom(x._shape, x._strides, x._offset, *params)
+        ctx.params = params
+        return _view(x, shape, strides, offset)
+
+    @classmethod
+    def _backward(cls, ctx, g):
+        in_shape = ctx._in_meta[0][0]
+        shape, strides, offset = cls.geom(in_shape, contiguous_strides(in_shape), 0, *ctx.params)
+        return (_scatter_back(g, in_shape, shape, strides, offset),) + (None,) * len(ctx.params)
+
+
+def _geom_view(name, geom):
+    cls = type(name, (_GeomView,), {"geom": staticmethod(geom)})
+    cls.forward = staticmethod(lambda ctx, x, *p: cls._forward(ctx, x, *p))
+    cls.backward = staticmethod(lambda ctx, g: cls._backward(ctx, g))
+    return cls
+
+
+Select = _geom_view("Select", _select_geom)
+Slice = _geom_view("Slice", _slice_geom)
+Diagonal = _geom_view("Diagonal", _diag_geom)
+
+
+class AsStrided(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, shape, strides, storage_offset):
+        ctx.geom = (shape, strides, storage_offset - x._offset)
+        ctx.base_offset = x._offset
+        return _view(x, shape, strides, storage_offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        in_shape = ctx._in_meta[0][0]
+        shape, strides, offset = ctx.geom
+        if is_non_overlapping(shape, strides):
+            return _scatter_back(g, in_shape, shape, strides, offset), None, None, None
+        # overlapping windows: several outputs read the same input element; add them up
+        from .index import as_strided_backward_overlapping
+        return as_strided_backward_overlapping(g, in_shape, shape, strides, offset), None, None, None
+
+
+class Unbind(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return tuple(_view(x, *_select_geom(x._shape, x._strides, x._offset, dim, i))
+                     for i in range(x._shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from .join import stack
+        shape, dt, dev = ctx._in_meta[0]
+        piece = shape[:ctx.dim] + shape[ctx.dim + 1:]
+        gs = [g if g is not None else full_raw(piece, 0, dt, dev) for g in grads]
+        return stack(gs, ctx.dim), None
+
+    _handles_none = True
+
+
+Unbind._backward_cls._handles_none = True
+
+
+class SplitWithSizes(Op):
+    _is_view = True
+
+    @staticmethod
+    def forward(ctx, x, sizes, dim):
+        ctx.sizes, ctx.dim = sizes, dim
+        outs = []
+        start = 0
+        for s in sizes:
+            outs.append(_view(x, *_slice_geom(x._shape, x._strides, x._offset, dim, start,
+                                                start + s, 1)))
+            start += s
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from .join import cat
+        shape, dt, dev = ctx._in_meta[0]
+        gs = []
+        for g, s in zip(grads, ctx.sizes):
+            if g is None:
+                g = full_raw(shape[:ctx.dim] + (s,) + shape[ctx.dim + 1:], 0, dt, dev)
+            gs.append(g)
+        return cat(gs, ctx.dim), None, None
+
+
+SplitWithSizes._backward_cls._handles_none = True
+
+
+# ---- ops that copy -------------------------------------------------------------------------------
+class Clone(Op):
+    @staticmethod
+    def forward(ctx, x):
+        out = empty_tensor(x._shape, x._dtype, x._storage.device)
+        return copy_into(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g,)
+
+
+class ToCopy(Op):
+    @staticmethod
+    def forward(ctx, x, dtype):
+        out = empty_tensor(x._shape, dtype, x._storage.device)
+        return copy_into(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx._in_meta[0][1]), None
+
+
+# ---- the functions ------------------------------------------------------------------------------
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    elif len(shape) == 1 and hasattr(shape[0], "__iter__") and not isinstance(shape[0], Tensor):
+        shape = tuple(shape[0])
+    out = []
+    for s in shape:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, int) or isinstance(s, bool):
+            try:
+                s = s.__index__()
+            except AttributeError:
+                raise TypeError(f"shape must be a tuple of ints, got {type(s).__name__}") from None
+        out.append(s)
+    return tuple(out)
+
+
+def view(x, *shape):
+    """The same data with another shape; fails where that needs a copy (use reshape).
+
+    >>> import clgrad
+    >>> clgrad.arange(6).view(2, 3).shape
+    clgrad.Size([2, 3])
+    """
+    if len(shape) == 1 and (isinstance(shape[0], dtypes.dtype) or isinstance(shape[0], str)):
+        raise NotImplementedError("view(dtype) reinterprets bits, which clgrad does not support")
+    shape = infer_size(_shape_arg(shape), numel_of(x._shape))
+    strides = view_strides(x._shape, x._strides, shape)
+    if strides is None:
+        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at "
+                           f"least one dimension spans across two contiguous subspaces). Use "
+                           f".reshape(...) instead. (input {size_repr(x._shape)} with strides "
+                           f"{size_repr(x._strides)}, requested {size_repr(shape)})")
+    return View.apply(x, shape, strides)
+
+
+def reshape(x, *shape):
+    """The same data with another shape: a view when the strides allow it, else a copy.
+
+    >>> import clgrad
+    >>> clgrad.arange(6).reshape(3, -1).shape
+    clgrad.Size([3, 2])
+    """
+    shape = infer_size(_shape_arg(shape), numel_of(x._shape))
+    if shape == x._shape:
+        return View.apply(x, shape, x._strides)
+    strides = view_strides(x._shape, x._strides, shape)
+    if strides is None:
+        x = Clone.apply(x)
+        strides = contiguous_strides(shape)
+    return View.apply(x, shape, strides)
+
+
+def view_as(x, other):
+    return view(x, other._shape)
+
+
+def reshape_as(x, other):
+    return reshape(x, other._shape)
+
+
+def expand(x, *shape):
+    """A view repeating size-1 dims (and new leading dims) without copying; -1 keeps a size.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[1], [2]]).expand(2, 3).tolist()
+    [[1, 1, 1], [2, 2, 2]]
+    """
+    shape = _shape_arg(shape)
+    if len(shape) < len(x._shape):
+        raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or "
+                           f"equal to the number of dimensions in the tensor ({len(x._shape)})")
+    off = len(shape) - len(x._shape)
+    out = []
+    for i, n in enumerate(shape):
+        if i < off:
+            if n < 0:
+                raise RuntimeError(f"expand: the expanded size of the tensor (-1) isn't allowed in "
+                                   f"a leading, non-existing dimension {i}")
+            out.append(n)
+            continue
+        cur = x._shape[i - off]
+        if n == -1:
+            n = cur
+        if cur != n and cur != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing size "
+                               f"({cur}) at non-singleton dimension {i}.  Target sizes: "
+                               f"{size_repr(shape)}.  Tensor sizes: {size_repr(x._shape)}")
+        out.append(n)
+    out = tuple(out)
+    if out == x._shape:
+        return View.apply(x, out, x._strides)
+    return Expand.apply(x, out)
+
+
+def expand_as(x, other):
+    return expand(x, other._shape)
+
+
+def broadcast_to(x, shape):
+    return expand(x, tuple(shape))
+
+
+def permute(x, *dims):
+    """A view with the dims reordered.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3, 4).permute(2, 0, 1).shape
+    clgrad.Size([4, 2, 3])
+    """
+    dims = _shape_arg(dims)
+    nd = len(x._shape)
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {nd} is not equal to len(dims) = {len(dims)}")
+    w = tuple(_wrap(d, nd) for d in dims)
+    if len(set(w)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return Permute.apply(x, w)
+
+
+def transpose(x, dim0, dim1):
+    """A view with two dims swapped.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3).transpose(0, 1).shape
+    clgrad.Size([3, 2])
+    """
+    nd = len(x._shape)
+    if nd == 0:
+        _wrap(dim0, 0), _wrap(dim1, 0)
+        return View.apply(x, x._shape, x._strides)
+    d0, d1 = _wrap(dim0, nd), _wrap(dim1, nd)
+    return Transpose.apply(x, d0, d1)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(x):
+    """Transpose of a tensor of at most 2 dims.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3).t().shape
+    clgrad.Size([3, 2])
+    """
+    if len(x._shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{len(x._shape)}D")
+    if len(x._shape) < 2:
+        return View.apply(x, x._shape, x._strides)
+    return T.apply(x, 0, 1)
+
+
+def mT(x):
+    if len(x._shape) < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{len(x._shape)}-D tensor.")
+    return transpose(x, -2, -1)
+
+
+def squeeze(x, dim=None):
+    """Drop size-1 dims (all, or the given ones).
+
+    >>> import clgrad
+    >>> clgrad.zeros(1, 3, 1).squeeze().shape
+    clgrad.Size([3])
+    """
+    nd = len(x._shape)
+    if dim is None:
+        dims = tuple(i for i, n in enumerate(x._shape) if n == 1)
+    elif isinstance(dim, int):
+        dims = (_wrap(dim, nd),)
+    else:
+        dims = tuple(_wrap(d, nd) for d in dim)
+    if nd == 0:
+        dims = ()
+    return Squeeze.apply(x, dims)
+
+
+def unsqueeze(x, dim):
+    """Insert a size-1 dim at `dim`.
+
+    >>> import clgrad
+    >>> clgrad.zeros(3).unsqueeze(0).shape
+    clgrad.Size([1, 3])
+    """
+    return Unsqueeze.apply(x, _wrap(dim, len(x._shape) + 1))
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3, 4).flatten(1).shape
+    clgrad.Size([2, 12])
+    """
+    nd = len(x._shape)
+    if nd == 0:
+        return reshape(x, (1,))
+    s, e = _wrap(start_dim, nd), _wrap(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    n = 1
+    for d in range(s, e + 1):
+        n *= x._shape[d]
+    return reshape(x, x._shape[:s] + (n,) + x._shape[e + 1:])
+
+
+def unflatten(x, dim, sizes):
+    nd = len(x._shape)
+    d = _wrap(dim, nd)
+    sizes = infer_size(tuple(sizes), x._shape[d])
+    return reshape(x, x._shape[:d] + sizes + x._shape[d + 1:])
+
+
+def ravel(x):
+    return reshape(x, (-1,))
+
+
+def select(x, dim, index):
+    """The slice at `index` along `dim`, without that dim (a view).
+
+    >>> import clgrad
+    >>> clgrad.arange(6).view(2, 3).select(1, 2).tolist()
+    [2, 5]
+    """
+    nd = len(x._shape)
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap(dim, nd)
+    if isinstance(index, Tensor):
+        index = int(index.item())
+    n = x._shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{size_repr(x._shape)} at dimension {d}")
+    return Select.apply(x, d, index % n)
+
+
+def slice_dim(x, dim, start, stop, step=1):
+    """x[..., start:stop:step, ...] along dim, with Python's clamping of start and stop."""
+    n = x._shape[dim]
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start, stop, _ = slice(start, stop).indices(n)
+    stop = builtins.max(stop, start)
+    return Slice.apply(x, dim, start, stop, step)
+
+
+def narrow(x, dim, start, length):
+    """The `length` elements from `start` along `dim` (a view).
+
+    >>> import clgrad
+    >>> clgrad.arange(5).narrow(0, 1, 3).tolist()
+    [1, 2, 3]
+    """
+    nd = len(x._shape)
+    d = _wrap(dim, nd)
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    n = x._shape[d]
+    if start < 0:
+        start += n
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return Slice.apply(x, d, start, start + length, 1)
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes, as a view.
+
+    >>> import clgrad
+    >>> clgrad.arange(9).view(3, 3).diagonal().tolist()
+    [0, 4, 8]
+    """
+    nd = len(x._shape)
+    d1, d2 = _wrap(dim1, nd), _wrap(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal.apply(x, offset, d1, d2)
+
+
+def as_strided(x, size, stride, storage_offset=None):
+    """A view with the given size, strides and storage offset (elements).
+
+    >>> import clgrad
+    >>> clgrad.arange(6).as_strided((2, 2), (3, 1)).tolist()
+    [[0, 1], [3, 4]]
+    """
+    size, stride = tuple(size), tuple(stride)
+    off = x._offset if storage_offset is None else storage_offset
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} and {len(stride)}")
+    if numel_of(size):
+        hi = off + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+        if off < 0 or hi >= x._storage.nbytes // x._dtype.itemsize:
+            raise RuntimeError(f"setStorage: sizes {size_repr(size)}, strides {size_repr(stride)}, "
+                               f"storage offset {off} require more storage than the tensor has")
+    return AsStrided.apply(x, size, stride, off)
+
+
+def unbind(x, dim=0):
+    """The slices along `dim`, as a tuple of views.
+
+    >>> import clgrad
+    >>> [t.tolist() for t in clgrad.arange(4).view(2, 2).unbind(1)]
+    [[0, 2], [1, 3]]
+    """
+    d = _wrap(dim, len(x._shape))
+    if not x._shape:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return Unbind.apply(x, d)
+
+
+def split(x, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along dim (the last may be smaller), or of the listed sizes.
+
+    >>> import clgrad
+    >>> [t.tolist() for t in clgrad.arange(5).split(2)]
+    [[0, 1], [2, 3], [4]]
+    """
+    d = _wrap(dim, len(x._shape))
+    n = x._shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        if s <= 0 and not (s == 0 and n == 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                               f"size of {n}")
+        sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
+        if not sizes:
+            sizes = [0] if n == 0 else sizes
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                               f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    return SplitWithSizes.apply(x, tuple(sizes), d)
+
+
+def split_with_sizes(x, split_sizes, dim=0):
+    return split(x, list(split_sizes), dim)
+
+
+def chunk(x, chunks, dim=0):
+    """`chunks` pieces along dim (fewer if the size does not allow that many).
+
+    >>> import clgrad
+    >>> len(clgrad.arange(5).chunk(3))
+    3
+    """
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap(dim, len(x._shape))
+    n = x._shape[d]
+    size = -(-n // chunks) if n else 0
+    if size == 0:
+        return split(x, [0] * 1 if n == 0 else [n], d) if n == 0 else split(x, [n], d)
+    return split(x, size, d)
+
+
+def contiguous(x, memory_format=None):
+    """x itself when contiguous, else a contiguous copy.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3).t().contiguous().is_contiguous()
+    True
+    """
+    if x._contig:
+        return x
+    return Clone.apply(x)
+
+
+def clone(x, memory_format=None):
+    """A copy with its own memory (recorded: the gradient passes through).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1, 2]).clone().tolist()
+    [1, 2]
+    """
+    return Clone.apply(x)
+
+
+def to_dtype(x, dtype, copy=False):
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is x._dtype and not copy:
+        return x
+    return ToCopy.apply(x, dtype)
+
+
+def detach(x):
+    """A tensor sharing x's data (and version counter) with no history.
+
+    >>> import clgrad
+    >>> clgrad.ones(2, requires_grad=True).detach().requires_grad
+    False
+    """
+    d = alias(x)
+    return d
+
+
+def detach_(x):
+    if x._base is not None and (x._base._requires_grad or x._grad_fn is not None):
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                           "DistributedDataParallel (DDP) for training ...")
+    x._grad_fn = None
+    x._requires_grad = False
+    x._output_nr = 0
+    return x
+
+
+__all__ = ["view", "reshape", "view_as", "reshape_as", "expand", "expand_as", "broadcast_to",
+           "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze", "flatten",
+           "unflatten", "ravel", "select", "narrow", "diagonal", "as_strided", "unbind", "split",
+           "split_with_sizes", "chunk", "contiguous", "clone", "detach", "detach_", "view_scatter",
+           "slice_dim", "to_dtype", "mT"]

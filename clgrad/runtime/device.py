@@ -1,0 +1,198 @@
+"""OpenCL platforms and devices: discovery, the default device, one context and one in-order queue
+per device, and what each device can do.
+
+Nothing here runs at import: the platforms are listed the first time something asks for a device,
+so `import clgrad` works on a machine with no OpenCL at all.
+"""
+import os
+import threading
+
+import pyopencl as cl
+
+from .memory import MemoryPool
+
+NO_DEVICE_HELP = (
+    "clgrad found no OpenCL device{why}. To run on the CPU, install PoCL: "
+    "`pip install clgrad[pocl]` (or `pip install pocl-binary-distribution`); for a GPU, install "
+    "its vendor's OpenCL driver. CLGRAD_DEVICE picks a device (pocl, nvidia, amd, intel, cl:N).")
+
+
+class NoDeviceError(RuntimeError):
+    """Raised by the first operation that needs a device when none can be found."""
+
+
+class Device:
+    """One OpenCL device with its context, its in-order queue, its memory pool and its built
+    kernels. `clgrad.cl.devices()` lists them; index N is the device "cl:N"."""
+
+    def __init__(self, index, cl_device):
+        self.index = index
+        self.cl_device = cl_device
+        self.platform = cl_device.platform
+        self.context = cl.Context([cl_device])
+        self.queue = cl.CommandQueue(
+            self.context, cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        d = cl_device
+        ext = d.extensions.split()
+        self.name = d.name.strip()
+        self.platform_name = self.platform.name.strip()
+        self.vendor = d.vendor.strip()
+        self.is_pocl = "portable computing language" in self.platform_name.lower() or \
+            "pocl" in self.platform_name.lower()
+        self.is_cpu = bool(d.type & cl.device_type.CPU)
+        self.is_gpu = bool(d.type & cl.device_type.GPU)
+        self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
+        self.has_fp16 = "cl_khr_fp16" in ext
+        self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext
+        self.local_mem_size = d.local_mem_size
+        self.has_local_mem = d.local_mem_type == cl.device_local_mem_type.LOCAL or self.is_cpu
+        self.max_work_group_size = d.max_work_group_size
+        self.compute_units = d.max_compute_units
+        self.global_mem_size = d.global_mem_size
+        self.max_alloc = d.max_mem_alloc_size
+        self.version = d.version.strip()
+        self.driver_version = d.driver_version.strip()
+        self.extensions = ext
+        # Contiguous elementwise kernels handle VEC elements per work-item: CPUs need explicit
+        # vectors to use SIMD (PoCL does not vectorise these kernels across work-items), GPUs
+        # only want wide enough loads.
+        self.vec = 8 if self.is_cpu else 4          # elements of up to 4 bytes
+        self.vec8 = 4 if self.is_cpu else 2         # 8-byte elements: at most 256-bit vectors
+        self.wg = min(256, self.max_work_group_size)
+        self.pool = MemoryPool(self.context, self.global_mem_size, self.max_alloc)
+        self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
+        self.programs = {}                # program id -> cl.Program
+        self.lock = threading.RLock()
+
+    @property
+    def kind(self):
+        return "gpu" if self.is_gpu else "cpu" if self.is_cpu else "accelerator"
+
+    def __str__(self):
+        return f"cl:{self.index}"
+
+    def __repr__(self):
+        return f"<clgrad device cl:{self.index} {self.name!r} on {self.platform_name!r}>"
+
+    def capabilities(self):
+        """A dict of what this device offers, as `python -m clgrad` prints it."""
+        return {
+            "name": self.name, "platform": self.platform_name, "vendor": self.vendor,
+            "type": self.kind, "version": self.version, "driver": self.driver_version,
+            "compute_units": self.compute_units, "global_mem_bytes": self.global_mem_size,
+            "max_alloc_bytes": self.max_alloc, "local_mem_bytes": self.local_mem_size,
+            "max_work_group_size": self.max_work_group_size, "fp64": self.has_fp64,
+            "fp16": self.has_fp16, "int64_atomics": self.has_int64_atomics,
+        }
+
+
+_lock = threading.Lock()
+_devices = None
+_discovery_error = None
+_default_index = None
+
+
+def _discover():
+    global _devices, _discovery_error
+    found = []
+    try:
+        platforms = cl.get_platforms()
+    except Exception as e:             # no ICD loader, or no platform behind it
+        _discovery_error = e
+        platforms = []
+    for p in platforms:
+        try:
+            found.extend(p.get_devices())
+        except Exception as e:
+            _discovery_error = e
+    # A bad driver must not hide the good ones: a device whose context fails is left out.
+    devs = []
+    for d in found:
+        try:
+            devs.append(Device(len(devs), d))
+        except Exception as e:
+            _discovery_error = e
+    _devices = devs
+
+
+def devices():
+    """Every OpenCL device clgrad can use; index N of this list is the device "cl:N".
+
+    >>> import clgrad
+    >>> isinstance(clgrad.cl.devices(), list)
+    True
+    """
+    if _devices is None:
+        with _lock:
+            if _devices is None:
+                _discover()
+    return _devices
+
+
+def _match(spec, devs):
+    spec = spec.strip().lower()
+    if spec.startswith("cl:") or spec.isdigit():
+        i = int(spec.split(":")[-1])
+        if not 0 <= i < len(devs):
+            raise NoDeviceError(f"CLGRAD_DEVICE={spec!r}: there are {len(devs)} OpenCL devices "
+                                f"(cl:0 to cl:{len(devs) - 1})")
+        return devs[i]
+    for d in devs:
+        words = f"{d.platform_name} {d.vendor} {d.name} {d.kind}".lower()
+        if spec in words or (spec == "pocl" and d.is_pocl):
+            return d
+    names = ", ".join(f"cl:{d.index} {d.name} ({d.platform_name})" for d in devs)
+    raise NoDeviceError(f"CLGRAD_DEVICE={spec!r} matches none of the OpenCL devices: {names}")
+
+
+def default_device():
+    """The device tensors go to when none is named: CLGRAD_DEVICE, else the first GPU, else the
+    first device."""
+    global _default_index
+    if _default_index is not None:
+        return _devices[_default_index]
+    devs = devices()
+    if not devs:
+        why = f" ({_discovery_error})" if _discovery_error else ""
+        raise NoDeviceError(NO_DEVICE_HELP.format(why=why))
+    spec = os.environ.get("CLGRAD_DEVICE")
+    if spec:
+        dev = _match(spec, devs)
+    else:
+        dev = next((d for d in devs if d.is_gpu), devs[0])
+    _default_index = dev.index
+    return dev
+
+
+def set_default_device(spec):
+    """Make `spec` ("cl:1", "pocl", a Device) the device used when none is named."""
+    global _default_index
+    _default_index = get_device(spec).index
+
+
+def get_device(spec=None):
+    """Resolve a device argument (None, "cl", "cl:N", an int, a Device, a clgrad.device)."""
+    if spec is None:
+        return default_device()
+    if isinstance(spec, Device):
+        return spec
+    idx = getattr(spec, "index", spec) if not isinstance(spec, str) else None
+    if isinstance(spec, str):
+        s = spec.strip().lower()
+        if s == "cl":
+            return default_device()
+        if s.startswith("cl:") and s[3:].isdigit():
+            idx = int(s[3:])
+        elif s in ("cpu", "cuda") or s.startswith("cuda:"):
+            raise RuntimeError(f"clgrad tensors live on OpenCL devices ('cl' or 'cl:N'), not "
+                               f"{spec!r}; use .numpy() to bring data to the host")
+        else:
+            return _match(s, devices() or [])
+    if idx is None:
+        return default_device()
+    devs = devices()
+    if not devs:
+        default_device()               # raises the helpful error
+    if not 0 <= int(idx) < len(devs):
+        raise RuntimeError(f"invalid device cl:{idx}: there are {len(devs)} OpenCL devices")
+    return devs[int(idx)]

@@ -1,0 +1,482 @@
+"""`Tensor` as data: storage, shape, strides, element offset, dtype, the version counter shared by
+views, the autograd slots, host interop and repr. No math lives here: the ops are bound onto the
+class by `clgrad._face`.
+"""
+import numpy as np
+import pyopencl as cl
+
+from . import dtypes
+from ._grad_state import state as _grad_state
+from .runtime.device import get_device
+from .runtime.memory import Storage
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like torch.Size.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3).shape
+    clgrad.Size([2, 3])
+    """
+
+    def __repr__(self):
+        return f"clgrad.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class device:
+    """A device name as tensors report it: type 'cl' and an index.
+
+    >>> import clgrad
+    >>> str(clgrad.device("cl:0"))
+    'cl:0'
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec, index=None):
+        if isinstance(spec, device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if hasattr(spec, "index") and not isinstance(spec, str):
+            self.type, self.index = "cl", spec.index
+            return
+        if isinstance(spec, int):
+            self.type, self.index = "cl", spec
+            return
+        typ, _, idx = str(spec).partition(":")
+        if typ != "cl":
+            get_device(spec)                      # raises the explanatory error for cpu/cuda
+            self.type, self.index = "cl", get_device(spec).index
+            return
+        self.type = "cl"
+        self.index = int(idx) if idx else index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        a = self.index if self.index is not None else get_device(None).index
+        b = other.index if other.index is not None else get_device(None).index
+        return a == b
+
+    def __hash__(self):
+        return hash(("cl", self.index))
+
+
+def contiguous_strides(shape):
+    strides = []
+    s = 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    return tuple(reversed(strides))
+
+
+def is_contiguous_layout(shape, strides):
+    s = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != s:
+            return False
+        s *= n
+    return True
+
+
+def numel_of(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Tensor:
+    """A multi-dimensional array on an OpenCL device, with torch's attributes and methods.
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x.shape, x.dtype, x.T.is_contiguous())
+    (clgrad.Size([2, 2]), clgrad.float32, False)
+    """
+
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "_dtype", "_vc", "_contig",
+                 "_requires_grad", "_grad_fn", "_output_nr", "_base", "__dict__", "__weakref__")
+
+    # Rarely set fields live in the instance __dict__ and default to these class attributes.
+    _grad = None
+    _retains_grad = False
+    _hooks = None                 # leaf tensors: {handle id: hook}
+    _post_acc_hooks = None
+    _acc = None                   # weakref to this leaf's AccumulateGrad node
+    _fw = None                    # forward-mode tangents {level: tangent}
+    _inference = False
+    _view_vc_at = 0               # version at which a view's grad_fn was made
+    _view_multi = False           # made by a multi-output view op (unbind, split, ...)
+    _view_no_grad = False         # a view made under no_grad of a tensor that requires grad
+    _is_param = False
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Tensor and args and not isinstance(args[0], Storage):
+            # Tensor(data): torch.Tensor's legacy constructor, a float tensor from data
+            from . import _face
+            return _face.tensor_from_data(args, kwargs)
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        """The shape, or the length of one dimension.
+
+        >>> import clgrad
+        >>> clgrad.zeros(2, 3).size(-1)
+        3
+        """
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[self._wrap_dim(dim)]
+
+    def _wrap_dim(self, dim, ndim=None):
+        n = len(self._shape) if ndim is None else ndim
+        lo, hi = (-1, 0) if n == 0 else (-n, n - 1)
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        if dim < lo or dim > hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                             f"but got {dim})")
+        return int(dim) % n if n else 0
+
+    def dim(self):
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return numel_of(self._shape)
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple(self._strides)
+        return self._strides[self._wrap_dim(dim)]
+
+    def storage_offset(self):
+        return self._offset
+
+    def is_contiguous(self, memory_format=None):
+        return self._contig
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self._dtype.itemsize
+
+    @property
+    def device(self):
+        return device(self._storage.device.index)
+
+    @property
+    def _device(self):
+        return self._storage.device
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    @property
+    def is_sparse(self):
+        return False
+
+    def is_floating_point(self):
+        return self._dtype.kind == "f"
+
+    def is_complex(self):
+        return False
+
+    def is_inference(self):
+        return self._inference
+
+    def data_ptr(self):
+        return id(self._storage) + self._offset * self._dtype.itemsize
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __hash__(self):
+        return id(self)
+
+    # ---- autograd slots -------------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(bool(value))
+
+    def requires_grad_(self, requires_grad=True):
+        """Set whether autograd records operations on this leaf; returns self.
+
+        >>> import clgrad
+        >>> clgrad.zeros(2).requires_grad_().requires_grad
+        True
+        """
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if requires_grad and self._dtype.kind != "f":
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got "
+                               f"{self._dtype}")
+        if requires_grad and self._inference and not _grad_state.inference:
+            pass  # torch allows setting the flag; saving it for backward raises later
+        if self._grad_fn is None:
+            self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None and (self._base is None or self.grad_fn is None)
+
+    @property
+    def grad_fn(self):
+        if self._base is not None:
+            from .autograd.function import refresh_view_grad_fn
+            refresh_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: expected "
+                                   f"{self._dtype}, got {value._dtype}")
+            if value._shape != self._shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected "
+                                   f"{list(self._shape)}, got {list(value._shape)}")
+            if value._storage.device is not self._storage.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: "
+                                   f"expected {self.device}, got {value.device}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    @property
+    def _is_view(self):
+        return self._base is not None
+
+    def _is_view_method(self):
+        return self._base is not None
+
+    # ---- host interop ---------------------------------------------------------------------
+    def _read_host(self):
+        """The elements as a numpy array in host representation (bf16 as uint16 bits). Only the
+        span of storage the view covers is read, then numpy applies the strides."""
+        dt = self._dtype
+        shape = self._shape
+        n = numel_of(shape)
+        if n == 0:
+            return np.empty(shape, dtype=dt.np)
+        lo = hi = self._offset
+        for s, st in zip(shape, self._strides):
+            if st >= 0:
+                hi += (s - 1) * st
+            else:
+                lo += (s - 1) * st
+        span = np.empty(hi - lo + 1, dtype=dt.np)
+        dev = self._storage.device
+        cl.enqueue_copy(dev.queue, span, self._storage.buf, src_offset=lo * dt.itemsize,
+                        is_blocking=True)
+        if self._contig:
+            return span.reshape(shape)
+        isz = dt.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            span[self._offset - lo:], shape=shape, strides=[st * isz for st in self._strides])
+        return np.array(view)
+
+    def numpy(self, *, force=False):
+        """The values as a new numpy array (a copy: device memory is not host memory).
+
+        >>> import clgrad
+        >>> clgrad.arange(3).numpy()
+        array([0, 1, 2])
+        """
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._dtype is dtypes.bfloat16 and not force:
+            raise TypeError("Got unsupported ScalarType BFloat16: numpy has no bfloat16; use "
+                            ".float().numpy()")
+        return dtypes.from_host_bits(self._read_host(), self._dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        a = dtypes.from_host_bits(self._read_host(), self._dtype)
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number.
+
+        >>> import clgrad
+        >>> clgrad.tensor([2.5]).item()
+        2.5
+        """
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        return dtypes.from_host_bits(self._read_host(), self._dtype).reshape(()).item()
+
+    def tolist(self):
+        """The values as (nested) Python lists.
+
+        >>> import clgrad
+        >>> clgrad.tensor([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
+        return dtypes.from_host_bits(self._read_host(), self._dtype).tolist()
+
+    def __bool__(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {'more than one' if n else 'no'} "
+                               f"value{'s' if n else ''} is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.kind not in "iub" or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._format import format_tensor
+        return format_tensor(self)
+
+    def __format__(self, spec):
+        if not self._shape and spec:
+            return self.item().__format__(spec)
+        return repr(self)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("clgrad tensors are not pickled (that would let a file run code); use "
+                        "clgrad.save / clgrad.load")
+
+    def __deepcopy__(self, memo):
+        from . import _face
+        return _face.deepcopy_tensor(self, memo)
+
+
+_new = object.__new__
+
+
+def make_tensor(storage, shape, strides, offset, dt, contig, vc=None):
+    """Wrap a storage as a tensor. The hot path of every op: set only the slots."""
+    t = _new(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._strides = strides
+    t._offset = offset
+    t._dtype = dt
+    t._vc = [0] if vc is None else vc
+    t._contig = contig
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._base = None
+    if _grad_state.inference:
+        t._inference = True
+    return t
+
+
+def empty_tensor(shape, dt, device):
+    """A new contiguous tensor with uninitialised contents."""
+    n = numel_of(shape)
+    storage = Storage(device, n * dt.itemsize)
+    return make_tensor(storage, shape, contiguous_strides(shape), 0, dt, True)
+
+
+def upload(array, dt, device):
+    """A new tensor holding a numpy array's values (converted to dt)."""
+    host = dtypes.to_host_bits(array, dt)
+    t = empty_tensor(tuple(host.shape), dt, device)
+    if host.size:
+        cl.enqueue_copy(device.queue, t._storage.buf, host, is_blocking=True)
+    return t
+
+
+def alias(t, shape=None, strides=None, offset=None):
+    """A tensor over the same storage and version counter, without autograd history."""
+    shape = t._shape if shape is None else shape
+    strides = t._strides if strides is None else strides
+    return make_tensor(t._storage, shape, strides, t._offset if offset is None else offset,
+                       t._dtype, t._contig if shape is t._shape and strides is t._strides
+                       else is_contiguous_layout(shape, strides), t._vc)

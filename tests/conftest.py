@@ -1,0 +1,49 @@
+"""Every test that takes the `device` fixture runs once per OpenCL device present (narrowed by
+CLGRAD_TEST_DEVICES: comma-separated indices or name fragments, e.g. "0" or "pocl")."""
+import os
+
+import pytest
+
+import clgrad
+from clgrad.runtime import device as _device
+
+
+def _selected():
+    devs = clgrad.cl.devices()
+    spec = os.environ.get("CLGRAD_TEST_DEVICES")
+    if spec:
+        keep = []
+        for d in devs:
+            for s in spec.split(","):
+                s = s.strip().lower()
+                if s == str(d.index) or s == f"cl:{d.index}" or s in d.name.lower() or \
+                        s in d.platform_name.lower() or (s == "pocl" and d.is_pocl):
+                    keep.append(d)
+                    break
+        devs = keep
+    return devs
+
+
+DEVICES = _selected()
+if not DEVICES:
+    raise pytest.UsageError("no OpenCL device to test on: install one (pip install "
+                            "clgrad[pocl]) or fix CLGRAD_TEST_DEVICES")
+
+
+@pytest.fixture(params=DEVICES, ids=[f"cl{d.index}" for d in DEVICES])
+def device(request):
+    """The device under test, made the default device for the duration of the test."""
+    prev = _device._default_index
+    _device.set_default_device(request.param)
+    yield request.param
+    _device._default_index = prev
+
+
+@pytest.fixture(autouse=True)
+def _reset_modes():
+    """Tests must not leak grad mode or the default dtype into each other."""
+    yield
+    from clgrad._grad_state import state
+    state.grad_enabled = True
+    state.inference = False
+    clgrad.set_default_dtype(clgrad.float32)
