@@ -8,7 +8,7 @@ import numbers
 from . import dtypes
 from .autograd import engine
 from .autograd.function import _add_hook
-from .ops import creation, index, inplace, join, pointwise, reduce, views
+from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops.elementwise import OPS
 from .tensor import Tensor
 
@@ -225,8 +225,10 @@ Tensor.sum_to_size = lambda self, *size: reduce.sum_to(self, views._shape_arg(si
 
 # ---- joining, indexing, in-place ---------------------------------------------------------------
 register(functions={n: getattr(join, n) for n in join.__all__})
-register(functions=index.FUNCTIONS, methods=index.METHODS)
 register(methods={"copy_": inplace.copy_, "fill_": inplace.fill_, "zero_": inplace.zero_})
+for _mod in MODULES:
+    if _mod is not pointwise:
+        register(getattr(_mod, "FUNCTIONS", None), getattr(_mod, "METHODS", None))
 
 
 def _iter(self):

@@ -1,3 +1,9 @@
 """Every operation, defined once as a Function (forward, backward, forward-mode rule); the face
-(clgrad._face) binds them onto Tensor and the clgrad namespace."""
+(clgrad._face) binds them onto Tensor and the clgrad namespace.
+
+Each module listed in MODULES may define FUNCTIONS ({name: function}, exported as clgrad.<name>)
+and METHODS ({name: function}, bound as Tensor.<name>); the face registers them in this order."""
 from . import elementwise, pointwise, views, reduce, creation, join, inplace, index  # noqa: F401
+from . import linalg, softmax, shape  # noqa: F401
+
+MODULES = [pointwise, index, join, linalg, softmax, shape]
