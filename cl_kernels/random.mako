@@ -16,8 +16,10 @@ inline uint4 philox(ulong counter, ulong seed) {
     return ctr;
 }
 
-/* a uniform in [0, 1) with 24 random bits, and one in (0, 1] for logarithms */
-#define U01(r) ((float)((r) >> 8) * 5.9604644775390625e-08f)
+/* a uniform in [0, 1) with as many random bits as the dtype's mantissa holds (so that rounding
+   to a 16-bit float cannot reach 1), and one in (0, 1] for logarithms */
+<% bits = {"half": 11, "ushort": 8}.get(dt.cl, 24) %>
+#define U01(r) ((float)((r) >> ${32 - bits}) * ${repr(2.0 ** -bits)}f)
 #define U01_OPEN(r) (((float)((r) >> 8) + 1.0f) * 5.9604644775390625e-08f)
 
 % if dt.kind == "f":

@@ -38,7 +38,11 @@ def _host_array(data):
     if isinstance(data, (np.generic,)):
         a = np.asarray(data)
         return a, dtypes.from_numpy_dtype(a.dtype)
-    arr = np.asarray(_unwrap(data))
+    try:
+        arr = np.asarray(_unwrap(data))
+    except ValueError:
+        raise ValueError("tensor(): the nested sequences have different lengths (every list at a "
+                         "given depth must have the same length)") from None
     if arr.dtype == object:
         raise TypeError(f"can't build a tensor from {type(data).__name__} data with mixed or "
                         f"ragged contents")
@@ -258,6 +262,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
             return _finish(upload(vals.astype(np.int64) if dt is not dtypes.bool_ else vals != 0,
                                   dt, dev), requires_grad)
         step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        if steps == 1:
+            end = start
         k = get_kernel(dev, COPY[dt], "linspace")
         gs, ls = grid(dev, steps)
         launch(dev, k, gs, ls, out._storage.buf, 0, float(start), float(end), float(step), steps)

@@ -136,8 +136,10 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
         if R.is_arg or name in ("max", "min"):
             raise IndexError(f"{name}(): Expected reduction dim to have non-zero size, got a tensor "
                              f"of shape {size_repr(shape)} reduced over dims {list(dims)}")
-        return _cast_out(full_raw(oshape, 1 if name in ("prod", "all") else 0, R.out, dev),
-                         out_dtype)
+        value = 1 if name in ("prod", "all") else 0
+        if R.scaled and scale != 1:
+            value = value * scale              # the mean of nothing is NaN
+        return _cast_out(full_raw(oshape, value, R.out, dev), out_dtype)
     kept = [d for d in range(len(shape)) if d not in dims]
     kshape, (kst,) = collapse([shape[d] for d in kept], [[x._strides[d] for d in kept]])
     rshape, (rst,) = collapse([shape[d] for d in dims], [[x._strides[d] for d in dims]])

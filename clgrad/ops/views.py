@@ -289,23 +289,38 @@ Diagonal = _geom_view("Diagonal", _diag_geom)
 
 
 class AsStrided(Op):
+    """A view given by explicit geometry. Its gradient lives in the input's memory layout: the
+    incoming gradient is scattered into zeros laid out like the input's storage, which is then
+    read back through the input's own strides."""
+
     _is_view = True
 
     @staticmethod
     def forward(ctx, x, shape, strides, storage_offset):
         ctx.geom = (shape, strides, storage_offset - x._offset)
-        ctx.base_offset = x._offset
+        ctx.in_strides = x._strides
         return _view(x, shape, strides, storage_offset)
 
     @staticmethod
     def backward(ctx, g):
         in_shape = ctx._in_meta[0][0]
         shape, strides, offset = ctx.geom
+        in_strides = ctx.in_strides
+        if in_strides == contiguous_strides(in_shape) or numel_of(in_shape) == 0:
+            if is_non_overlapping(shape, strides):
+                return _scatter_back(g, in_shape, shape, strides, offset), None, None, None
+            from .index import as_strided_backward_overlapping
+            return (as_strided_backward_overlapping(g, in_shape, shape, strides, offset), None,
+                    None, None)
+        if offset < 0 or any(s < 0 for s in in_strides):
+            raise NotImplementedError("as_strided backward: the view reaches outside its input")
+        span = 1 + builtins.sum((n - 1) * s for n, s in zip(in_shape, in_strides))
         if is_non_overlapping(shape, strides):
-            return _scatter_back(g, in_shape, shape, strides, offset), None, None, None
-        # overlapping windows: several outputs read the same input element; add them up
-        from .index import as_strided_backward_overlapping
-        return as_strided_backward_overlapping(g, in_shape, shape, strides, offset), None, None, None
+            flat = _scatter_back(g, (span,), shape, strides, offset)
+        else:
+            from .index import as_strided_backward_overlapping
+            flat = as_strided_backward_overlapping(g, (span,), shape, strides, offset)
+        return AsStrided.apply(flat, in_shape, in_strides, flat._offset), None, None, None
 
 
 class Unbind(Op):

@@ -1,0 +1,70 @@
+"""`python -m clgrad`: list the OpenCL devices with what they can do, then run a short self-check
+on the default device (forward against numpy, a backward pass) with timings."""
+import sys
+import time
+
+import numpy as np
+
+
+def _fmt_bytes(n):
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def main(argv=None):
+    import clgrad
+    devs = clgrad.cl.devices()
+    if not devs:
+        from clgrad.runtime.device import NO_DEVICE_HELP
+        print(NO_DEVICE_HELP.format(why=""))
+        return 1
+    print(f"clgrad {clgrad.__version__}: {len(devs)} OpenCL device(s)")
+    for d in devs:
+        c = d.capabilities()
+        print(f"  cl:{d.index}  {c['name']}  [{c['platform']}, {c['type']}, {c['version']}]")
+        print(f"        {c['compute_units']} compute units, {_fmt_bytes(c['global_mem_bytes'])} "
+              f"memory, {c['local_mem_bytes'] // 1024} KiB local, work-groups up to "
+              f"{c['max_work_group_size']}, fp64 {'yes' if c['fp64'] else 'no'}, fp16 "
+              f"{'yes' if c['fp16'] else 'no (half storage only)'}")
+    dev = clgrad.runtime.default_device()
+    print(f"\nself-check on cl:{dev.index} ({dev.name}):")
+    ok = True
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+
+    def check(name, fn, ref, tol=1e-4):
+        nonlocal ok
+        t0 = time.perf_counter()
+        out = fn()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(10):
+            out = fn()
+        warm = (time.perf_counter() - t0) / 10
+        err = float(np.max(np.abs(np.asarray(out, dtype=np.float64) - ref)))
+        good = err <= tol * max(1.0, float(np.max(np.abs(ref))))
+        ok &= good
+        print(f"  {'ok  ' if good else 'FAIL'} {name:34s} first use {first * 1e3:7.1f} ms, "
+              f"then {warm * 1e3:7.3f} ms   (max error {err:.1e})")
+
+    x, y = clgrad.tensor(a), clgrad.tensor(b)
+    check("elementwise (x * y + 1).tanh()", lambda: ((x * y + 1).tanh()).numpy(),
+          np.tanh(a * b + 1))
+    check("reduction x.sum(1)", lambda: x.sum(1).numpy(), a.sum(1, dtype=np.float64))
+    if hasattr(clgrad, "matmul"):
+        check("matmul x @ y", lambda: (x @ y).numpy(), a.astype(np.float64) @ b)
+    w = clgrad.tensor(a, requires_grad=True)
+
+    def backward():
+        w.grad = None
+        loss = ((w * y).sigmoid() * 2).sum()
+        loss.backward()
+        return w.grad.numpy()
+    s = 1 / (1 + np.exp(-(a * b)))
+    check("backward of ((w * y).sigmoid() * 2).sum()", backward, 2 * s * (1 - s) * b)
+    print("\nall good" if ok else "\nSOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

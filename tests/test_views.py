@@ -1,0 +1,199 @@
+"""Views share storage and never copy; basic indexing; contiguous/clone/casts; their gradients."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import clgrad
+from helpers import (all_dtypes, assert_close, grad_dtype, grad_tols, make, random_array,
+                     to_np)
+
+
+def _shares(a, b):
+    return a._storage is b._storage
+
+
+def test_views_share_storage_and_version(device):
+    x = clgrad.arange(24, dtype=clgrad.float32).reshape(2, 3, 4)
+    views = [x.view(6, 4), x.reshape(4, 6), x.transpose(0, 2), x.permute(2, 0, 1), x.t() if False
+             else x.transpose(1, 2), x[0], x[:, 1:3], x[..., ::2], x.unsqueeze(1), x[None],
+             x.flatten(), x.narrow(2, 1, 2), x.select(1, 2), x.diagonal(0, 1, 2),
+             x[0].expand(5, 3, 4), x.unflatten(2, (2, 2)), x.squeeze(), x.as_strided((2, 2), (1, 4))]
+    views += list(x.unbind(1)) + list(x.split(2, 2)) + list(x.chunk(2, 0))
+    root = x._base
+    assert root is not None and root._base is None       # x is itself a view of arange's result
+    for v in views:
+        assert _shares(v, x)
+        assert v._base is root
+    x.add_(1)
+    assert all(v._version == x._version for v in views)
+
+
+def test_view_values_match_numpy(device):
+    rng = np.random.default_rng(0)
+    for dt in all_dtypes(device):
+        a = random_array((2, 3, 4), dt, rng)
+        for layout in ("contiguous", "transposed", "strided"):
+            x = make(a, dt, device, layout)
+            ref = a
+            checks = [
+                (x.transpose(0, 2), ref.transpose(2, 1, 0)), (x.permute(1, 2, 0), ref.transpose(1, 2, 0)),
+                (x[1], ref[1]), (x[:, 1:3], ref[:, 1:3]), (x[..., ::2], ref[..., ::2]),
+                (x[::-1 + 2, 2:0:1], ref[::1, 2:0]), (x[None, :, None], ref[None, :, None]),
+                (x.reshape(6, 4), ref.reshape(6, 4)), (x.reshape(-1), ref.reshape(-1)),
+                (x.flatten(1), ref.reshape(2, 12)), (x.select(2, -1), ref[:, :, -1]),
+                (x.narrow(1, 1, 2), ref[:, 1:3]), (x.diagonal(1, 1, 2), np.diagonal(ref, 1, 1, 2)),
+                (x[:, :1].expand(2, 5, 4), np.broadcast_to(ref[:, :1], (2, 5, 4))),
+                (x.unsqueeze(-1).squeeze(-1), ref), (x[1, 2, 3], ref[1, 2, 3]),
+                (x.contiguous(), ref), (x.clone(), ref),
+            ]
+            for got, want in checks:
+                assert tuple(got.shape) == want.shape
+                assert_close(got, want, dt)
+            for got, want in zip(x.unbind(2), [ref[:, :, i] for i in range(4)]):
+                assert_close(got, want, dt)
+            for got, want in zip(x.split([1, 3], 2), [ref[..., :1], ref[..., 1:]]):
+                assert_close(got, want, dt)
+
+
+def test_reshape_copies_only_when_it_must(device):
+    x = clgrad.arange(12, dtype=clgrad.float32).reshape(3, 4)
+    assert _shares(x.reshape(2, 6), x)
+    t = x.t()
+    assert _shares(t.reshape(4, 3), x)          # same shape: a view
+    assert _shares(x[:, :2].reshape(3, 2), x)
+    r = t.reshape(12)
+    assert not _shares(r, x)                    # transposed data cannot be flattened as a view
+    assert r.tolist() == np.arange(12).reshape(3, 4).T.reshape(12).tolist()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        t.view(12)
+    assert x[:, 1:3].view(3, 2, 1).shape == (3, 2, 1)
+
+
+def test_zero_dim_and_empty_views(device):
+    s = clgrad.tensor(5.0)
+    assert s.shape == () and s.reshape(1, 1).shape == (1, 1) and s.unsqueeze(0).tolist() == [5.0]
+    assert s.expand(3).tolist() == [5.0, 5.0, 5.0]
+    assert s.t().item() == 5.0 and s.flatten().tolist() == [5.0]
+    e = clgrad.zeros(0, 3)
+    assert e.t().shape == (3, 0) and e.reshape(3, 0, 1).shape == (3, 0, 1)
+    assert e.reshape(-1, 3).shape == (0, 3) and e[:, 1].shape == (0,)
+    assert clgrad.zeros(2, 0)[1].shape == (0,)
+
+
+def test_view_errors(device):
+    x = clgrad.zeros(2, 3)
+    with pytest.raises(RuntimeError, match="invalid for input of size 6"):
+        x.view(4, 2)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.view(-1, -1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.transpose(0, 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[2]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    with pytest.raises(RuntimeError, match="must match the existing size"):
+        x.expand(4, 3, 4)
+    with pytest.raises(RuntimeError, match="duplicate dims"):
+        x.permute(0, 0)
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
+        clgrad.zeros(2, 2, 2).t()
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        clgrad.arange(4)[::-1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_basic_indexing_matches_numpy(data):
+    from conftest import DEVICES
+    shape = data.draw(st.lists(st.integers(0, 4), min_size=1, max_size=4))
+    a = np.arange(int(np.prod(shape))).reshape(shape)
+    x = clgrad.tensor(a, device=DEVICES[0])
+    idx = []
+    for n in shape:
+        kind = data.draw(st.sampled_from(["int", "slice", "none", "all"]))
+        if kind == "int" and n > 0:
+            idx.append(data.draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            idx.append(slice(data.draw(st.integers(-5, 5)), data.draw(st.integers(-5, 5)),
+                             data.draw(st.integers(1, 3))))
+        elif kind == "none":
+            idx.append(None)
+            idx.append(slice(None))
+        else:
+            idx.append(slice(None))
+    if data.draw(st.booleans()) and idx:
+        idx = idx[:1] + [Ellipsis]
+    got = x[tuple(idx)]
+    want = a[tuple(idx)]
+    assert tuple(got.shape) == want.shape
+    assert np.array_equal(got.numpy(), want)
+
+
+def test_setitem_basic(device):
+    x = clgrad.zeros(3, 4)
+    x[1] = 5
+    x[:, 2] = clgrad.tensor([1.0, 2.0, 3.0])
+    x[0, ::2] = clgrad.tensor(7.0)
+    x[..., -1] = 9
+    want = np.zeros((3, 4))
+    want[1] = 5
+    want[:, 2] = [1, 2, 3]
+    want[0, ::2] = 7
+    want[..., -1] = 9
+    assert np.array_equal(x.numpy(), want)
+
+
+def test_casts(device):
+    x = clgrad.tensor([1.7, -2.5, 0.0, 300.0])
+    assert x.int().tolist() == [1, -2, 0, 300]
+    assert x.bool().tolist() == [True, True, False, True]
+    assert x.half().float().tolist() == [1.7001953125, -2.5, 0.0, 300.0]
+    assert x.bfloat16().float().tolist() == [1.703125, -2.5, 0.0, 300.0]
+    assert x.to(clgrad.int64).dtype is clgrad.int64
+    assert x.to(x) is x and x.to(clgrad.float32) is x
+    assert clgrad.tensor([True, False]).float().tolist() == [1.0, 0.0]
+    # round to nearest even for bfloat16: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7
+    halfway = clgrad.tensor([1 + 2 ** -8, 1 + 3 * 2 ** -8], dtype=clgrad.float32)
+    assert halfway.bfloat16().float().tolist() == [1.0, 1 + 2 ** -6]
+    nan = clgrad.tensor([float("nan"), float("inf")]).bfloat16().float().numpy()
+    assert np.isnan(nan[0]) and nan[1] == np.inf
+
+
+def test_view_gradients(device):
+    dt = grad_dtype(device)
+    tol = grad_tols(device)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 3, 4))
+    fns = [
+        lambda t: t.contiguous().view(6, 4), lambda t: t.reshape(4, 6), lambda t: t.transpose(0, 2),
+        lambda t: t.permute(2, 0, 1), lambda t: t[1], lambda t: t[:, 1:3, ::2],
+        lambda t: t[None, ..., None], lambda t: t[:, :1].expand(2, 5, 4),
+        lambda t: t.flatten(), lambda t: t.select(2, 1), lambda t: t.narrow(1, 1, 2),
+        lambda t: t.diagonal(0, 1, 2), lambda t: t.as_strided((2, 2), (1, 3), 1),
+        lambda t: t.unbind(1)[2], lambda t: t.split([1, 3], 2)[1] * 2, lambda t: t.chunk(3, 1)[0],
+        lambda t: t.contiguous(), lambda t: t.clone(), lambda t: t.squeeze(), lambda t: t.mT,
+    ]
+    for layout in ("contiguous", "transposed"):
+        x = make(a, dt, device, layout, requires_grad=True)
+        for f in fns:
+            assert clgrad.autograd.gradcheck(f, (x,), **tol)
+        for f in fns[:8]:
+            assert clgrad.autograd.gradgradcheck(f, (x,), **tol)
+
+
+def test_unbind_gradient_with_unused_outputs(device):
+    x = clgrad.randn(3, 2, requires_grad=True)
+    a, b, c = x.unbind(0)
+    (b * 2).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]
+
+
+def test_cast_gradient_comes_back_in_the_input_dtype(device):
+    dt = grad_dtype(device)
+    x = clgrad.tensor([1.0, 2.0], dtype=dt, requires_grad=True)
+    y = x.half()
+    assert y.grad_fn.name() == "ToCopyBackward0"
+    (y.float() * 3).sum().backward()
+    assert x.grad.dtype is dt and x.grad.tolist() == [3.0, 3.0]
+    assert not x.int().requires_grad
