@@ -235,6 +235,7 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
                 if d == 0:
                     heapq.heappush(ready, (-nxt._sequence_nr, counter, nxt))
                     counter += 1
+            outs = grads = g = None     # so that AccumulateGrad can tell whether it owns them
     finally:
         _state.grad_enabled = prev_mode
     return captured
@@ -364,13 +365,20 @@ def _detached_copy(g):
     return F.ops.clone(g)
 
 
+# references to a gradient the engine itself holds when it reaches AccumulateGrad (the node's
+# input list, this function's argument, getrefcount's argument); one more means someone else
+# (the caller, a saved tensor) holds it too, and .grad must get a copy
+_STEAL_REFS = 3
+
+
 def _accumulate_into(var, g, create_graph):
     old = var._grad
     if old is None:
         if create_graph:
             var._grad = g
         elif g._grad_fn is None and g._base is None and g._contig and \
-                sys.getrefcount(g._storage) <= 2 and g._storage.nbytes == g.numel() * g._dtype.itemsize:
+                sys.getrefcount(g._storage) <= 2 and sys.getrefcount(g) <= _STEAL_REFS and \
+                g._storage.nbytes == g.numel() * g._dtype.itemsize:
             var._grad = g                     # a fresh buffer nobody else holds: keep it
         else:
             var._grad = _detached_copy(g)

@@ -31,12 +31,11 @@ class RemovableHandle:
 
     def __init__(self, table):
         self.id = next(_handle_ids)
-        self._table = weakref.ref(table) if table is not None else None
+        self._table = table
 
     def remove(self):
-        table = self._table() if self._table is not None else None
-        if table is not None:
-            table.pop(self.id, None)
+        if self._table is not None:
+            self._table.pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -777,7 +776,7 @@ def once_differentiable(fn):
 
 class _OnceDifferentiableError(Node):
     def name(self):
-        return "DelayedError"
+        return "Error"
 
     def _apply(self, grads):
         raise RuntimeError("trying to differentiate twice a function that was marked with "

@@ -170,20 +170,20 @@ entry("bitwise_not", "T", {"i": "~x", "u": "~x", "b": "x ^ CV(1)"})
 entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y"},
       vjp=(lambda g, a: g, lambda g, a: g))
 entry("sub", "TT", ("fiu", "x - y"), vjp=(lambda g, a: g, lambda g, a: -g))
-entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves="xy",
+entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves=("y", "x"),
       vjp=(lambda g, a: g * a.y, lambda g, a: g * a.x))
-entry("div", "TT", ("f", "x / y"), float_only=True, saves="xy",
+entry("div", "TT", ("f", "x / y"), float_only=True, saves=("y", "xy"),
       vjp=(lambda g, a: g / a.y, lambda g, a: -(g * a.x) / (a.y * a.y)))
 entry("floor_divide", "TT", ("fiu", "FLOORDIV(x, y)"), cls_name="FloorDivide")
-entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves="xy",
+entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves=("", "xy"),
       vjp=(lambda g, a: g, lambda g, a: -(g * floor_divide(a.x, a.y))))
 entry("fmod", "TT", {"f": "fmod(x, y)",
                      "i": "SEL((y == CV(0)) | (y == CV(-1)), CV(0), x % SEL((y == CV(0)) | (y == CV(-1)), CV(1), y))",
-                     "u": "SEL(y == CV(0), CV(0), x % SEL(y == CV(0), CV(1), y))"}, saves="xy",
+                     "u": "SEL(y == CV(0), CV(0), x % SEL(y == CV(0), CV(1), y))"}, saves=("", "xy"),
       vjp=(lambda g, a: g, lambda g, a: -(g * trunc(a.x / a.y))))
 entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)"}, novec="iu",
-      saves="xyo", vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
-entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves="xy",
+      saves=("xy", "xyo"), vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
+entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves=("xy", "xy"),
       vjp=(lambda g, a: g * a.y / (a.x * a.x + a.y * a.y),
            lambda g, a: -(g * a.x) / (a.x * a.x + a.y * a.y)))
 entry("maximum", "TT", {"f": "SEL(isnan(x) | isnan(y), x + y, fmax(x, y))",
@@ -194,10 +194,10 @@ entry("minimum", "TT", {"f": "SEL(isnan(x) | isnan(y), x + y, fmin(x, y))",
                         "i": "SEL(x < y, x, y)", "u": "SEL(x < y, x, y)", "b": "x & y"},
       saves="xy", vjp=(lambda g, a: _minmax_grad(g, a.x, a.y, False),
                        lambda g, a: _minmax_grad(g, a.y, a.x, False)))
-entry("copysign", "TT", ("f", "copysign(x, y)"), float_only=True, saves="xo",
+entry("copysign", "TT", ("f", "copysign(x, y)"), float_only=True, saves=("xo", ""),
       vjp=(lambda g, a: where(a.x == 0, zeros_like_(g), g * a.out / a.x),
            lambda g, a: zeros_like_(g)))
-entry("hypot", "TT", ("f", "hypot(x, y)"), float_only=True, saves="xyo",
+entry("hypot", "TT", ("f", "hypot(x, y)"), float_only=True, saves=("xo", "yo"),
       vjp=(lambda g, a: g * a.x / a.out, lambda g, a: g * a.y / a.out))
 for _n, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     entry(_n, "TT", ("fiub", f"x {_op} y"), out="bool")
@@ -216,31 +216,32 @@ entry("masked_fill", "Tb", ("fiub", "SEL(y != FALSE_, CV(p0), x)"), nparams=1, s
 # backward helpers: fused gradients of activations, themselves differentiable
 entry("threshold_backward", "TT", ("f", "SEL(y > CV(0), x, CV(0))"), saves="y",
       vjp=(lambda g, a: threshold_backward(g, a.y), None))
-entry("tanh_backward", "TT", ("f", "x * (CV(1) - y * y)"), saves="xy",
+entry("tanh_backward", "TT", ("f", "x * (CV(1) - y * y)"), saves=("y", "xy"),
       vjp=(lambda g, a: tanh_backward(g, a.y), lambda g, a: g * a.x * a.y * -2))
-entry("sigmoid_backward", "TT", ("f", "x * y * (CV(1) - y)"), saves="xy",
+entry("sigmoid_backward", "TT", ("f", "x * y * (CV(1) - y)"), saves=("y", "xy"),
       vjp=(lambda g, a: sigmoid_backward(g, a.y), lambda g, a: g * a.x * (1 - 2 * a.y)))
 entry("silu_backward", "TT",
       ("f", "x * (CV(1) / (CV(1) + exp(-y))) * (CV(1) + y * (CV(1) - CV(1) / (CV(1) + exp(-y))))"),
-      saves="xy", vjp=(lambda g, a: silu_backward(g, a.y), lambda g, a: g * a.x * _silu2(a.y)))
+      saves=("y", "xy"), vjp=(lambda g, a: silu_backward(g, a.y), lambda g, a: g * a.x * _silu2(a.y)))
 entry("gelu_backward", "TT",
       ("f", f"x * (CV(0.5) * (CV(1) + erf(y * CV({SQRT1_2}))) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
-      saves="xy", vjp=(lambda g, a: gelu_backward(g, a.y),
+      saves=("y", "xy"), vjp=(lambda g, a: gelu_backward(g, a.y),
                        lambda g, a: g * a.x * exp(a.y * a.y * -0.5) * INV_SQRT_2PI * (2 - a.y * a.y)))
 entry("gelu_tanh_backward", "TT",
       ("f", f"x * (CV(0.5) * (CV(1) + tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y))) + "
             f"CV(0.5) * y * (CV(1) - tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y)) * "
             f"tanh(CV({GELU_K}) * (y + CV({GELU_C}) * y * y * y))) * CV({GELU_K}) * "
             f"(CV(1) + CV({3 * GELU_C}) * y * y))"),
-      saves="xy", vjp=(lambda g, a: gelu_tanh_backward(g, a.y),
+      saves=("y", "xy"), vjp=(lambda g, a: gelu_tanh_backward(g, a.y),
                        lambda g, a: g * a.x * _gelu_tanh2(a.y)))
 entry("softplus_backward", "TT",
       ("f", "SEL(y * CV(p0) > CV(p1), x, x * (CV(1) - CV(1) / (CV(1) + exp(y * CV(p0)))))"),
-      nparams=2, saves="xy",
+      nparams=2, saves=("y", "xy"),
       vjp=(lambda g, a: softplus_backward(g, a.y, a.p[0], a.p[1]),
            lambda g, a: where(a.y * a.p[0] > a.p[1], zeros_like_(g),
                               g * a.x * a.p[0] * sigmoid_backward(ones_like_(a.y), sigmoid(a.y * a.p[0])))))
-entry("elu_backward", "TT", ("f", "SEL(y > CV(0), x, x * CV(p0) * exp(y))"), nparams=1, saves="xy",
+entry("elu_backward", "TT", ("f", "SEL(y > CV(0), x, x * CV(p0) * exp(y))"), nparams=1,
+      saves=("y", "xy"),
       vjp=(lambda g, a: elu_backward(g, a.y, a.p[0]),
            lambda g, a: where(a.y > 0, zeros_like_(g), g * a.x * a.p[0] * exp(a.y))))
 entry("leaky_relu_backward", "TT", ("f", "SEL(y > CV(0), x, x * CV(p0))"), nparams=1, saves="y",
@@ -253,22 +254,23 @@ entry("clamp_max_backward", "TT", ("f", "SEL(y <= CV(p0), x, CV(0))"), nparams=1
       vjp=(lambda g, a: clamp_max_backward(g, a.y, a.p[0]), None))
 
 # ---- ternary --------------------------------------------------------------------------------
-entry("where", "bTT", ("fiub", "SEL(x != FALSE_, y, z)"), saves="x",
+entry("where", "bTT", ("fiub", "SEL(x != FALSE_, y, z)"), saves=("", "x", "x"),
       vjp=(None, lambda g, a: where(a.x, g, zeros_like_(g)),
            lambda g, a: where(a.x, zeros_like_(g), g)))
 entry("lerp", "TTT", ("f", "SEL(z < CV(0.5), x + z * (y - x), y - (y - x) * (CV(1) - z))"),
-      float_only=True, saves="xyz",
+      float_only=True, saves=("z", "z", "xy"),
       vjp=(lambda g, a: g * (1 - a.z), lambda g, a: g * a.z, lambda g, a: g * (a.y - a.x)))
 entry("clamp_tensor", "TTT",
       {"f": "SEL(isnan(x), x, SEL(x < y, y, SEL(x > z, z, x)))",
        "i": "SEL(x < y, y, SEL(x > z, z, x))", "u": "SEL(x < y, y, SEL(x > z, z, x))"},
-      saves="xyz", cls_name="Clamp",
+      saves=("xyz", "xy", "xz"), cls_name="Clamp",
       vjp=(lambda g, a: where(logical_and(a.x >= a.y, a.x <= a.z), g, zeros_like_(g)),
            lambda g, a: where(a.x < a.y, g, zeros_like_(g)),
            lambda g, a: where(a.x > a.z, g, zeros_like_(g))))
-entry("addcmul", "TTT", ("fiu", "x + CV(p0) * y * z"), nparams=1, saves="yz",
+entry("addcmul", "TTT", ("fiu", "x + CV(p0) * y * z"), nparams=1, saves=("", "z", "y"),
       vjp=(lambda g, a: g, lambda g, a: g * a.z * a.p[0], lambda g, a: g * a.y * a.p[0]))
-entry("addcdiv", "TTT", ("f", "x + CV(p0) * y / z"), nparams=1, float_only=True, saves="yz",
+entry("addcdiv", "TTT", ("f", "x + CV(p0) * y / z"), nparams=1, float_only=True,
+      saves=("", "z", "yz"),
       vjp=(lambda g, a: g, lambda g, a: g * a.p[0] / a.z,
            lambda g, a: -(g * a.y * a.p[0]) / (a.z * a.z)))
 
@@ -460,8 +462,8 @@ _NAMES = ("x", "y", "z")
 
 def _make_op(e):
     arity = e.arity
-    save_slots = [s for s in ("x", "y", "z") if s in e.saves] + (["out"] if ("out" in e.saves or
-                                                                          "o" in e.saves) else [])
+    # what each operand's gradient formula reads: a string per operand, or one for all
+    per_operand = e.saves if isinstance(e.saves, tuple) else (e.saves,) * arity
 
     def forward(ctx, *args):
         operands = args[:arity]
@@ -469,13 +471,19 @@ def _make_op(e):
         if ctx is not _null_ctx:
             ctx.operand_values = tuple(None if isinstance(a, Tensor) else a for a in operands)
             ctx.params = args[arity:]
+            wanted = set()
+            for i, spec in enumerate(per_operand):
+                if ctx.needs_input_grad[i]:
+                    wanted.update(spec)
             to_save = []
             ctx.slots = []
-            for s in save_slots:
-                v = out if s == "out" else operands[_NAMES.index(s)]
+            for s in ("x", "y", "z", "o"):
+                if s not in wanted:
+                    continue
+                v = out if s == "o" else operands[_NAMES.index(s)]
                 if isinstance(v, Tensor):
                     to_save.append(v)
-                    ctx.slots.append(s)
+                    ctx.slots.append("out" if s == "o" else s)
             if to_save:
                 ctx.save_for_backward(*to_save)
         return out
