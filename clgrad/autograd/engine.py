@@ -325,7 +325,7 @@ def _call(node, grads, keep_graph, create_graph, capture, captured, needed, accu
             return None
         if not accumulate and isinstance(node, AccumulateGrad):
             return None
-    if all(g is None for g in grads) and not node._handles_none:
+    if grads.count(None) == len(grads) and not node._handles_none:
         return None
     # 3. node pre-hooks
     if node._pre_hooks:

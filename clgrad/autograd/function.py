@@ -682,11 +682,12 @@ def refresh_view_grad_fn(t):
 def run_node(node, grads):
     """Call a node on its incoming gradients (materialising zeros where it wants them) and
     check what it returns against its inputs."""
-    if not node._handles_none:
-        if node.materialize_grads and node._out_meta is not None:
+    if not node._handles_none and node.materialize_grads and None in grads:
+        meta = node._out_meta
+        if meta is not None:
             for i, g in enumerate(grads):
-                if g is None and i < len(node._out_meta) and node._out_meta[i] is not None:
-                    shape, dt, dev = node._out_meta[i]
+                if g is None and i < len(meta) and meta[i] is not None:
+                    shape, dt, dev = meta[i]
                     grads[i] = ops.zeros(shape, dt, dev)
     out = node._apply(grads)
     if not isinstance(out, (tuple, list)):
@@ -708,7 +709,8 @@ def run_node(node, grads):
                     raise RuntimeError(f"function {node.name()} returned a gradient different "
                                        f"than None at position {i + 1}, but the corresponding "
                                        f"forward input was not a Variable")
-        out = tuple(out[p] for p in positions)
+        if len(positions) != n_args:
+            out = [out[p] for p in positions]
     return _validate(node, out)
 
 
@@ -723,6 +725,10 @@ def _validate(node, out):
     for i, g in enumerate(out):
         if g is None:
             continue
+        if type(g) is Tensor:
+            shape, dt, dev = meta[i]
+            if g._shape == shape and g._dtype is dt and g._storage.device is dev:
+                continue
         if not isinstance(g, Tensor):
             raise TypeError(f"function {node.name()} returned a gradient of type "
                             f"{type(g).__name__} at index {i}; expected a Tensor or None")
@@ -840,7 +846,7 @@ class Op(Function):
     def apply(cls, *args):
         if _state.grad_enabled:
             for a in args:
-                if getattr(a, "_requires_grad", False):
+                if isinstance(a, Tensor) and a._requires_grad:
                     return cls._apply_recorded(args)
         if _forward_ad_hook.active:
             return _forward_ad_hook.op(cls, args, None)

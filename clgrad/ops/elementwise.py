@@ -12,6 +12,7 @@ from .. import dtypes
 from ..autograd.function import Op, _null_ctx
 from ..autograd.grad_mode import state as _state
 from ..dtypes import ALL as ALL_DTYPES
+from ..runtime import kernels as _kernels
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import (broadcast_shapes, cast_raw, check_dims, check_fp64, collapse, expand_strides,
@@ -38,6 +39,7 @@ class Entry:
         self.saves = saves                # which of x, y, z, out backward reads
         self.cls_name = cls_name or "".join(w.capitalize() for w in name.split("_"))
         self.patterns = ["tt", "ts", "st"] if operands == "TT" else ["t" * self.arity]
+        self.kernels = {}                 # (device, dtype, variant) -> cl.Kernel, for the fast path
 
 
 def kinds(spec, expr):
@@ -366,9 +368,88 @@ def compute_dtype(e, operands):
     return dt
 
 
+_INT32 = (-2**31, 2**31)
+_SCALAR_OK = {"f": (float, int, bool), "i": (int, bool), "u": (int, bool)}
+
+
+def _fast_variant(e, operands, params):
+    """The contiguous kernel variant when the operands are the common simple case (contiguous
+    tensors of one dtype and shape, or a tensor and a Python number that does not change its
+    dtype), else None. Keeps the hot path free of promotion and stride bookkeeping."""
+    a = operands[0]
+    if type(a) is not Tensor or not a._contig:
+        return None
+    dt = a._dtype
+    kind = dt.kind
+    if kind not in e.exprs or (e.float_only and kind != "f") or kind == "b":
+        return None
+    ok = _SCALAR_OK[kind]
+    for p in params:
+        if type(p) not in ok:
+            return None
+    if e.arity == 1:
+        return "t"
+    if e.operands != "TT":
+        return None
+    b = operands[1]
+    tb = type(b)
+    if tb is Tensor:
+        if b._contig and b._dtype is dt and b._shape == a._shape and \
+                b._storage.device is a._storage.device:
+            return "tt"
+        return None
+    if tb in ok and (kind == "f" or (_INT32[0] <= b < _INT32[1] if dt is dtypes.int32 else
+                                     0 <= b < 256 if dt is dtypes.uint8 else True)):
+        return "ts"
+    return None
+
+
+def _run_fast(e, variant, operands, params, out):
+    a = operands[0]
+    dt = a._dtype
+    dev = a._storage.device
+    if out is None:
+        out = empty_tensor(a._shape, dtypes.bool_ if e.out == "bool" else dt, dev)
+    n = 1
+    for d in a._shape:
+        n *= d
+    if n == 0:
+        return out
+    key = (dev, dt, variant)
+    k = e.kernels.get(key)
+    if k is None:
+        k = e.kernels[key] = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
+    if variant == "t":
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1) + tuple(params)
+    elif variant == "tt":
+        b = operands[1]
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, b._storage.buf,
+                b._offset, 1) + tuple(params)
+    else:
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
+                operands[1]) + tuple(params)
+    items = n if dt.kind in e.novec else -(-n // (dev.vec8 if dt.itemsize == 8 else dev.vec))
+    wg = dev.wg
+    if items >= wg:
+        gs, ls = (-(-items // wg) * wg,), (wg,)
+    else:
+        ls = 1
+        while ls < items:
+            ls <<= 1
+        gs = ls = (ls,)
+    evt = k(dev.queue, gs, ls, *args, n)
+    if _kernels.profile_hook is not None:
+        _kernels.profile_hook(k, evt)
+    return out
+
+
 def run(e, operands, params=(), out=None, cdt=None):
     """Evaluate table entry e on operands (Tensors or Python numbers) and return a new tensor, or
     write into `out` (contiguous, of the right shape and dtype)."""
+    if cdt is None:
+        variant = _fast_variant(e, operands, params)
+        if variant is not None and (out is None or out._shape == operands[0]._shape):
+            return _run_fast(e, variant, operands, params, out)
     dev = None
     for a in operands:
         if isinstance(a, Tensor):

@@ -61,7 +61,7 @@ class MemoryPool:
     # -- the two calls on the hot path ------------------------------------------------------
     def alloc(self, nbytes):
         """Return (buffer, block_size) for at least `nbytes` bytes."""
-        size = rounded_size(nbytes)
+        size = 512 if nbytes <= 512 else rounded_size(nbytes)
         with self._lock:
             self.num_alloc_calls += 1
             free = self._bins.get(size)
@@ -157,7 +157,7 @@ class Storage:
     def __init__(self, device, nbytes):
         self.device = device
         self.nbytes = nbytes
-        self.buf, self._block = device.pool.alloc(max(nbytes, 1))
+        self.buf, self._block = device.pool.alloc(nbytes)
 
     def __del__(self):
         try:
