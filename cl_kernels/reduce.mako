@@ -102,19 +102,32 @@ ${signature(R, "c")}
     ${init(R)}
     __global const ${dt.cl} *row = x + base;
 #if REDUCE_BLOCKED
-<% W = c.attr.width(dt, R.acc) %>
-    /* CPU: each work-item takes one contiguous block (a multiple of ${W} long) */
-    long per = ((r1 - r0 + L - 1) / L + ${W} - 1) / ${W} * ${W};
+<% W = c.attr.width(dt, R.acc); VA = f"CAT({R.acc.ct}, {W})" %>
+    /* CPU: each work-item takes one contiguous block: a scalar head up to an address aligned to
+       a whole vector, then whole vectors through a vector pointer (the fastest loop PoCL makes
+       of it), then a scalar tail */
+    long per = (r1 - r0 + L - 1) / L;
     long b0 = r0 + lid * per;
     long b1 = min(r1, b0 + per);
     long r = b0;
 % if not R.is_arg:
-    if (b0 < b1 && (b0 % ${W}) == 0) {
-        CAT(${R.acc.ct}, ${W}) vacc = (CAT(${R.acc.ct}, ${W}))(${R.identity});
-        for (; r + ${W} <= b1; r += ${W}) {
-            CAT(${R.acc.ct}, ${W}) v = CAT(convert_${R.acc.ct}, ${W})(${c.vload(dt, "row", "r / " + W, W)});
-            vacc = COMBINE(vacc, v);
-        }
+% if dt.cl == dt.ct:
+    while (r < b1 && ((ulong)(row + r) % sizeof(CAT(${dt.cl}, ${W}))) != 0) {
+        ${take(R, capture(c.load, dt, "row", "r"), "r")}
+        ++r;
+    }
+% endif
+    if (b1 - r >= ${W}) {
+        long m = (b1 - r) / ${W};
+        ${VA} vacc = (${VA})(${R.identity});
+% if dt.cl == dt.ct:
+        __global const CAT(${dt.cl}, ${W}) *p = (__global const CAT(${dt.cl}, ${W}) *)(row + r);
+        for (long q = 0; q < m; ++q) vacc = COMBINE(vacc, CAT(convert_${R.acc.ct}, ${W})(p[q]));
+% else:
+        for (long q = 0; q < m; ++q)
+            vacc = COMBINE(vacc, CAT(convert_${R.acc.ct}, ${W})(${c.vload(dt, "row + r", "q", W)}));
+% endif
+        r += m * ${W};
         ${R.acc.ct} h[${W}];
         CAT(vstore, ${W})(vacc, 0, h);
         for (int k = 0; k < ${W}; ++k) acc = COMBINE(acc, h[k]);
@@ -162,6 +175,42 @@ ${signature(R, "col")}
     ${c.store(R.out, "out", "oo + m", "(" + R.out.ct + ")(" + R.post("acc") + ")")};
 % endif
 }
+% if not R.is_arg:
+<% W = c.attr.width(dt, R.acc); VA = f"CAT({R.acc.ct}, {W})"; U = 4; UW = f"({U} * {W})" %>
+/* one kept dim of stride 1 and one reduced dim (column sums of a row-major matrix): a work-item
+   reduces ${U} x ${W} neighbouring outputs with vector loads along each row, so that every cache
+   line it touches is used whole */
+${signature(R, "colv")}
+{
+    long m0 = get_global_id(0) * ${UW};
+    if (m0 >= M) return;
+    long s0 = rst.s0;
+    __global const ${dt.cl} *col = x + xo + m0;
+    if (m0 + ${UW} <= M) {
+% for u in range(U):
+        ${VA} a${u} = (${VA})(${R.identity});
+% endfor
+        for (long r = 0; r < N; ++r) {
+            __global const ${dt.cl} *rowp = col + r * s0;
+% for u in range(U):
+            a${u} = COMBINE(a${u}, CAT(convert_${R.acc.ct}, ${W})(${c.vload(dt, "rowp", str(u), W)}));
+% endfor
+        }
+        ${R.acc.ct} h[${UW}];
+% for u in range(U):
+        CAT(vstore, ${W})(a${u}, ${u}, h);
+% endfor
+        for (int k = 0; k < ${UW}; ++k)
+            ${c.store(R.out, "out", "oo + m0 + k", "(" + R.out.ct + ")(" + R.post("h[k]") + ")")};
+    } else {
+        for (long m = m0; m < M; ++m) {
+            ${R.acc.ct} acc = ${R.identity};
+            for (long r = 0; r < N; ++r) ${take(R, capture(c.load, dt, "x", "xo + m + r * s0"), "r")}
+            ${c.store(R.out, "out", "oo + m", "(" + R.out.ct + ")(" + R.post("acc") + ")")};
+        }
+    }
+}
+% endif
 #undef COMBINE
 % if R.is_arg:
 #undef BETTER

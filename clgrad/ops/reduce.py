@@ -154,7 +154,8 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
               and M >= 64)
     parts = 1
     if column:
-        kind = "col"
+        # one kept dim of stride 1: vector loads across neighbouring outputs
+        kind = "colv" if (len(kshape) == 1 and not R.is_arg) else "col"
         L = 1
     else:
         kind = "c" if contiguous_rows else "r"
@@ -182,9 +183,11 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     args = (out._storage.buf, out._offset, part._storage.buf, x._storage.buf, x._offset, M, N,
             len(kshape), pack8(kshape), pack8(kst), len(rshape), pack8(rshape), pack8(rst),
             chunk, parts, acc_scale)
-    if kind == "col":
-        ls = builtins.min(dev.wg, 64)
-        launch(dev, k, (-(-M // ls) * ls,), (ls,), *args)
+    if kind in ("col", "colv"):
+        items = M if kind == "col" else -(-M // (4 * vec))
+        # enough work-groups for every compute unit: on a CPU a group runs on one core
+        ls = builtins.max(1, builtins.min(dev.wg, 64, items // (2 * dev.compute_units)))
+        launch(dev, k, (-(-items // ls) * ls,), (ls,), *args)
     else:
         launch(dev, k, (M * parts * L,), (L,), *args)
     if final_direct:

@@ -87,13 +87,26 @@ def parse_signatures(source):
 
 
 def cache_dir():
-    """Where built binaries are kept: $CLGRAD_CACHE_DIR, else $XDG_CACHE_HOME/clgrad, else
-    ~/.cache/clgrad. CLGRAD_CACHE_DIR=off disables it."""
+    """Where built binaries (and tuning results) are kept: $CLGRAD_CACHE_DIR, else
+    $XDG_CACHE_HOME/clgrad, else ~/.cache/clgrad. CLGRAD_CACHE_DIR=off disables it."""
     d = os.environ.get("CLGRAD_CACHE_DIR")
     if d is not None:
         return None if d.lower() in ("", "0", "off", "none") else Path(d)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "clgrad"
+
+
+def keeps_binaries(device):
+    """Whether clgrad keeps built binaries itself. PoCL and NVIDIA cache built programs on their
+    own (a PoCL cache hit costs ~30 ms a program), and asking PoCL for a program's binary makes it
+    compile every kernel in it (tens of seconds for the big elementwise programs), so for them
+    the driver's cache is used. CLGRAD_BINARY_CACHE=always|never overrides."""
+    mode = os.environ.get("CLGRAD_BINARY_CACHE", "auto").lower()
+    if mode in ("always", "1", "yes"):
+        return True
+    if mode in ("never", "0", "no"):
+        return False
+    return not (device.is_pocl or "nvidia" in device.platform_name.lower())
 
 
 ALL_PROGRAMS = []          # every Program rendered at import, for the prebuild and dump tools
@@ -137,7 +150,7 @@ class Program:
         import time
         t0 = time.perf_counter()
         options = self.options_for(device)
-        cdir = cache_dir()
+        cdir = cache_dir() if keeps_binaries(device) else None
         path = None
         if cdir is not None:
             key = "\0".join([self.digest, options, device.name, device.platform_name,

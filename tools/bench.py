@@ -1,0 +1,352 @@
+"""clgrad benchmarks: one table measured in one run on one device, with ratios.
+
+    python tools/bench.py                 # the default device (CLGRAD_DEVICE picks another)
+    python tools/bench.py --quick         # smaller repeat counts
+    python tools/bench.py --only kernels  # one section: kernels, autograd, training
+
+Memory-bound kernels are reported as GB/s and as a fraction of the device's ceiling, which is the
+GB/s of clgrad's own copy kernel on the same buffers. Where torch (CPU) or tinygrad (on the same
+OpenCL device) is installed, the same workloads run there in the same process and the ratio is
+printed (clgrad time / other time: below 1 means clgrad is faster).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import clgrad  # noqa: E402
+
+
+def best_of(fn, repeat, sync):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def sync_cl():
+    clgrad.cl.synchronize()
+
+
+def nothing():
+    pass
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, value, unit, note="", other=None, other_name="", ratio=None):
+        self.rows.append((name, value, unit, note, other, other_name, ratio))
+        self.print_row(self.rows[-1])
+
+    @staticmethod
+    def print_row(r):
+        name, value, unit, note, other, other_name, ratio = r
+        o = f"{other:10.2f} {other_name:9s}" if other is not None else " " * 20
+        rt = f"{ratio:7.2f}x" if ratio is not None else ""
+        print(f"  {name:46s} {value:10.2f} {unit:8s} {note:14s} {o} {rt}", flush=True)
+
+
+def try_import_torch():
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count() or 1)
+        return torch
+    except Exception:
+        return None
+
+
+def try_import_tinygrad():
+    try:
+        from tinygrad import Tensor as TTensor, Device  # noqa: F401
+        return TTensor
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+def kernels_section(table, args, torch):
+    n = 16 * 1024 * 1024 if not args.quick else 4 * 1024 * 1024
+    rep = 10 if not args.quick else 4
+    a = clgrad.randn(n)
+    b = clgrad.randn(n)
+    mb = n * 4
+    print(f"\nKernels on {n // (1024 * 1024)}M float32 (GB/s; % of the copy kernel's GB/s)")
+    t_copy = best_of(lambda: a.clone(), rep, sync_cl)
+    ceiling = 2 * mb / t_copy / 1e9
+    tt = None
+    if torch is not None:
+        ta, tb = torch.randn(n), torch.randn(n)
+        tt = best_of(lambda: ta.clone(), rep, nothing)
+    table.add("copy (the device's ceiling)", ceiling, "GB/s", "100%",
+              2 * mb / tt / 1e9 if tt else None, "torch GB/s", t_copy / tt if tt else None)
+    for name, fn, tfn, nbytes in [
+        ("add x + y", lambda: a + b, (lambda: ta + tb) if torch else None, 3 * mb),
+        ("mul x * y", lambda: a * b, (lambda: ta * tb) if torch else None, 3 * mb),
+        ("exp x.exp()", lambda: a.exp(), (lambda: ta.exp()) if torch else None, 2 * mb),
+        ("sum x.sum()", lambda: a.sum(), (lambda: ta.sum()) if torch else None, mb),
+    ]:
+        t = best_of(fn, rep, sync_cl)
+        gbs = nbytes / t / 1e9
+        tt = best_of(tfn, rep, nothing) if tfn else None
+        table.add(name, gbs, "GB/s", f"{100 * gbs / ceiling:5.1f}% ceil",
+                  nbytes / tt / 1e9 if tt else None, "torch GB/s", t / tt if tt else None)
+    for dt, tdt in ((clgrad.float16, "float16"), (clgrad.bfloat16, "bfloat16")):
+        h1, h2 = a.to(dt), b.to(dt)
+        t = best_of(lambda: h1 + h2, rep, sync_cl)
+        gbs = 3 * n * 2 / t / 1e9
+        tt = None
+        if torch is not None:
+            th1, th2 = ta.to(getattr(torch, tdt)), tb.to(getattr(torch, tdt))
+            tt = best_of(lambda: th1 + th2, rep, nothing)
+        table.add(f"{tdt} add", gbs, "GB/s", f"{100 * gbs / ceiling:5.1f}% ceil",
+                  3 * n * 2 / tt / 1e9 if tt else None, "torch GB/s", t / tt if tt else None)
+    del a, b
+    if hasattr(clgrad, "matmul") and hasattr(clgrad.Tensor, "__matmul__"):
+        print("\nSGEMM (GFLOP/s)")
+        for m in (512, 1024, 2048):
+            x, y = clgrad.randn(m, m), clgrad.randn(m, m)
+            r = 3 if m == 2048 else 5
+            try:
+                t = best_of(lambda: x @ y, r, sync_cl)
+            except NotImplementedError:
+                break
+            gf = 2 * m ** 3 / t / 1e9
+            tt = None
+            if torch is not None:
+                tx, ty = torch.randn(m, m), torch.randn(m, m)
+                tt = best_of(lambda: tx @ ty, r, nothing)
+            else:
+                nx, ny = np.random.rand(m, m).astype(np.float32), np.random.rand(m, m).astype(
+                    np.float32)
+                tt = best_of(lambda: nx @ ny, r, nothing)
+            table.add(f"sgemm {m}x{m}", gf, "GFLOP/s", "",
+                      2 * m ** 3 / tt / 1e9, "torch" if torch else "numpy", t / tt)
+    print("\nPer-op overhead (chain of 200 ops on 16-element tensors, no grad)")
+    x = clgrad.randn(16)
+
+    def chain():
+        y = x
+        for _ in range(100):
+            y = y * 1.0001 + 0.0001
+        return y
+    t = best_of(chain, rep, sync_cl)
+    tt = None
+    if torch is not None:
+        tx = torch.randn(16)
+
+        def tchain():
+            y = tx
+            for _ in range(100):
+                y = y * 1.0001 + 0.0001
+            return y
+        tt = best_of(tchain, rep, nothing)
+    table.add("tiny op, forward", t / 200 * 1e6, "us/op", "",
+              tt / 200 * 1e6 if tt else None, "torch us", t / tt if tt else None)
+    first_use(table)
+
+
+def first_use(table):
+    """Time of a fresh process's first `x + y` (program build and first launch), with empty
+    caches and then with the caches the first process filled."""
+    code = ("import time, clgrad; x = clgrad.ones(1000); clgrad.cl.synchronize(); "
+            "t = time.perf_counter(); (x + x).sum().item(); "
+            "print(time.perf_counter() - t)")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, CLGRAD_CACHE_DIR=os.path.join(d, "clgrad"),
+                   POCL_CACHE_DIR=os.path.join(d, "pocl"),
+                   PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        times = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                               text=True)
+            times.append(float(r.stdout.strip().splitlines()[-1]))
+    print("\nFirst use of two kernel families (add, sum) in a new process")
+    table.add("first use, cold caches", times[0] * 1e3, "ms")
+    table.add("first use, warm caches", times[1] * 1e3, "ms", f"{times[0] / times[1]:.0f}x faster")
+
+
+# ---------------------------------------------------------------------------------------------
+def autograd_section(table, args, torch, tinygrad):
+    rep = 5 if not args.quick else 2
+    n = 4 * 1024 * 1024
+    print("\nAutograd workloads (forward + backward, ms; ratio = clgrad / other)")
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal(n).astype(np.float32)
+    wn = rng.standard_normal(n).astype(np.float32)
+    bn = rng.standard_normal(n).astype(np.float32)
+    x = clgrad.tensor(xn)
+    w = clgrad.tensor(wn, requires_grad=True)
+    b = clgrad.tensor(bn, requires_grad=True)
+
+    def w1():
+        w.grad = b.grad = None
+        loss = ((x * w + b).tanh() * 0.5).sum()
+        loss.backward()
+    t = best_of(w1, rep, sync_cl)
+    others = []
+    if torch is not None:
+        tx, tw, tb = (torch.tensor(v) for v in (xn, wn, bn))
+        tw.requires_grad_()
+        tb.requires_grad_()
+
+        def tw1():
+            tw.grad = tb.grad = None
+            ((tx * tw + tb).tanh() * 0.5).sum().backward()
+        others.append(("torch", best_of(tw1, rep, nothing)))
+    if tinygrad is not None:
+        others.append(("tinygrad", tinygrad_w1(tinygrad, xn, wn, bn, rep)))
+    _rows(table, "W1 ((x*w+b).tanh()*0.5).sum(), 4M", t * 1e3, "ms", others, 1e3)
+
+    if hasattr(clgrad.Tensor, "__matmul__"):
+        m = 1024
+        an = rng.standard_normal((m, m)).astype(np.float32)
+        bn2 = rng.standard_normal((m, m)).astype(np.float32)
+        A = clgrad.tensor(an, requires_grad=True)
+        B = clgrad.tensor(bn2, requires_grad=True)
+
+        def w2():
+            A.grad = B.grad = None
+            (A @ B).sum().backward()
+        try:
+            t = best_of(w2, rep, sync_cl)
+            others = []
+            if torch is not None:
+                tA, tB = torch.tensor(an, requires_grad=True), torch.tensor(bn2, requires_grad=True)
+
+                def tw2():
+                    tA.grad = tB.grad = None
+                    (tA @ tB).sum().backward()
+                others.append(("torch", best_of(tw2, rep, nothing)))
+            if tinygrad is not None:
+                others.append(("tinygrad", tinygrad_w2(tinygrad, an, bn2, rep)))
+            _rows(table, "W2 (A@B).sum() 1024x1024", t * 1e3, "ms", others, 1e3)
+        except NotImplementedError:
+            pass
+
+    v = clgrad.randn(16, requires_grad=True)
+
+    def w4():
+        v.grad = None
+        y = v
+        for _ in range(200):
+            y = y * 1.0001 + 0.0001
+        y.sum().backward()
+    t = best_of(w4, rep * 2, sync_cl)
+    others = []
+    if torch is not None:
+        tv = torch.randn(16, requires_grad=True)
+
+        def tw4():
+            tv.grad = None
+            y = tv
+            for _ in range(200):
+                y = y * 1.0001 + 0.0001
+            y.sum().backward()
+        others.append(("torch", best_of(tw4, rep * 2, nothing)))
+    if tinygrad is not None:
+        others.append(("tinygrad", tinygrad_w4(tinygrad, rep)))
+    _rows(table, "W4 200 chained ops on 16 elements + backward", t / 400 * 1e6, "us/op",
+          others, 1e6 / 400)
+
+
+def _rows(table, name, value, unit, others, scale):
+    if not others:
+        table.add(name, value, unit)
+        return
+    for i, (oname, ot) in enumerate(others):
+        table.add(name if i == 0 else "", value if i == 0 else value, unit if i == 0 else unit,
+                  "", ot * scale, oname, value / (ot * scale))
+
+
+def tinygrad_w1(TT, xn, wn, bn, rep):
+    x = TT(xn)
+    w = TT(wn, requires_grad=True)
+    b = TT(bn, requires_grad=True)
+
+    def f():
+        w.grad = b.grad = None
+        loss = ((x * w + b).tanh() * 0.5).sum()
+        loss.backward()
+        w.grad.realize()
+        b.grad.realize()
+    return best_of(f, rep, _tg_sync(TT))
+
+
+def tinygrad_w2(TT, an, bn, rep):
+    A = TT(an, requires_grad=True)
+    B = TT(bn, requires_grad=True)
+
+    def f():
+        A.grad = B.grad = None
+        (A @ B).sum().backward()
+        A.grad.realize()
+        B.grad.realize()
+    return best_of(f, rep, _tg_sync(TT))
+
+
+def tinygrad_w4(TT, rep):
+    v = TT(np.random.randn(16).astype(np.float32), requires_grad=True)
+
+    def f():
+        v.grad = None
+        y = v
+        for _ in range(200):
+            y = y * 1.0001 + 0.0001
+        y.sum().backward()
+        v.grad.realize()
+    return best_of(f, rep, _tg_sync(TT))
+
+
+def _tg_sync(TT):
+    from tinygrad import Device
+
+    def s():
+        Device[Device.DEFAULT].synchronize()
+    return s
+
+
+SECTIONS = {"kernels": kernels_section, "autograd": autograd_section}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", choices=sorted(SECTIONS) + ["training"])
+    args = p.parse_args()
+    dev = clgrad.runtime.default_device()
+    torch = try_import_torch()
+    tinygrad = try_import_tinygrad()
+    print(f"clgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name}), "
+          f"{dev.compute_units} compute units")
+    print(f"compared with: {'torch ' + torch.__version__ + ' on the CPU' if torch else 'no torch'}"
+          f"{', tinygrad on its default device' if tinygrad else ', no tinygrad'}")
+    table = Table()
+    if args.only in (None, "kernels"):
+        kernels_section(table, args, torch)
+    if args.only in (None, "autograd"):
+        autograd_section(table, args, torch, tinygrad)
+    if args.only in (None, "training"):
+        try:
+            from train_bench import training_section
+        except ImportError:
+            training_section = None
+        if training_section is not None:
+            training_section(table, args, torch, tinygrad)
+
+
+if __name__ == "__main__":
+    main()
