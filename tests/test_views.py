@@ -197,3 +197,13 @@ def test_cast_gradient_comes_back_in_the_input_dtype(device):
     (y.float() * 3).sum().backward()
     assert x.grad.dtype is dt and x.grad.tolist() == [3.0, 3.0]
     assert not x.int().requires_grad
+
+
+def test_copy_broadcasts_and_casts(device):
+    dst = clgrad.zeros(2, 3)
+    dst.copy_(clgrad.tensor([1, 2, 3]))
+    assert dst.tolist() == [[1, 2, 3], [1, 2, 3]]
+    dst.t().copy_(clgrad.tensor([[7.5], [8.5], [9.5]], dtype=clgrad.float16))
+    assert dst.tolist() == [[7.5, 8.5, 9.5], [7.5, 8.5, 9.5]]
+    with pytest.raises(RuntimeError, match="must match"):
+        dst.copy_(clgrad.zeros(4))

@@ -121,7 +121,7 @@ def copy_into(dst, src):
     check_fp64(src._dtype, dev)
     prog = COPY[dst._dtype]
     s = src._dtype.short
-    if dst._contig and src._contig:
+    if dst._contig and src._contig and src._shape == dst._shape:
         k = get_kernel(dev, prog, "copy_c_" + s)
         gs, ls = grid(dev, -(-n // vec_width(dev, dst._dtype, src._dtype)))
         launch(dev, k, gs, ls, dst._storage.buf, dst._offset, src._storage.buf, src._offset, n)

@@ -38,7 +38,8 @@ _lookup = TemplateLookup(directories=[str(KERNEL_DIR)], strict_undefined=True,
 def render(template, **params):
     """Render one template of cl_kernels/ to OpenCL C.
 
-    >>> "__kernel" in render("copy.mako", dt=__import__("clgrad").float32.info, dtypes=[])
+    >>> import clgrad
+    >>> "__kernel" in render("copy.mako", dt=clgrad.float32, srcs=[clgrad.float32])
     True
     """
     return _lookup.get_template(template).render(**params)
