@@ -443,6 +443,13 @@ def _run_fast(e, variant, operands, params, out):
     return out
 
 
+def _one_element(t):
+    for st, n in zip(t._strides, t._shape):
+        if st != 0 and n != 1:
+            return False
+    return True
+
+
 def run(e, operands, params=(), out=None, cdt=None):
     """Evaluate table entry e on operands (Tensors or Python numbers) and return a new tensor, or
     write into `out` (contiguous, of the right shape and dtype)."""
@@ -491,10 +498,11 @@ def run(e, operands, params=(), out=None, cdt=None):
     prog = PROGRAMS[(e.arity, cdt)]
     sc = scalar_for(cdt, 0)
     plist = [type(sc)(p) if cdt.kind != "b" else int(p) for p in params]
-    # contiguous kernel: every tensor operand either walks with the output or is one element
+    # contiguous kernel: every tensor operand either walks with the output or repeats one element
+    # (a single element, or one expanded to any shape: all its strides are 0)
     contiguous = True
     for t in tensors:
-        if not ((t._contig and t._shape == shape) or numel_of(t._shape) == 1):
+        if not ((t._contig and t._shape == shape) or _one_element(t)):
             contiguous = False
             break
     if contiguous:
@@ -503,7 +511,8 @@ def run(e, operands, params=(), out=None, cdt=None):
             if k == scalar_pos:
                 kargs.append(scalar_for(cdt, a))
             else:
-                kargs.extend((a._storage.buf, a._offset, 0 if numel_of(a._shape) == 1 and n != 1
+                kargs.extend((a._storage.buf, a._offset,
+                              0 if _one_element(a) and not (a._contig and a._shape == shape)
                               else 1))
         kargs.extend(plist)
         kargs.append(n)
