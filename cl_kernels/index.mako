@@ -1,0 +1,233 @@
+## Gathers and scatters of data of dtype `dt`: one kernel family for every indexing op (x[idx],
+## x[idx] = v, index_select, gather, scatter, scatter_add, index_add/copy/fill, masked_select,
+## masked_scatter, take, the overlapping as_strided backward), plus nonzero and tril/triu.
+##
+## The iteration space has up to 8 dims (shape shp, collapsed by the host and right-aligned: the
+## innermost dim is always s7, unused outer dims have size 1 and stride 0). Work-item g walks
+## elements [g * chunk, (g + 1) * chunk) in row-major order: the coordinates of the first come from
+## nd divisions, the next ones by counting with carries (divisions per element cost PoCL ~10x;
+## GPUs get chunk 1, so that neighbouring work-items touch neighbouring elements).
+## A data operand is addressed as base + coords . strides (long8) plus, on the indexed side, up to
+## SLOTS index tensors: slot k reads int64 value v from its own tensor at io_k + coords . is_k
+## (strides 0 broadcast it), wraps it (v < 0: v + sz_k) and moves the address by v * mul_k (mul_k
+## is the data stride of the dim it indexes). Bounds were checked before the launch (check_index),
+## so the kernels trust every index.
+##   gather:       out[out address] = x[x address + index terms]
+##   scatter:      dst[dst address + index terms] = src[src address]
+##   scatter_add:  the same with dst += src * alpha, atomically, so duplicates add up
+<%namespace name="c" file="common.mako"/>
+${c.prelude([dt])}
+% if dt.ct in ("double", "long"):
+/* 64-bit accumulation needs 64-bit atomics; the host does not launch scatter_add without them */
+#if defined(cl_khr_int64_base_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#define HAVE_ACC 1
+#endif
+% else:
+#define HAVE_ACC 1
+% endif
+
+<%!
+def carry():
+    """next coordinates: c7 + 1, carrying into c6, c5, ... when a dim is done"""
+    text = "++c0;"
+    for k in range(1, 8):
+        text = f"if (++c{k} == shp.s{k}) {{ c{k} = 0; {text} }}"
+    return text
+%>
+<%def name="walk()">
+    long i = get_global_id(0) * chunk;
+    if (i >= n) return;
+    long end = min(i + chunk, n);
+    long c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+    {
+        long r_ = i;
+% for k in range(7, -1, -1):
+        if (nd > ${7 - k}) { c${k} = r_ % shp.s${k}; r_ /= shp.s${k}; }
+% endfor
+    }
+    for (;;) {
+        ${caller.body()}
+        if (++i >= end) break;
+        ${carry()}
+    }
+</%def>
+
+## address of the current element in an operand with strides st (a long8) from base
+<%def name="at(base, st)">(${base} + c0 * ${st}.s0 + c1 * ${st}.s1 + c2 * ${st}.s2 + c3 * ${st}.s3 + c4 * ${st}.s4 + c5 * ${st}.s5 + c6 * ${st}.s6 + c7 * ${st}.s7)</%def>
+
+<%def name="index_params()">\
+% for k in range(SLOTS):
+, __global const long *i${k}, long io${k}, long8 is${k}, long mul${k}, long sz${k}\
+% endfor
+</%def>
+
+<%def name="index_terms()">\
+long ix_ = 0;
+% for k in range(SLOTS):
+    if (nidx > ${k}) {
+        long v_ = i${k}[${at("io%d" % k, "is%d" % k)}];
+        ix_ += (v_ < 0 ? v_ + sz${k} : v_) * mul${k};
+    }
+% endfor
+</%def>
+
+__kernel void gather(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(dt)} x, long xo,
+                     long8 x_st, int nidx${index_params()}, long n, long chunk, int nd, long8 shp)
+{
+<%self:walk>
+        ${index_terms()}
+        ${dt.ct} v = ${c.load(dt, "x", capture(at, "xo", "x_st") + " + ix_")};
+        ${c.store(dt, "out", capture(at, "oo", "o_st"), "v")};
+</%self:walk>
+}
+
+__kernel void scatter(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src, long so,
+                      long8 s_st, int nidx${index_params()}, long n, long chunk, int nd,
+                      long8 shp)
+{
+<%self:walk>
+        ${index_terms()}
+        ${dt.ct} v = ${c.load(dt, "src", capture(at, "so", "s_st"))};
+        ${c.store(dt, "dst", capture(at, "dof", "d_st") + " + ix_", "v")};
+</%self:walk>
+}
+
+## ---- atomic accumulation: acc_add(p, i, v) does p[i] += v for compute-type v --------------------
+## 32- and 64-bit types: atomic add for ints, a compare-and-swap loop for floats. 16- and 8-bit
+## types: a compare-and-swap loop on the aligned 32-bit word that holds the element (the pool hands
+## out blocks of whole words, so that word is always inside the buffer). bool adds as logical or,
+## uint8 wraps, as torch does.
+#ifdef HAVE_ACC
+% if dt.cl == "float":
+inline void acc_add(__global float *p, long i, float v) {
+    volatile __global uint *w = (volatile __global uint *)(p + i);
+    uint old = *w, seen;
+    do {
+        seen = old;
+        old = atomic_cmpxchg(w, seen, as_uint(as_float(seen) + v));
+    } while (old != seen);
+}
+% elif dt.cl == "double":
+inline void acc_add(__global double *p, long i, double v) {
+    volatile __global ulong *w = (volatile __global ulong *)(p + i);
+    ulong old = *w, seen;
+    do {
+        seen = old;
+        old = atom_cmpxchg(w, seen, as_ulong(as_double(seen) + v));
+    } while (old != seen);
+}
+% elif dt.cl == "int":
+inline void acc_add(__global int *p, long i, int v) {
+    atomic_add((volatile __global int *)(p + i), v);
+}
+% elif dt.cl == "long":
+inline void acc_add(__global long *p, long i, long v) {
+    atom_add((volatile __global long *)(p + i), v);
+}
+% else:
+<%
+    bits = 16 if dt.itemsize == 2 else 8
+    per_word = 32 // bits
+    mask = "0xFFFFu" if bits == 16 else "0xFFu"
+%>
+inline void acc_add(${c.ptr(dt)} p, long i, ${dt.ct} v) {
+    volatile __global uint *w = (volatile __global uint *)((__global uchar *)p +
+                                                           (i * ${dt.itemsize} & ~(long)3));
+    uint shift = (uint)(i & ${per_word - 1}) * ${bits};
+    uint old = *w, seen;
+    do {
+        seen = old;
+        uint e = (seen >> shift) & ${mask};
+% if dt.cl == "half":
+        ushort h = (ushort)e;
+        float f = vload_half(0, (const __private half *)&h) + v;
+        vstore_half(f, 0, (__private half *)&h);
+        e = h;
+% elif dt.name == "bfloat16":
+        e = f2bf(bf2f((ushort)e) + v);
+% elif dt.kind == "b":
+        e = e | (v != 0);
+% else:
+        e = (e + v) & ${mask};
+% endif
+        old = atomic_cmpxchg(w, seen, (seen & ~(${mask} << shift)) | (e << shift));
+    } while (old != seen);
+}
+% endif
+
+__kernel void scatter_add(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src, long so,
+                          long8 s_st, ${dt.ct} alpha, int nidx${index_params()}, long n,
+                          long chunk, int nd, long8 shp)
+{
+<%self:walk>
+        ${index_terms()}
+        ${dt.ct} v = ${c.load(dt, "src", capture(at, "so", "s_st"))};
+% if dt.kind != "b":
+        v = v * alpha;
+% endif
+        acc_add(dst, ${at("dof", "d_st")} + ix_, v);
+</%self:walk>
+}
+#endif
+
+% if dt.name == "int64":
+/* flag[0] = 1 when an index (any strides) lies outside [lo, hi) */
+__kernel void check_index(__global const long *x, long xo, long8 x_st, long lo, long hi,
+                          __global int *flag, long n, long chunk, int nd, long8 shp)
+{
+<%self:walk>
+        long v = x[${at("xo", "x_st")}];
+        if (v < lo || v >= hi) flag[0] = 1;
+</%self:walk>
+}
+% endif
+
+## ---- nonzero: a stream compaction without barriers. Work-item g owns elements
+## [g * chunk, (g + 1) * chunk) of a contiguous x; nz_count counts its nonzeros, the host turns the
+## counts into starting rows (an exclusive scan, which also gives the output size), and nz_write
+## walks the same elements (x's own dims, not collapsed) and writes the coordinates of its
+## nonzeros in order from its starting row. Deterministic.
+__kernel void nz_count(${c.cptr(dt)} x, long xo, long n, long chunk, __global long *counts)
+{
+    long g = get_global_id(0);
+    long start = g * chunk;
+    if (start >= n) return;
+    long end = min(start + chunk, n);
+    long k = 0;
+    for (long i = start; i < end; ++i)
+        k += ${c.load(dt, "x", "xo + i")} != (${dt.ct})0;
+    counts[g] = k;
+}
+
+__kernel void nz_write(${c.cptr(dt)} x, long xo, __global const long *starts,
+                       __global long *out, long total, long n, long chunk, int nd, long8 shp)
+{
+    long row = get_global_id(0) * chunk < n ? starts[get_global_id(0)] : 0;
+<%self:walk>
+        /* no branch on the data (random masks make CPUs mispredict it): zeros write their
+           coordinates to a spare row past the end, which nothing reads */
+        long hit = ${c.load(dt, "x", "xo + i")} != (${dt.ct})0;
+        long r = hit ? row : total;
+% for k in range(8):
+        if (nd > ${7 - k}) out[r * nd + nd - ${8 - k}] = c${k};
+% endfor
+        row += hit;
+</%self:walk>
+}
+
+/* tril / triu: element i (row-major over the full shape, whose last two dims are rows x cols)
+   keeps x where col - row <= diag (tril) or >= diag (triu), else 0. out may be x (in place). */
+__kernel void tri(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(dt)} x, long xo, long8 x_st,
+                  long rows, long cols, long diag, int upper, long n, long chunk, int nd,
+                  long8 shp)
+{
+    long col = (get_global_id(0) * chunk) % cols, row = (get_global_id(0) * chunk / cols) % rows;
+<%self:walk>
+        int keep = upper ? (col - row >= diag) : (col - row <= diag);
+        ${dt.ct} v = (${dt.ct})0;
+        if (keep) v = ${c.load(dt, "x", capture(at, "xo", "x_st"))};
+        ${c.store(dt, "out", capture(at, "oo", "o_st"), "v")};
+        if (++col == cols) { col = 0; if (++row == rows) row = 0; }
+</%self:walk>
+}
