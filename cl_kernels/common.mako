@@ -83,14 +83,38 @@ CAT(vstore, ${w})(${v}, ${i}, ${p})\
 % endif
 </%def>
 
-## strided kernels: decompose the flat index i into nd coordinates of shape shp (a long8 argument)
-<%def name="coords()">\
-long c_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    { long r_ = i; long sh_[8] = {shp.s0, shp.s1, shp.s2, shp.s3, shp.s4, shp.s5, shp.s6, shp.s7};
-      for (int d_ = nd - 1; d_ >= 0; --d_) { c_[d_] = r_ % sh_[d_]; r_ /= sh_[d_]; } }
+## Strided kernels walk an iteration space of up to 8 dims: shape shp (a long8, collapsed by the
+## host and right-aligned, so that the innermost dim is always s7; unused outer dims have size 1
+## and stride 0). Work-item g takes elements [g * chunk, (g + 1) * chunk) in row-major order: the
+## coordinates of the first come from nd divisions, the next ones by counting with carries
+## (a division per element costs PoCL ~10x; GPUs get chunk 1, so that neighbouring work-items
+## touch neighbouring elements). Kernels take `long n, long chunk, int nd, long8 shp` last; inside
+## the walk, i is the flat index of the current element and at(base, strides) its address.
+<%!
+def carry():
+    """next coordinates: c7 + 1, carrying into c6, c5, ... when a dim is done"""
+    text = "++c0;"
+    for k in range(1, 8):
+        text = f"if (++c{k} == shp.s{k}) {{ c{k} = 0; {text} }}"
+    return text
+%>
+<%def name="walk()">
+    long i = get_global_id(0) * chunk;
+    if (i >= n) return;
+    long end = min(i + chunk, n);
+    long c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+    {
+        long r_ = i;
+% for k in range(7, -1, -1):
+        if (nd > ${7 - k}) { c${k} = r_ % shp.s${k}; r_ /= shp.s${k}; }
+% endfor
+    }
+    for (;;) {
+        ${caller.body()}
+        if (++i >= end) break;
+        ${carry()}
+    }
 </%def>
 
-## element offset of the current element in an operand with strides `st` (a long8) from `base`
-<%def name="offset(base, st)">\
-(${base} + c_[0] * ${st}.s0 + c_[1] * ${st}.s1 + c_[2] * ${st}.s2 + c_[3] * ${st}.s3 + c_[4] * ${st}.s4 + c_[5] * ${st}.s5 + c_[6] * ${st}.s6 + c_[7] * ${st}.s7)\
-</%def>
+## address of the current element in an operand with strides st (a long8) from base
+<%def name="at(base, st)">(${base} + c0 * ${st}.s0 + c1 * ${st}.s1 + c2 * ${st}.s2 + c3 * ${st}.s3 + c4 * ${st}.s4 + c5 * ${st}.s5 + c6 * ${st}.s6 + c7 * ${st}.s7)</%def>

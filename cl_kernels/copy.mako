@@ -1,7 +1,6 @@
 ## Copies into tensors of dtype `dt` from every source dtype (casting on the way), and fills.
 ##   copy_c_<src>: contiguous source to contiguous destination, VEC elements per work-item
-##   copy_s_<src>: strided source to contiguous destination
-##   copy_ss_<src>: strided source to strided destination (copy_ into views)
+##   copy_s_<src>: any strides on both sides (common.mako's walk)
 ##   fill_c / fill_s: a value into a contiguous / strided destination
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt] + list(srcs))}
@@ -32,24 +31,13 @@ __kernel void copy_c_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long 
     }
 }
 
-__kernel void copy_s_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long xo, long8 x_st,
-                               long n, int nd, long8 shp)
+__kernel void copy_s_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(s)} x, long xo,
+                               long8 x_st, long n, long chunk, int nd, long8 shp)
 {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    ${c.coords()}
-    ${s.ct} v = ${c.load(s, "x", capture(c.offset, "xo", "x_st"))};
-    ${c.store(dt, "out", "oo + i", conv("v", s, "s"))};
-}
-
-__kernel void copy_ss_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(s)} x, long xo,
-                                long8 x_st, long n, int nd, long8 shp)
-{
-    long i = get_global_id(0);
-    if (i >= n) return;
-    ${c.coords()}
-    ${s.ct} v = ${c.load(s, "x", capture(c.offset, "xo", "x_st"))};
-    ${c.store(dt, "out", capture(c.offset, "oo", "o_st"), conv("v", s, "s"))};
+<%c:walk>
+    ${s.ct} v = ${c.load(s, "x", capture(c.at, "xo", "x_st"))};
+    ${c.store(dt, "out", capture(c.at, "oo", "o_st"), conv("v", s, "s"))};
+</%c:walk>
 }
 % endfor
 
@@ -66,13 +54,12 @@ __kernel void fill_c(${c.ptr(dt)} out, long oo, ${dt.ct} value, long n)
     }
 }
 
-__kernel void fill_s(${c.ptr(dt)} out, long oo, long8 o_st, ${dt.ct} value, long n, int nd,
-                     long8 shp)
+__kernel void fill_s(${c.ptr(dt)} out, long oo, long8 o_st, ${dt.ct} value, long n, long chunk,
+                     int nd, long8 shp)
 {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    ${c.coords()}
-    ${c.store(dt, "out", capture(c.offset, "oo", "o_st"), "value")};
+<%c:walk>
+    ${c.store(dt, "out", capture(c.at, "oo", "o_st"), "value")};
+</%c:walk>
 }
 
 /* arange and linspace: element i computed from its index alone */

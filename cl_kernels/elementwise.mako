@@ -5,7 +5,8 @@
 ##
 ## Kernel names: <op>_<layout>_<pattern>. layout c: contiguous operands (a step flag per operand:
 ## 1 walks the buffer, 0 repeats its first element), s: any strides (long8 strides, up to 8 dims
-## after collapsing). pattern: t per tensor operand, s per operand passed as a host scalar.
+## after collapsing, walked as common.mako's walk() describes). pattern: t per tensor operand, s per
+## operand passed as a host scalar.
 <%namespace name="c" file="common.mako"/>
 <%!
 def mask_type(d):
@@ -205,22 +206,21 @@ __kernel void ${e.name}_s_${pattern}(${c.ptr(od)} out, long oo,
 % for p in range(e.nparams):
     ${CT} p${p},
 % endfor
-    long n, int nd, long8 shp)
+    long n, long chunk, int nd, long8 shp)
 {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    ${c.coords()}
 ${begin_ctx("s")}
+<%c:walk>
 % for k, kind in enumerate(e.operands):
 <% d = operand_dtype(kind, dt, bool_dt); nm = NAMES[k] %>\
 % if pattern[k] == "s":
-    ${d.ct} ${nm} = ${nm}_a;
+        ${d.ct} ${nm} = ${nm}_a;
 % else:
-    ${d.ct} ${nm} = ${c.load(d, nm + "_p", capture(c.offset, nm + "_o", nm + "_st"))};
+        ${d.ct} ${nm} = ${c.load(d, nm + "_p", capture(c.at, nm + "_o", nm + "_st"))};
 % endif
 % endfor
-    ${result_type(e, "s")} r_ = ${e.expr};
-    ${store_result(e, "s", "oo + i")}
+        ${result_type(e, "s")} r_ = ${e.expr};
+        ${store_result(e, "s", "oo + i")}
+</%c:walk>
 ${end_ctx()}
 }
 </%def>

@@ -2,11 +2,8 @@
 ## x[idx] = v, index_select, gather, scatter, scatter_add, index_add/copy/fill, masked_select,
 ## masked_scatter, take, the overlapping as_strided backward), plus nonzero and tril/triu.
 ##
-## The iteration space has up to 8 dims (shape shp, collapsed by the host and right-aligned: the
-## innermost dim is always s7, unused outer dims have size 1 and stride 0). Work-item g walks
-## elements [g * chunk, (g + 1) * chunk) in row-major order: the coordinates of the first come from
-## nd divisions, the next ones by counting with carries (divisions per element cost PoCL ~10x;
-## GPUs get chunk 1, so that neighbouring work-items touch neighbouring elements).
+## The iteration space is walked as common.mako's walk() describes (up to 8 right-aligned dims,
+## runs of `chunk` elements per work-item).
 ## A data operand is addressed as base + coords . strides (long8) plus, on the indexed side, up to
 ## SLOTS index tensors: slot k reads int64 value v from its own tensor at io_k + coords . is_k
 ## (strides 0 broadcast it), wraps it (v < 0: v + sz_k) and moves the address by v * mul_k (mul_k
@@ -27,35 +24,6 @@ ${c.prelude([dt])}
 #define HAVE_ACC 1
 % endif
 
-<%!
-def carry():
-    """next coordinates: c7 + 1, carrying into c6, c5, ... when a dim is done"""
-    text = "++c0;"
-    for k in range(1, 8):
-        text = f"if (++c{k} == shp.s{k}) {{ c{k} = 0; {text} }}"
-    return text
-%>
-<%def name="walk()">
-    long i = get_global_id(0) * chunk;
-    if (i >= n) return;
-    long end = min(i + chunk, n);
-    long c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-    {
-        long r_ = i;
-% for k in range(7, -1, -1):
-        if (nd > ${7 - k}) { c${k} = r_ % shp.s${k}; r_ /= shp.s${k}; }
-% endfor
-    }
-    for (;;) {
-        ${caller.body()}
-        if (++i >= end) break;
-        ${carry()}
-    }
-</%def>
-
-## address of the current element in an operand with strides st (a long8) from base
-<%def name="at(base, st)">(${base} + c0 * ${st}.s0 + c1 * ${st}.s1 + c2 * ${st}.s2 + c3 * ${st}.s3 + c4 * ${st}.s4 + c5 * ${st}.s5 + c6 * ${st}.s6 + c7 * ${st}.s7)</%def>
-
 <%def name="index_params()">\
 % for k in range(SLOTS):
 , __global const long *i${k}, long io${k}, long8 is${k}, long mul${k}, long sz${k}\
@@ -66,7 +34,7 @@ def carry():
 long ix_ = 0;
 % for k in range(SLOTS):
     if (nidx > ${k}) {
-        long v_ = i${k}[${at("io%d" % k, "is%d" % k)}];
+        long v_ = i${k}[${c.at("io%d" % k, "is%d" % k)}];
         ix_ += (v_ < 0 ? v_ + sz${k} : v_) * mul${k};
     }
 % endfor
@@ -75,22 +43,22 @@ long ix_ = 0;
 __kernel void gather(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(dt)} x, long xo,
                      long8 x_st, int nidx${index_params()}, long n, long chunk, int nd, long8 shp)
 {
-<%self:walk>
+<%c:walk>
         ${index_terms()}
-        ${dt.ct} v = ${c.load(dt, "x", capture(at, "xo", "x_st") + " + ix_")};
-        ${c.store(dt, "out", capture(at, "oo", "o_st"), "v")};
-</%self:walk>
+        ${dt.ct} v = ${c.load(dt, "x", capture(c.at, "xo", "x_st") + " + ix_")};
+        ${c.store(dt, "out", capture(c.at, "oo", "o_st"), "v")};
+</%c:walk>
 }
 
 __kernel void scatter(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src, long so,
                       long8 s_st, int nidx${index_params()}, long n, long chunk, int nd,
                       long8 shp)
 {
-<%self:walk>
+<%c:walk>
         ${index_terms()}
-        ${dt.ct} v = ${c.load(dt, "src", capture(at, "so", "s_st"))};
-        ${c.store(dt, "dst", capture(at, "dof", "d_st") + " + ix_", "v")};
-</%self:walk>
+        ${dt.ct} v = ${c.load(dt, "src", capture(c.at, "so", "s_st"))};
+        ${c.store(dt, "dst", capture(c.at, "dof", "d_st") + " + ix_", "v")};
+</%c:walk>
 }
 
 ## ---- atomic accumulation: acc_add(p, i, v) does p[i] += v for compute-type v --------------------
@@ -160,14 +128,14 @@ __kernel void scatter_add(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} 
                           long8 s_st, ${dt.ct} alpha, int nidx${index_params()}, long n,
                           long chunk, int nd, long8 shp)
 {
-<%self:walk>
+<%c:walk>
         ${index_terms()}
-        ${dt.ct} v = ${c.load(dt, "src", capture(at, "so", "s_st"))};
+        ${dt.ct} v = ${c.load(dt, "src", capture(c.at, "so", "s_st"))};
 % if dt.kind != "b":
         v = v * alpha;
 % endif
-        acc_add(dst, ${at("dof", "d_st")} + ix_, v);
-</%self:walk>
+        acc_add(dst, ${c.at("dof", "d_st")} + ix_, v);
+</%c:walk>
 }
 #endif
 
@@ -176,10 +144,10 @@ __kernel void scatter_add(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} 
 __kernel void check_index(__global const long *x, long xo, long8 x_st, long lo, long hi,
                           __global int *flag, long n, long chunk, int nd, long8 shp)
 {
-<%self:walk>
-        long v = x[${at("xo", "x_st")}];
+<%c:walk>
+        long v = x[${c.at("xo", "x_st")}];
         if (v < lo || v >= hi) flag[0] = 1;
-</%self:walk>
+</%c:walk>
 }
 % endif
 
@@ -204,7 +172,7 @@ __kernel void nz_write(${c.cptr(dt)} x, long xo, __global const long *starts,
                        __global long *out, long total, long n, long chunk, int nd, long8 shp)
 {
     long row = get_global_id(0) * chunk < n ? starts[get_global_id(0)] : 0;
-<%self:walk>
+<%c:walk>
         /* no branch on the data (random masks make CPUs mispredict it): zeros write their
            coordinates to a spare row past the end, which nothing reads */
         long hit = ${c.load(dt, "x", "xo + i")} != (${dt.ct})0;
@@ -213,7 +181,7 @@ __kernel void nz_write(${c.cptr(dt)} x, long xo, __global const long *starts,
         if (nd > ${7 - k}) out[r * nd + nd - ${8 - k}] = c${k};
 % endfor
         row += hit;
-</%self:walk>
+</%c:walk>
 }
 
 /* tril / triu: element i (row-major over the full shape, whose last two dims are rows x cols)
@@ -223,11 +191,11 @@ __kernel void tri(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(dt)} x, long x
                   long8 shp)
 {
     long col = (get_global_id(0) * chunk) % cols, row = (get_global_id(0) * chunk / cols) % rows;
-<%self:walk>
+<%c:walk>
         int keep = upper ? (col - row >= diag) : (col - row <= diag);
         ${dt.ct} v = (${dt.ct})0;
-        if (keep) v = ${c.load(dt, "x", capture(at, "xo", "x_st"))};
-        ${c.store(dt, "out", capture(at, "oo", "o_st"), "v")};
+        if (keep) v = ${c.load(dt, "x", capture(c.at, "xo", "x_st"))};
+        ${c.store(dt, "out", capture(c.at, "oo", "o_st"), "v")};
         if (++col == cols) { col = 0; if (++row == rows) row = 0; }
-</%self:walk>
+</%c:walk>
 }

@@ -80,6 +80,20 @@ def pack8(values):
     return a
 
 
+def pack8_right(values, fill=0):
+    """A long8 kernel argument holding up to 8 per-dim values right-aligned (strided kernels'
+    innermost dim is always the last component); the unused leading ones are `fill`."""
+    return pack8([fill] * (MAX_DIMS - len(values)) + list(values))
+
+
+def launch_walk(dev, kernel, n, cshape, *args):
+    """Launch a kernel that walks the collapsed iteration shape `cshape` (common.mako's walk):
+    each work-item takes a run of `chunk` elements on CPUs, one on GPUs."""
+    chunk = 32 if dev.is_cpu else 1
+    gs, ls = grid(dev, -(-n // chunk))
+    launch(dev, kernel, gs, ls, *args, n, chunk, len(cshape), pack8_right(cshape, 1))
+
+
 def check_dims(op, nd):
     if nd > MAX_DIMS:
         raise NotImplementedError(f"{op}: clgrad kernels take at most {MAX_DIMS} strided dimensions "
@@ -128,15 +142,8 @@ def copy_into(dst, src):
         return dst
     shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
     check_dims("copy_", len(shape))
-    gs, ls = grid(dev, n)
-    if dst._contig:
-        k = get_kernel(dev, prog, "copy_s_" + s)
-        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, src._storage.buf, src._offset,
-               pack8(sst), n, len(shape), pack8(shape))
-    else:
-        k = get_kernel(dev, prog, "copy_ss_" + s)
-        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, pack8(ost), src._storage.buf,
-               src._offset, pack8(sst), n, len(shape), pack8(shape))
+    launch_walk(dev, get_kernel(dev, prog, "copy_s_" + s), n, shape, dst._storage.buf,
+                dst._offset, pack8_right(ost), src._storage.buf, src._offset, pack8_right(sst))
     return dst
 
 
@@ -170,10 +177,8 @@ def fill_raw(t, value):
     else:
         shape, (st,) = collapse(t._shape, [list(t._strides)])
         check_dims("fill_", len(shape))
-        k = get_kernel(dev, prog, "fill_s")
-        gs, ls = grid(dev, n)
-        launch(dev, k, gs, ls, t._storage.buf, t._offset, pack8(st), value, n, len(shape),
-               pack8(shape))
+        launch_walk(dev, get_kernel(dev, prog, "fill_s"), n, shape, t._storage.buf, t._offset,
+                    pack8_right(st), value)
     return t
 
 
@@ -202,6 +207,7 @@ def view_raw(t, shape, strides, offset):
                        is_contiguous_layout(shape, strides), t._vc)
 
 
-__all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8", "check_dims",
+__all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8", "pack8_right",
+           "launch_walk", "check_dims",
            "same_device", "copy_into", "contiguous_raw", "cast_raw", "fill_raw", "full_raw",
            "scalar_for", "view_raw", "contiguous_strides", "empty_tensor", "numel_of"]

@@ -16,7 +16,7 @@ from ..runtime import kernels as _kernels
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import (broadcast_shapes, cast_raw, check_dims, check_fp64, collapse, expand_strides,
-                    full_raw, pack8, same_device, scalar_for, size_repr)
+                    full_raw, launch_walk, pack8_right, same_device, scalar_for, size_repr)
 
 FLOAT, SINT, UINT, BOOL = "f", "i", "u", "b"
 NUM = "fiu"
@@ -530,13 +530,10 @@ def run(e, operands, params=(), out=None, cdt=None):
         if k == scalar_pos:
             kargs.append(scalar_for(cdt, a))
         else:
-            kargs.extend((a._storage.buf, a._offset, pack8(cstrides[ti])))
+            kargs.extend((a._storage.buf, a._offset, pack8_right(cstrides[ti])))
             ti += 1
     kargs.extend(plist)
-    kargs.extend((n, len(cshape), pack8(cshape)))
-    k = get_kernel(dev, prog, f"{e.name}_s_{pattern}")
-    gs, ls = grid(dev, n)
-    launch(dev, k, gs, ls, *kargs)
+    launch_walk(dev, get_kernel(dev, prog, f"{e.name}_s_{pattern}"), n, cshape, *kargs)
     return out
 
 
@@ -618,7 +615,13 @@ def _make_op(e):
             total = term if total is None else total + term
         return total
 
-    attrs = {"forward": staticmethod(forward), "_entry": e, "_jvp_rule": staticmethod(jvp)}
+    def op_jvp(args, tangents, out):
+        if e.vjp is None:               # not differentiable: no tangent
+            return None
+        return jvp(tangents[:arity], args[:arity], args[arity:], out)
+
+    attrs = {"forward": staticmethod(forward), "_entry": e, "_jvp_rule": staticmethod(jvp),
+             "jvp": staticmethod(op_jvp)}
     if e.vjp is not None:
         attrs["backward"] = staticmethod(backward)
     cls = type(e.cls_name, (Op,), attrs)

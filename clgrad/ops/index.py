@@ -31,8 +31,8 @@ from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of, upload
 from . import views
 from ._base import (MAX_DIMS, broadcast_shapes, cast_raw, check_dims, collapse, contiguous_raw,
-                    copy_into, expand_strides, full_raw, pack8, same_device, scalar_for, size_repr,
-                    view_raw)
+                    copy_into, expand_strides, full_raw, launch_walk, pack8, pack8_right,
+                    same_device, scalar_for, size_repr, view_raw)
 
 SLOTS = 4               # index tensors one launch takes; more are folded into one (see _fold)
 PROGRAMS = {dt: Program("index", dt.short, render("index.mako", dt=dt, SLOTS=SLOTS))
@@ -63,20 +63,6 @@ def _fold(slots, shape):
     return [Slot(total, contiguous_strides(shape), 1, 1)]
 
 
-def _r8(values, fill=0):
-    """A long8 kernel argument holding up to 8 per-dim values right-aligned (the kernels' innermost
-    dim is always the last component); the unused leading ones are `fill`."""
-    return pack8([fill] * (MAX_DIMS - len(values)) + list(values))
-
-
-def _walk(dev, kernel, n, cshape, *args):
-    """Launch a kernel that walks the (collapsed) iteration shape cshape: each work-item takes a
-    run of `chunk` elements on CPUs (see index.mako), one on GPUs."""
-    chunk = 32 if dev.is_cpu else 1
-    gs, ls = grid(dev, -(-n // chunk))
-    launch(dev, kernel, gs, ls, *args, n, chunk, len(cshape), _r8(cshape, 1))
-
-
 def _launch(name, dt, dev, shape, operands, slots, scalars=()):
     """Launch kernel `name` over `shape`: operands are the data operands' (buffer, element offset,
     strides over shape), scalars the arguments that follow them in the kernel's signature."""
@@ -86,16 +72,17 @@ def _launch(name, dt, dev, shape, operands, slots, scalars=()):
     check_dims(name, len(cshape))
     args = []
     for (buf, off, _), st in zip(operands, cst):
-        args += [buf, off, _r8(st)]
+        args += [buf, off, pack8_right(st)]
     args += list(scalars)
     args.append(len(slots))
     for k in range(SLOTS):
         if k < len(slots):
             s = slots[k]
-            args += [s.t._storage.buf, s.t._offset, _r8(cst[len(operands) + k]), s.mul, s.size]
+            args += [s.t._storage.buf, s.t._offset, pack8_right(cst[len(operands) + k]), s.mul,
+                     s.size]
         else:                                    # an unused slot: any buffer, never read
             args += [operands[0][0], 0, _ZERO8, 0, 1]
-    _walk(dev, get_kernel(dev, PROGRAMS[dt], name), numel_of(shape), cshape, *args)
+    launch_walk(dev, get_kernel(dev, PROGRAMS[dt], name), numel_of(shape), cshape, *args)
 
 
 def gather_raw(x, shape, strides, offset, slots):
@@ -163,8 +150,8 @@ def _first_bad(checks):
     for _, t, lo, hi in live:
         shape, (st,) = collapse(t._shape, [list(t._strides)])
         check_dims("index", len(shape))
-        _walk(dev, kern, t.numel(), shape, t._storage.buf, t._offset, _r8(st), lo, hi,
-              flag._storage.buf)
+        launch_walk(dev, kern, t.numel(), shape, t._storage.buf, t._offset, pack8_right(st), lo,
+                    hi, flag._storage.buf)
     seen = np.zeros(1, np.int32)
     cl.enqueue_copy(dev.queue, seen, flag._storage.buf, is_blocking=True)
     if not seen[0]:
@@ -205,7 +192,7 @@ def nonzero_raw(x):
     out = empty_tensor((total + 1, nd), dtypes.int64, dev)      # + the spare row of nz_write
     starts = upload(np.cumsum(host) - host, dtypes.int64, dev)
     launch(dev, get_kernel(dev, prog, "nz_write"), gs, ls, x._storage.buf, x._offset,
-           starts._storage.buf, out._storage.buf, total, n, chunk, nd, _r8(x._shape, 1))
+           starts._storage.buf, out._storage.buf, total, n, chunk, nd, pack8_right(x._shape, 1))
     return view_raw(out, (total, nd), out._strides, 0)
 
 
@@ -218,9 +205,9 @@ def tri_raw(out, x, diagonal, upper):
     rows, cols = x._shape[-2], x._shape[-1]
     shape, (ost, xst) = collapse(x._shape, [list(out._strides), list(x._strides)])
     check_dims("tril", len(shape))
-    _walk(dev, get_kernel(dev, PROGRAMS[x._dtype], "tri"), n, shape, out._storage.buf,
-          out._offset, _r8(ost), x._storage.buf, x._offset, _r8(xst), rows, cols, diagonal,
-          int(upper))
+    launch_walk(dev, get_kernel(dev, PROGRAMS[x._dtype], "tri"), n, shape, out._storage.buf,
+                out._offset, pack8_right(ost), x._storage.buf, x._offset, pack8_right(xst), rows,
+                cols, diagonal, int(upper))
     return out
 
 
