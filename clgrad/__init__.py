@@ -14,6 +14,8 @@ from .tensor import Size, Tensor, device
 from . import autograd
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                                   set_anomaly_enabled)
 from . import _face
 from . import cl
 

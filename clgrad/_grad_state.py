@@ -6,6 +6,7 @@ import threading
 class _State(threading.local):
     grad_enabled = True
     inference = False
+    multithreading = True          # set_multithreading_enabled (no effect in clgrad)
 
 
 state = _State()

@@ -119,7 +119,7 @@ class Tensor:
     _hooks = None                 # leaf tensors: {handle id: hook}
     _post_acc_hooks = None
     _acc = None                   # weakref to this leaf's AccumulateGrad node
-    _fw = None                    # forward-mode tangents {level: tangent}
+    _fw = None                    # forward-mode tangent (autograd.forward_ad), or None
     _inference = False
     _view_vc_at = 0               # version at which a view's grad_fn was made
     _view_multi = False           # made by a multi-output view op (unbind, split, ...)

@@ -70,8 +70,22 @@ def try_import_torch():
 
 
 def try_import_tinygrad():
+    """tinygrad on its OpenCL backend (GPU=1), on the same platform as clgrad: it loads the
+    system's libOpenCL, so point that loader at the PoCL library pyopencl ships when no ICD is
+    registered system-wide."""
+    os.environ.setdefault("GPU", "1")
+    import glob
+    if not glob.glob("/etc/OpenCL/vendors/*.icd") and "OCL_ICD_VENDORS" not in os.environ:
+        import pyopencl
+        libs = glob.glob(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "libpocl*.so*"))
+        if libs:
+            d = tempfile.mkdtemp()
+            with open(os.path.join(d, "pocl.icd"), "w") as f:
+                f.write(libs[0] + "\n")
+            os.environ["OCL_ICD_VENDORS"] = d
     try:
         from tinygrad import Tensor as TTensor, Device  # noqa: F401
+        TTensor([1.0]).realize()
         return TTensor
     except Exception:
         return None
@@ -347,9 +361,9 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", choices=sorted(SECTIONS) + ["training"])
     args = p.parse_args()
+    tinygrad = try_import_tinygrad()       # before clgrad touches OpenCL: it may set the loader up
     dev = clgrad.runtime.default_device()
     torch = try_import_torch()
-    tinygrad = try_import_tinygrad()
     print(f"clgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name}), "
           f"{dev.compute_units} compute units")
     print(f"compared with: {'torch ' + torch.__version__ + ' on the CPU' if torch else 'no torch'}"

@@ -3,9 +3,12 @@ from . import grad_mode
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
-                        no_grad, set_grad_enabled)
+                        no_grad, set_grad_enabled, set_multithreading_enabled)
 from . import function
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+# the tools on top of the core (they use the ops, which import the core first)
+from . import anomaly_mode, forward_ad, functional, graph, profiler
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 
 
 def Variable(data, requires_grad=False, volatile=False):
@@ -25,4 +28,6 @@ def Variable(data, requires_grad=False, volatile=False):
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "Variable", "function", "grad_mode", "gradcheck",
-           "gradgradcheck", "GradcheckError"]
+           "gradgradcheck", "GradcheckError", "set_multithreading_enabled", "anomaly_mode",
+           "detect_anomaly", "set_detect_anomaly", "forward_ad", "functional", "graph",
+           "profiler"]

@@ -2,18 +2,20 @@
 heap in reverse creation order, sum gradients per node input as they arrive, hooks in torch's
 order, saved tensors freed after use unless retain_graph."""
 import heapq
+import itertools
 import sys
+import threading
 
 from ..tensor import Tensor
 from . import function as F
-from .function import AccumulateGrad, run_node
+from .function import AccumulateGrad, GradientEdge, run_node
 from .grad_mode import state as _state
 
 
 def _as_tuple(x):
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -96,11 +98,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     grads = _root_grads(tensors, grads, create_graph, "backward")
     targets = None
     if inputs:
-        for t in inputs:
-            if not isinstance(t, Tensor):
-                raise TypeError("inputs to backward() must be Tensors")
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+        _check_inputs(inputs, "backward")
         targets = inputs
     _run(tensors, grads, retain_graph, create_graph, targets, accumulate=True)
 
@@ -125,11 +123,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     single_input = isinstance(inputs, Tensor)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
-    for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad() expects Tensors as inputs, got {type(t).__name__}")
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    _check_inputs(inputs, "grad")
     grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -140,7 +134,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:
             if materialize_grads:
-                g = F.ops.zeros(t._shape, t._dtype, t._storage.device)
+                g = F.ops.zeros(*(t.node._out_meta[t.output_nr] if isinstance(t, GradientEdge)
+                                  else (t._shape, t._dtype, t._storage.device)))
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                    "in the graph. Set allow_unused=True if this is the desired "
@@ -148,6 +143,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         out.append(g)
     del single_input
     return tuple(out)
+
+
+def _check_inputs(inputs, what):
+    for t in inputs:
+        if isinstance(t, GradientEdge):
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}() expects Tensors or GradientEdges as inputs, got "
+                            f"{type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+
+
+def _target_edge(t):
+    return (t.node, t.output_nr) if isinstance(t, GradientEdge) else F._edge(t)
 
 
 def _add(a, b):
@@ -159,7 +169,29 @@ def _add(a, b):
 
 
 class _Run:
-    """State of one backward pass (reentrant calls make their own)."""
+    """What hooks may ask about the backward pass under way (graph.register_multi_grad_hook):
+    its id, the nodes it reaches and, when only some inputs are wanted, those it runs."""
+
+    def __init__(self, seen, needed, capture):
+        self.id = next(_task_ids)
+        self.seen, self.needed, self.capture = seen, needed, capture
+
+    def will_execute(self, node):
+        if node not in self.seen:
+            return False
+        if self.needed is None or node in self.needed:
+            return True
+        return any(n is node for n, _ in self.capture)
+
+
+_task_ids = itertools.count()
+_tasks = threading.local()          # .stack: the _Runs under way in this thread (reentrant)
+
+
+def current_graph_task():
+    """The innermost backward pass under way in this thread, or None."""
+    stack = getattr(_tasks, "stack", None)
+    return stack[-1] if stack else None
 
 
 def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
@@ -188,7 +220,7 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
         capture = {}
         target_nodes = set()
         for i, t in enumerate(targets):
-            node, nr = F._edge(t)
+            node, nr = _target_edge(t)
             capture.setdefault((node, nr), []).append(i)
             target_nodes.add(node)
         needed = _needed(seen, target_nodes, capture, accumulate)
@@ -208,6 +240,10 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._sequence_nr, counter, node))
             counter += 1
+    stack = getattr(_tasks, "stack", None)
+    if stack is None:
+        stack = _tasks.stack = []
+    stack.append(_Run(seen, needed, capture))
     prev_mode = _state.grad_enabled
     _state.grad_enabled = create_graph
     try:
@@ -238,6 +274,7 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
             outs = grads = g = None     # so that AccumulateGrad can tell whether it owns them
     finally:
         _state.grad_enabled = prev_mode
+        stack.pop()
     return captured
 
 
@@ -280,6 +317,9 @@ def _needed(nodes, target_nodes, capture, accumulate):
 
 
 def _call(node, grads, keep_graph, create_graph, capture, captured, needed, accumulate, targets):
+    if needed is not None and node not in needed and \
+            not any((node, nr) in capture for nr in range(len(grads))):
+        return None         # off the path to the wanted inputs: not run, no hooks either
     # 1. tensor pre-hooks (hooks registered on the tensors this node produced)
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks.items():
@@ -317,6 +357,8 @@ def _call(node, grads, keep_graph, create_graph, capture, captured, needed, accu
                     g = grads[nr]
                     if accumulate:
                         t = targets[i]
+                        if isinstance(t, GradientEdge):
+                            continue            # a leaf's edge accumulates when its node runs
                         if t._grad_fn is not None and g is not None:   # non-leaf input
                             _accumulate_into(t, g, create_graph)
                     else:
@@ -343,10 +385,10 @@ def _call(node, grads, keep_graph, create_graph, capture, captured, needed, accu
                     h(var)
         outs = ()
     else:
-        if F._anomaly.enabled:
-            outs = F._anomaly.run(node, grads)
-        else:
+        if F.hooks.node is None:
             outs = run_node(node, grads)
+        else:                               # profiler, anomaly mode
+            outs = F.hooks.node(node, grads)
         if not keep_graph:
             node._release()
     # 5. node post-hooks

@@ -9,6 +9,7 @@ import inspect
 import itertools
 import weakref
 from collections import OrderedDict
+from typing import NamedTuple
 
 from ..tensor import Tensor, alias, is_contiguous_layout
 from . import grad_mode
@@ -84,15 +85,12 @@ class SavedTensor:
         if t._inference and not _state.inference:
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you "
                                "can make a clone to get a normal tensor and use it in autograd.")
-        hooks = saved_hooks_stack[-1] if saved_hooks_stack else None
-        if hooks is not None and hooks is not _DISABLED_HOOKS:
-            pack, unpack = hooks
+        if saved_hooks_stack:                   # graph.saved_tensors_hooks: the innermost pair
+            pack, unpack = saved_hooks_stack[-1]
             self.data = None
             self.packed = pack(t)
             self.unpack_hook = unpack
             return
-        if hooks is _DISABLED_HOOKS:
-            raise RuntimeError(_disabled_message[-1])
         self.packed = None
         self.data = alias(t) if self.is_output else t
 
@@ -118,14 +116,15 @@ class SavedTensor:
                 f"above can show the operation that failed to compute its gradient (enable it "
                 f"with clgrad.autograd.set_detect_anomaly(True)).")
         if self.is_output and self.had_grad and node is not None:
+            tangent = t._fw
             t = alias(t)
             t._grad_fn, t._output_nr, t._requires_grad = node, self.output_nr, True
+            if tangent is not None and hooks.forward_ad is not None:
+                hooks.forward_ad.set_tangent(t, tangent)    # forward-over-reverse needs it
         return t
 
 
 saved_hooks_stack = []          # [(pack, unpack)] managed by graph.saved_tensors_hooks
-_DISABLED_HOOKS = object()
-_disabled_message = []
 
 
 class Node:
@@ -145,7 +144,8 @@ class Node:
     _retain = None                # {output_nr: weakref to a tensor that retains its grad}
     _saved = None                 # [SavedTensor] | FREED | None
     _metadata = None
-    _anomaly_trace = None
+    _anomaly_trace = None         # anomaly mode: the forward call's stack
+    _anomaly_parent = None        # anomaly mode: the node whose backward made this one
     _num_outputs = 1
     _out_meta = None              # ((shape, dtype, device) per forward output)
     _in_meta = None               # ((shape, dtype, device) per tensor input)
@@ -155,6 +155,8 @@ class Node:
     def __init__(self):
         self._sequence_nr = next(_sequence)
         self.next_functions = ()
+        if hooks.anomaly is not None:
+            hooks.anomaly.record(self)
 
     def name(self):
         return type(self).__name__
@@ -224,6 +226,7 @@ class FunctionCtx:
     dirty_tensors = ()
     non_differentiable = ()
     saved_for_forward = ()
+    _jvp_saved = None
 
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; read them back with `ctx.saved_tensors`."""
@@ -234,6 +237,8 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
+        """Keep tensors for `jvp` (forward-mode AD); inside jvp, `ctx.saved_tensors` returns
+        them."""
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
@@ -251,6 +256,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
+        if self._jvp_saved is not None:         # inside jvp: what save_for_forward kept
+            return self._jvp_saved
         return self._unpack_saved()
 
     saved_variables = saved_tensors
@@ -302,6 +309,15 @@ def _edge(t):
 
 
 gradient_edge = _edge
+
+
+class GradientEdge(NamedTuple):
+    """Where the gradient of a tensor is computed: (node, input number of that node). Accepted
+    as `inputs` by grad and backward in place of the tensor (see graph.get_gradient_edge)."""
+
+    node: Node
+    output_nr: int
+    ownership_token: object = None
 
 
 def accumulate_node(t):
@@ -394,12 +410,16 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     def apply(cls, *args, **kwargs):
         if kwargs:
             sig = inspect.signature(cls.forward)
-            params = list(sig.parameters)
             setup = _uses_setup(cls)
             bound = sig.bind(*args, **kwargs) if setup else sig.bind(None, *args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())[0 if setup else 1:]
-            del params
+        if hooks.profiler is not None:
+            return hooks.profiler.function(cls, args)
+        return cls._apply_function(args)
+
+    @classmethod
+    def _apply_function(cls, args):
         setup = _uses_setup(cls)
         grad_on = _state.grad_enabled
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
@@ -408,9 +428,12 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         ctx = cls._backward_cls()
         ctx.needs_input_grad = needs if record else tuple(False for _ in args)
         ctx._tensor_positions = positions
-        fw = _forward_ad_hook.active and any(
-            isinstance(a, Tensor) and a._fw for a in args)
+        fw = hooks.forward_ad
+        if fw is not None and not fw.has_tangents(args):
+            fw = None
         _state.grad_enabled = False
+        if fw is not None:
+            fw.paused += 1              # forward runs on primals; jvp gives the tangents
         try:
             if setup:
                 out = cls.forward(*args)
@@ -419,13 +442,13 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                 out = cls.forward(ctx, *args)
         finally:
             _state.grad_enabled = grad_on
+            if fw is not None:
+                fw.paused -= 1
         is_tuple = isinstance(out, tuple)
         outs = out if is_tuple else (out,)
         outs = _process_outputs(ctx, args, positions, outs, record, custom=True)
-        if fw:
-            _forward_ad_hook.custom(cls, ctx, args, outs)
-        if _anomaly.enabled and record:
-            _anomaly.record(ctx)
+        if fw is not None:
+            fw.custom(cls, ctx, args, outs)
         return outs if is_tuple else outs[0]
 
     @staticmethod
@@ -443,24 +466,62 @@ def _uses_setup(cls):
     return False
 
 
-class _AnomalyHook:
-    enabled = False
+class _Hooks:
+    """Where the optional tools plug into the op path and the engine. Each slot is None while its
+    tool is off, so that the hot paths pay one check for it.
 
-    def record(self, node):
-        pass
+    - op(cls, args): runs a built-in op instead of Op.apply's plain path (set while the profiler
+      or forward AD is on; calls `cls._apply_op(args)` for the plain path).
+    - node(node, grads): runs a backward node for the engine (profiler, anomaly mode).
+    - profiler: the running profiler (autograd.profiler).
+    - forward_ad: the forward-AD state while a dual level is entered (autograd.forward_ad).
+    - anomaly: anomaly mode; `record(node)` when a node is made (autograd.anomaly_mode).
+    - mutate(tensor): a tensor is about to change in place (allow_mutation_on_saved_tensors).
+    """
+
+    op = None
+    node = None
+    profiler = None
+    forward_ad = None
+    anomaly = None
+    mutate = None
+
+    def refresh(self):
+        """Recompute the composed slots after a tool turned on or off."""
+        self.op = _hooked_op if (self.profiler is not None or self.forward_ad is not None) \
+            else None
+        self.node = _hooked_node if (self.profiler is not None or self.anomaly is not None) \
+            else None
 
 
-_anomaly = _AnomalyHook()           # replaced by anomaly_mode
+hooks = _Hooks()
 
 
-class _ForwardADHook:
-    active = False
+def _hooked_op(cls, args):
+    prof = hooks.profiler
+    if prof is not None:
+        return prof.op(cls, args, _op_forward_ad)
+    return _op_forward_ad(cls, args)
 
-    def custom(self, cls, ctx, args, outs):
-        pass
+
+def _op_forward_ad(cls, args):
+    fw = hooks.forward_ad
+    if fw is not None:
+        return fw.op(cls, args)
+    return cls._apply_op(args)
 
 
-_forward_ad_hook = _ForwardADHook()   # replaced by forward_ad
+def _hooked_node(node, grads):
+    prof = hooks.profiler
+    if prof is not None:
+        return prof.node(node, grads, _node_anomaly)
+    return _node_anomaly(node, grads)
+
+
+def _node_anomaly(node, grads):
+    if hooks.anomaly is not None:
+        return hooks.anomaly.run(node, grads)
+    return run_node(node, grads)
 
 
 def _check_inplace(t, node_name):
@@ -490,11 +551,14 @@ def _check_inplace(t, node_name):
 
 
 def check_inplace_allowed(t):
-    """Errors for an in-place change of t that autograd would not record."""
+    """Errors for an in-place change of t that autograd would not record. Every in-place change
+    calls this first, so it is also where allow_mutation_on_saved_tensors hears of them."""
     if t._inference and not _state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
                            "inplace update.")
+    if hooks.mutate is not None:
+        hooks.mutate(t)
 
 
 def _process_outputs(node, args, positions, outs, record, custom):
@@ -842,14 +906,33 @@ class Op(Function):
     _is_view = False              # outputs are views of the first argument
     _saved_names = None
 
+    # Forward mode: `jvp(args, tangents, out)` gets forward's arguments, one tangent per argument
+    # (None for non-tensors and for tensors without one) and forward's result, and returns the
+    # tangent of the result (a tuple for several outputs; None: no tangent), written in clgrad
+    # ops. An op without one gets J·v from its own backward (see autograd.forward_ad).
+    jvp = None
+
     @classmethod
     def apply(cls, *args):
+        if hooks.op is not None:                # profiler or forward AD
+            return hooks.op(cls, args)
+        # the plain path, as in _apply_op (kept inline: this is the hottest path of all)
         if _state.grad_enabled:
             for a in args:
                 if isinstance(a, Tensor) and a._requires_grad:
                     return cls._apply_recorded(args)
-        if _forward_ad_hook.active:
-            return _forward_ad_hook.op(cls, args, None)
+        out = cls.forward(_null_ctx, *args)
+        if cls._is_view:
+            _mark_views(args[0], out, False)
+        return out
+
+    @classmethod
+    def _apply_op(cls, args):
+        """Op.apply without the hooks."""
+        if _state.grad_enabled:
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    return cls._apply_recorded(args)
         out = cls.forward(_null_ctx, *args)
         if cls._is_view:
             _mark_views(args[0], out, False)
@@ -911,21 +994,11 @@ class Op(Function):
                 saved.append(SavedTensor(t, nr))
             node._saved = saved
             node.to_save = ()
-        if _forward_ad_hook.active:
-            _forward_ad_hook.op(cls, args, (node, out))
-        if _anomaly.enabled:
-            _anomaly.record(node)
         return out
 
     @staticmethod
     def backward(ctx, *grads):
         raise RuntimeError("this op is not differentiable")
-
-    @staticmethod
-    def jvp(ctx, *tangents):
-        raise NotImplementedError
-
-
 
 
 def _mark_views(base, out, recorded):

@@ -181,3 +181,28 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Accepted for torch compatibility: clgrad's engine always runs backward on the calling
+    thread (one in-order queue per device leaves nothing to overlap), so the mode changes nothing.
+
+    >>> import clgrad
+    >>> with clgrad.autograd.set_multithreading_enabled(False):
+    ...     pass
+    """
+
+    def __init__(self, mode):
+        self.prev = state.multithreading
+        self.mode = bool(mode)
+        state.multithreading = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        state.multithreading = self.prev
+        return False
+
+    def clone(self):
+        return type(self)(self.mode)

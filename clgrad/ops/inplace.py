@@ -5,14 +5,20 @@ op runs out of place as usual, the result is copied in, and the tensor's history
 node (its base's, through CopySlices, when it is a view). The version counter goes up either way,
 which is what lets backward catch a saved tensor that was changed afterwards."""
 from .. import dtypes
-from ..autograd.function import (SavedTensor, _check_inplace, check_inplace_allowed,
+from ..autograd.function import (SavedTensor, _check_inplace, check_inplace_allowed, hooks,
                                  rebase_history)
 from ..autograd.grad_mode import state as _state
 from ..tensor import Tensor, alias
-from ._base import copy_into, size_repr
+from ._base import copy_into, full_raw, size_repr
 
 
 def _records(self, args):
+    """Whether the change must run as an op: autograd records it, or forward AD has tangents to
+    carry through it."""
+    return _grad_records(self, args) or _has_tangents(self, args)
+
+
+def _grad_records(self, args):
     if not _state.grad_enabled:
         return False
     if self._requires_grad:
@@ -21,6 +27,11 @@ def _records(self, args):
         if getattr(a, "_requires_grad", False):
             return True
     return False
+
+
+def _has_tangents(self, args):
+    fw = hooks.forward_ad
+    return fw is not None and fw.has_tangents((self,) + args)
 
 
 def raw_inplace(t, write):
@@ -34,6 +45,9 @@ def raw_inplace(t, write):
     if t._grad_fn is not None and _state.grad_enabled:
         # the data no longer depends on the old history
         t._grad_fn = None
+    if t._fw is not None and hooks.forward_ad is not None:
+        from ._base import fill_raw
+        fill_raw(t._fw, 0)          # nor on the old tangent
     return t
 
 
@@ -58,8 +72,9 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
             copy_into(self, result)
         self._vc[0] += 1
         return self
-    _check_inplace(self, op_cls.__name__)
-    result = op_cls.apply(self, *args)
+    if _grad_records(self, args):
+        _check_inplace(self, op_cls.__name__)
+    result = op_cls.apply(self, *args)        # out of place; forward AD gives it its tangent
     check_result(name or op_cls.__name__.lower(), self, result._dtype, result._shape)
     node = result._grad_fn
     if node is not None and node._saved:
@@ -68,6 +83,8 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
             if s is not None and not s.is_output and s.data is self:
                 from .views import Clone
                 node._saved[i] = SavedTensor(Clone.apply(self))
+    if hooks.mutate is not None:
+        hooks.mutate(self)          # the op may just have saved self through a pack hook
     copy_into(self, result)
     self._vc[0] += 1
     if node is not None:
@@ -77,6 +94,8 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
                     s.data = alias(self)
                     s.version = self._vc[0]
         rebase_history(self, node, 0)
+    if hooks.forward_ad is not None and (result._fw is not None or self._fw is not None):
+        hooks.forward_ad.inplace(self, result)
     return self
 
 
@@ -130,6 +149,14 @@ class CopyFrom(Op):
         gs = sum_to(g, meta[1][0]).to(meta[1][1]) if len(meta) > 1 else None
         return g * 0, gs
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        self, src = args
+        t = tangents[1]
+        if t is None:                   # self's old tangent is overwritten with src's: none
+            return full_raw(self._shape, 0, self._dtype, self._storage.device)
+        return CopyFrom.apply(self, t)
+
 
 class Fill(Op):
     _node_name = "FillBackward0"
@@ -150,6 +177,14 @@ class Fill(Op):
             gv = g.sum().reshape(ctx._in_meta[1][0])
         return g * 0, gv
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        self, value = args
+        t = tangents[1]
+        if t is None:
+            return full_raw(self._shape, 0, self._dtype, self._storage.device)
+        return Fill.apply(self, t)
+
 
 def fill_(self, value):
     """Set every element of self to value, in place.
@@ -162,7 +197,8 @@ def fill_(self, value):
     if isinstance(value, Tensor) and value.numel() != 1:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{len(value._shape)} dimensions.")
-    if isinstance(value, Tensor) and not value._requires_grad:
+    if isinstance(value, Tensor) and not value._requires_grad and \
+            not _has_tangents(value, ()):
         value = value.item()
 
     def fast():

@@ -68,10 +68,6 @@ class Cat(Op):
             start += n
         return (None,) + tuple(grads)
 
-    @staticmethod
-    def jvp(args, tangents, out):
-        return Cat.apply(args[0], *_tangents_or_zeros(args[1:], tangents[1:]))
-
 
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dim; all other sizes must match (1-d empty tensors are
@@ -130,16 +126,6 @@ class Stack(Op):
     @staticmethod
     def backward(ctx, g):
         return (None,) + tuple(views.select(g, ctx.dim, i) for i in range(len(ctx._in_meta)))
-
-    @staticmethod
-    def jvp(args, tangents, out):
-        return Stack.apply(args[0], *_tangents_or_zeros(args[1:], tangents[1:]))
-
-
-def _tangents_or_zeros(tensors, tangents):
-    """Forward mode: the inputs' tangents, zeros for those without one."""
-    return [t if t is not None else full_raw(x._shape, 0, x._dtype, x._storage.device)
-            for x, t in zip(tensors, tangents)]
 
 
 def stack(tensors, dim=0, *, out=None):

@@ -1,3 +1,883 @@
-"""(to be written)"""
-FUNCTIONS = {}
-METHODS = {}
+"""Matrix products: matmul (and the @ operator), mm, bmm, addmm, baddbmm, mv, addmv, dot and
+outer / ger, with torch's names, shape rules and errors. Each product is an Op whose backward is
+written in these same ops, so higher-order gradients work, and a forward-mode rule (`jvp`).
+
+They all run one template family, cl_kernels/gemm.mako, which computes
+C[b] = alpha * A[b] @ B[b] + beta * D[b] reading A, B and D through strides (transposed and
+broadcast views are never copied first). Which kernel runs is a per-device configuration:
+
+- "packed" (CPUs): A and B are packed into panels, then each work-item keeps an MR x NV*VW block
+  of C in vector registers (no local memory, no barriers);
+- "tiled" (GPUs): work-groups stage TM x TK / TK x TN tiles in local memory, each work-item
+  accumulating WM x WN elements;
+- tiny products, and on CPUs products of a few rows contiguous along K (matrix-vector,
+  x @ W.t() for a few x), use gemm_small: one work-item per output element.
+
+The configuration is the one `tools/tune_gemm.py` stored for this device (a JSON file in
+`clgrad.runtime.kernels.cache_dir()`), else a per-vendor default (`VENDOR_DEFAULTS`).
+"""
+import json
+import os
+import tempfile
+
+from .. import dtypes
+from .._version import __version__
+from ..autograd.function import Op
+from ..runtime.kernels import Program, cache_dir, get_kernel, launch, render
+from ..tensor import Tensor, contiguous_strides, empty_tensor, make_tensor, numel_of
+from . import views
+from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, same_device,
+                    size_repr, view_raw)
+
+GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32,
+               dtypes.int64)
+
+# Below this many multiply-adds one kernel with one work-item per output beats packing or tiling
+# and their extra launches.
+SMALL_WORK = 1 << 12
+# On CPUs, products with at most this many rows (or columns) whose rows are contiguous along K
+# (matrix-vector, x @ W.t() for a few x) run gemm_small, which reads them with vectors; a GPU
+# does only matrix-vector products there.
+SMALL_ROWS_CPU = 16
+# On GPUs, dot products longer than this run as a parallel reduction of the products: one
+# work-item per output is slow for a GPU thread (a CPU core streams even millions at full
+# bandwidth, measured faster than the reduction).
+DOT_REDUCE_GPU = 1 << 12
+
+VENDOR_DEFAULTS = {
+    # 6 x 16 floats in 12 AVX2 registers; 8 work-items per group share one panel of B in cache
+    "cpu": {"kind": "packed", "MR": 6, "NV": 2, "VW": 8, "LX": 1, "LY": 8},
+    "nvidia": {"kind": "tiled", "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4},
+    "amd": {"kind": "tiled", "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4},
+    "intel": {"kind": "tiled", "TM": 32, "TN": 32, "TK": 16, "WM": 4, "WN": 4},
+    "other": {"kind": "tiled", "TM": 32, "TN": 32, "TK": 16, "WM": 4, "WN": 4},
+}
+_KEYS = {"packed": ("MR", "NV", "VW", "LX", "LY"), "tiled": ("TM", "TN", "TK", "WM", "WN")}
+
+_SOURCES = {dt: render("gemm.mako", dt=dt) for dt in GEMM_DTYPES}
+# gemm_small does not depend on the configuration: its own program, listed at import
+_SMALL = {dt: Program("gemm", dt.short, _SOURCES[dt]) for dt in GEMM_DTYPES}
+
+
+# ---- configuration ----------------------------------------------------------------------------
+def vendor_of(device):
+    """Which entry of VENDOR_DEFAULTS a device gets: cpu, nvidia, amd, intel or other.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> vendor_of(default_device()) in VENDOR_DEFAULTS
+    True
+    """
+    if device.is_cpu:
+        return "cpu"
+    words = f"{device.vendor} {device.platform_name} {device.name}".lower()
+    if "nvidia" in words:
+        return "nvidia"
+    if "amd" in words or "advanced micro" in words:
+        return "amd"
+    if "intel" in words:
+        return "intel"
+    return "other"
+
+
+def check_config(cfg, device):
+    """cfg as a clean dict if `device` can run it, else ValueError saying why.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> check_config(VENDOR_DEFAULTS["cpu"], default_device())["MR"]
+    6
+    """
+    kind = cfg.get("kind")
+    if kind not in _KEYS:
+        raise ValueError(f"GEMM config kind must be 'packed' or 'tiled', got {kind!r}")
+    out = {"kind": kind}
+    for k in _KEYS[kind]:
+        v = cfg.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"GEMM config {k} must be a positive int, got {v!r}")
+        out[k] = v
+    if kind == "packed":
+        if out["VW"] not in (2, 4, 8):
+            raise ValueError("GEMM config VW must be 2, 4 or 8 (wider vectors break PoCL)")
+        wg = out["LX"] * out["LY"]
+    else:
+        if out["TM"] % out["WM"] or out["TN"] % out["WN"]:
+            raise ValueError("GEMM config needs TM % WM == 0 and TN % WN == 0")
+        wg = (out["TM"] // out["WM"]) * (out["TN"] // out["WN"])
+        local = out["TK"] * (out["TM"] + out["TN"] + 2) * 8
+        if local > device.local_mem_size:
+            raise ValueError(f"GEMM tiles need {local} bytes of local memory, {device.name} has "
+                             f"{device.local_mem_size}")
+    if wg > device.max_work_group_size:
+        raise ValueError(f"GEMM config needs work-groups of {wg}, {device.name} allows "
+                         f"{device.max_work_group_size}")
+    return out
+
+
+def device_key(device):
+    """The key of a device's entry in the tuned-configuration file.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> "clgrad" in device_key(default_device())
+    True
+    """
+    return (f"{device.name} | {device.platform_name} | {device.driver_version} | "
+            f"clgrad {__version__}")
+
+
+def tuned_path():
+    """Where tools/tune_gemm.py stores its results (None when CLGRAD_CACHE_DIR is off)."""
+    d = cache_dir()
+    return None if d is None else d / "gemm_tuned.json"
+
+
+def load_tuned(device):
+    """The configuration tools/tune_gemm.py stored for this device, or None."""
+    path = tuned_path()
+    if path is None or not path.exists():
+        return None
+    try:
+        cfg = json.loads(path.read_text()).get(device_key(device))
+        return None if cfg is None else check_config(cfg, device)
+    except (OSError, ValueError, AttributeError):
+        return None                   # unreadable or stale: the default is always safe
+
+
+def save_tuned(device, cfg):
+    """Store cfg as this device's configuration (read by the next process)."""
+    path = tuned_path()
+    if path is None:
+        raise RuntimeError("CLGRAD_CACHE_DIR is off: nowhere to store the tuned GEMM config")
+    cfg = check_config(cfg, device)
+    try:
+        table = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        table = {}
+    table[device_key(device)] = cfg
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+    return path
+
+
+_CONFIGS = {}           # device -> config dict
+_PLANS = {}             # (device, dtype) -> (config, Program)
+_PROGRAMS = {}          # (dtype, config items) -> Program
+
+
+def config(device):
+    """The GEMM configuration used on `device`: tuned if stored, else the vendor default.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> config(default_device())["kind"] in ("packed", "tiled")
+    True
+    """
+    cfg = _CONFIGS.get(device)
+    if cfg is None:
+        cfg = load_tuned(device)
+        if cfg is None:
+            cfg = VENDOR_DEFAULTS[vendor_of(device)]
+            try:
+                cfg = check_config(cfg, device)
+            except ValueError:        # a small device: packed needs neither local memory nor
+                cfg = dict(VENDOR_DEFAULTS["cpu"], VW=4, LY=1)   # big work-groups
+        _CONFIGS[device] = cfg
+    return cfg
+
+
+def set_config(device, cfg):
+    """Use cfg on `device` from now on in this process (the tuner and the tests); returns the
+    previous one. cfg=None goes back to the stored or default configuration.
+
+    >>> import clgrad
+    >>> from clgrad.runtime.device import default_device
+    >>> dev = default_device()
+    >>> prev = set_config(dev, {"kind": "packed", "MR": 2, "NV": 1, "VW": 4, "LX": 1, "LY": 1})
+    >>> (clgrad.ones(70, 3) @ clgrad.ones(3, 70)).sum().item()
+    14700.0
+    >>> _ = set_config(dev, prev)
+    """
+    prev = config(device)
+    for key in [k for k in _PLANS if k[0] is device]:
+        del _PLANS[key]
+    if cfg is None:
+        _CONFIGS.pop(device, None)
+    else:
+        _CONFIGS[device] = check_config(cfg, device)
+    return prev
+
+
+def _vw(cfg, dt):
+    # vectors of 8-byte elements get half the lanes: the same register width
+    return cfg["VW"] // 2 if dt.ct in ("double", "long") else cfg["VW"]
+
+
+def _program(dt, cfg):
+    key = (dt,) + tuple(sorted(cfg.items()))
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        if cfg["kind"] == "packed":
+            vw = _vw(cfg, dt)
+            opts = f"-DMR={cfg['MR']} -DNV={cfg['NV']} -DVW={vw} -DNR={cfg['NV'] * vw}"
+            tag = f"p{cfg['MR']}x{cfg['NV']}x{vw}"
+        else:
+            opts = " ".join(f"-D{k}={cfg[k]}" for k in _KEYS["tiled"])
+            tag = "t" + "x".join(str(cfg[k]) for k in _KEYS["tiled"])
+        prog = _PROGRAMS[key] = Program("gemm", f"{dt.short}_{tag}", _SOURCES[dt], opts)
+    return prog
+
+
+def _plan(device, dt):
+    plan = _PLANS.get((device, dt))
+    if plan is None:
+        cfg = config(device)
+        plan = _PLANS[(device, dt)] = (cfg, _program(dt, cfg))
+    return plan
+
+
+# ---- the raw product -------------------------------------------------------------------------
+def _compute_dtype(dt):
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+def _scalar(dt, v):
+    # torch truncates alpha and beta for integer products
+    return float(v) if dt.kind == "f" else int(v)
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _is_small(dev, M, N, K, a_sk, b_sk):
+    rows = SMALL_ROWS_CPU if dev.is_cpu else 1
+    return M * N * K <= SMALL_WORK or (min(M, N) <= rows and a_sk == 1 and b_sk == 1)
+
+
+def _small_local(dev, M, N):
+    if dev.max_work_group_size < 64:
+        return 1, 1
+    if N == 1:
+        return 1, 64
+    if M == 1:
+        return 64, 1
+    return 8, 8
+
+
+def gemm(a, b, bias=None, beta=0, alpha=1):
+    """alpha * a @ b + beta * bias for a batch of matrices; not recorded by autograd.
+
+    a is (Ba, M, K) and b is (Bb, K, N) with Ba and Bb each 1 or the batch size (a batch of one
+    is broadcast); any strides. bias, read only when beta != 0, broadcasts to (batch, M, N).
+    Returns a new contiguous (batch, M, N) tensor of a's dtype.
+
+    >>> import clgrad
+    >>> a = clgrad.tensor([[[1.0, 2.0]]]); b = clgrad.tensor([[[3.0], [4.0]]])
+    >>> gemm(a, b).tolist()
+    [[[11.0]]]
+    """
+    dev = a._storage.device
+    dt = a._dtype
+    check_fp64(dt, dev)
+    (ba, M, K), (bb, _, N) = a._shape, b._shape
+    batch = 0 if ba == 0 or bb == 0 else max(ba, bb)
+    out = empty_tensor((batch, M, N), dt, dev)
+    if batch == 0 or M == 0 or N == 0:
+        return out
+    a_sb = a._strides[0] if ba > 1 else 0
+    b_sb = b._strides[0] if bb > 1 else 0
+    if bias is None or beta == 0:
+        dargs = (out._storage.buf, 0, 0, 0, 0)
+        beta = 0
+    else:
+        d_sb, d_sm, d_sn = expand_strides(bias, (batch, M, N))
+        dargs = (bias._storage.buf, bias._offset, d_sb, d_sm, d_sn)
+    tail = dargs + (M, N, K, _scalar(dt, alpha), _scalar(dt, beta))
+    cargs = (out._storage.buf, 0, M * N, N)
+    aargs = (a._storage.buf, a._offset, a_sb) + a._strides[1:]
+    bargs = (b._storage.buf, b._offset, b_sb) + b._strides[1:]
+    if _is_small(dev, M, N, K, a._strides[2], b._strides[1]):
+        lx, ly = _small_local(dev, M, N)
+        k = get_kernel(dev, _SMALL[dt], "gemm_small")
+        launch(dev, k, (_ceil(N, lx) * lx, _ceil(M, ly) * ly, batch), (lx, ly, 1),
+               *cargs, *aargs, *bargs, *tail)
+        return out
+    cfg, prog = _plan(dev, dt)
+    if cfg["kind"] == "tiled":
+        rm, rn = cfg["TM"] // cfg["WM"], cfg["TN"] // cfg["WN"]
+        k = get_kernel(dev, prog, "gemm_tiled")
+        launch(dev, k, (_ceil(N, cfg["TN"]) * rn, _ceil(M, cfg["TM"]) * rm, batch), (rn, rm, 1),
+               *cargs, *aargs, *bargs, *tail)
+        return out
+    # packed: an operand broadcast over the batch is packed once
+    mr, nr = cfg["MR"], cfg["NV"] * _vw(cfg, dt)
+    mb, nb = _ceil(M, mr), _ceil(N, nr)
+    pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
+    cdt = _compute_dtype(dt)
+    pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
+    pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
+    ls = min(64, dev.max_work_group_size)
+    kp = _ceil(K, ls) * ls
+    launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
+           pa._storage.buf, mb * K * mr, *aargs, M, K)
+    launch(dev, get_kernel(dev, prog, "pack_b"), (kp, nb, pb_n), (ls, 1, 1),
+           pb._storage.buf, nb * K * nr, *bargs, K, N)
+    lx, ly = cfg["LX"], cfg["LY"]
+    launch(dev, get_kernel(dev, prog, "gemm_packed"), (_ceil(nb, lx) * lx, _ceil(mb, ly) * ly,
+                                                         batch), (lx, ly, 1),
+           *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, pb._storage.buf,
+           nb * K * nr if pb_n > 1 else 0, *tail)
+    return out
+
+
+def _as_batch(t):
+    """A matrix as a batch of one (a view)."""
+    return view_raw(t, (1,) + t._shape, (0,) + t._strides, t._offset)
+
+
+def _row(v):
+    """A vector (K,) as a (1, 1, K) batch."""
+    return view_raw(v, (1, 1, v._shape[0]), (0, 0, v._strides[0]), v._offset)
+
+
+def _col(v):
+    """A vector (K,) as a (1, K, 1) batch."""
+    return view_raw(v, (1, v._shape[0], 1), (0, v._strides[0], 0), v._offset)
+
+
+def _reshaped(t, shape):
+    """A fresh contiguous result seen with another shape."""
+    return view_raw(t, shape, contiguous_strides(shape), t._offset)
+
+
+def _dot_limit(dev):
+    return None if dev.is_cpu else DOT_REDUCE_GPU
+
+
+def _dot_raw(a, b):
+    limit = _dot_limit(a._storage.device)
+    if limit is None or a._shape[0] <= limit:
+        return _reshaped(gemm(_row(a), _col(b)), ())
+    # long vectors: products then a parallel sum, in float32 for 16-bit types
+    from .elementwise import TABLE, run
+    from .reduce import reduce_raw
+    cdt = _compute_dtype(a._dtype)
+    prod = run(TABLE["mul"], (cast_raw(a, cdt), cast_raw(b, cdt)))
+    return reduce_raw("sum", prod, (0,), False, out_dtype=a._dtype)
+
+
+# ---- argument checks with torch's messages ----------------------------------------------------
+_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
+          dtypes.bfloat16: "BFloat16", dtypes.int32: "Int", dtypes.int64: "Long",
+          dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
+_CNAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
+           dtypes.bfloat16: "c10::BFloat16", dtypes.int32: "int", dtypes.int64: "long int",
+           dtypes.uint8: "unsigned char", dtypes.bool_: "bool"}
+
+
+def _tensors(op, **named):
+    for i, (name, t) in enumerate(named.items()):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {i + 1}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    same_device(op, list(named.values()))
+
+
+def _supported(op, t):
+    if t._dtype not in GEMM_DTYPES:
+        raise NotImplementedError(f'"{op}" not implemented for \'{_NAMES[t._dtype]}\'')
+
+
+def _mat_str(t):
+    return "x".join(str(s) for s in t._shape)
+
+
+def _check_mm(a, b):
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if a._shape[1] != b._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat_str(a)} and "
+                           f"{_mat_str(b)})")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CNAMES[a._dtype]} != {_CNAMES[b._dtype]}")
+    _supported("mm", a)
+
+
+def _check_bmm(a, b):
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b._shape[:2] != (a._shape[0], a._shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
+                           f"{b._shape[1]}].")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected scalar type {_NAMES[a._dtype]} but found "
+                           f"{_NAMES[b._dtype]}")
+    _supported("bmm", a)
+
+
+def _check_mv(mat, vec, input_dt=None):
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {mat.ndim}, {vec.ndim}")
+    if mat._shape[1] != vec._shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({mat._shape[0]}), mat ({_mat_str(mat)}), "
+                           f"vec ({vec._shape[0]})")
+    idt = vec._dtype if input_dt is None else input_dt
+    if not (idt is mat._dtype is vec._dtype):
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{_NAMES[idt]}, {_NAMES[mat._dtype]}, and {_NAMES[vec._dtype]}")
+    _supported("addmv", mat)
+
+
+def _check_expand(t, shape):
+    """torch's errors for broadcasting addmm's `input` to the result's shape."""
+    if t.ndim > len(shape):
+        raise RuntimeError(f"expand(clgrad.cl.{_NAMES[t._dtype]}Tensor{{{size_repr(t._shape)}}}, "
+                           f"size={size_repr(shape)}): the number of sizes provided "
+                           f"({len(shape)}) must be greater or equal to the number of dimensions "
+                           f"in the tensor ({t.ndim})")
+    off = len(shape) - t.ndim
+    for i, s in enumerate(t._shape):
+        if s != 1 and s != shape[off + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({shape[off + i]}) must match "
+                               f"the existing size ({s}) at non-singleton dimension {off + i}.  "
+                               f"Target sizes: {size_repr(shape)}.  Tensor sizes: "
+                               f"{size_repr(t._shape)}")
+
+
+def _as_input(t, shape):
+    """addmm's input seen as a (batch, M, N) operand (a view with zero strides where it
+    broadcasts)."""
+    full = (1,) * (3 - len(shape)) + tuple(shape)
+    return view_raw(t, full, expand_strides(t, full), t._offset)
+
+
+def _scale(g, s):
+    return g if s == 1 else g * s
+
+
+def _product_jvp(f, a, b, ta, tb, alpha=1, ti=None, beta=0):
+    """Forward-mode rule of beta * input + alpha * f(a, b), f bilinear:
+    beta * ti + alpha * (f(ta, b) + f(a, tb)), skipping absent tangents."""
+    terms = [_scale(f(ta, b), alpha) if ta is not None else None,
+             _scale(f(a, tb), alpha) if tb is not None else None,
+             _scale(ti, beta) if ti is not None and beta != 0 else None]
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
+
+
+def _save_operands(ctx, a, b, ia, ib):
+    """Save a and b, each only if the other's gradient is wanted (a's gradient needs b and
+    vice versa); ia and ib are their positions among forward's arguments."""
+    need = ctx.needs_input_grad
+    if need:
+        ctx.save_for_backward(a if need[ib] else None, b if need[ia] else None)
+
+
+# ---- ops --------------------------------------------------------------------------------------
+class Mm(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_operands(ctx, a, b, 0, 1)
+        return _reshaped(gemm(_as_batch(a), _as_batch(b)), (a._shape[0], b._shape[1]))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = mm(g, views.t(b)) if ctx.needs_input_grad[0] else None
+        gb = mm(views.t(a), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return _product_jvp(mm, *args, *tangents)
+
+
+class Bmm(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_operands(ctx, a, b, 0, 1)
+        return gemm(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = bmm(g, views.transpose(b, 1, 2)) if ctx.needs_input_grad[0] else None
+        gb = bmm(views.transpose(a, 1, 2), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return _product_jvp(bmm, *args, *tangents)
+
+
+class Addmm(Op):
+    @staticmethod
+    def forward(ctx, input, a, b, beta, alpha):
+        ctx.beta, ctx.alpha = beta, alpha
+        _save_operands(ctx, a, b, 1, 2)
+        shape = (a._shape[0], b._shape[1])
+        out = gemm(_as_batch(a), _as_batch(b), _as_input(input, shape), beta, alpha)
+        return _reshaped(out, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gi = _sum_to(_scale(g, ctx.beta), ctx._in_meta[0][0]) if need[0] else None
+        ga = _scale(mm(g, views.t(b)), ctx.alpha) if need[1] else None
+        gb = _scale(mm(views.t(a), g), ctx.alpha) if need[2] else None
+        return gi, ga, gb, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        (_, a, b, beta, alpha), (ti, ta, tb) = args, tangents[:3]
+        return _product_jvp(mm, a, b, ta, tb, alpha, ti, beta)
+
+
+class Baddbmm(Op):
+    @staticmethod
+    def forward(ctx, input, a, b, beta, alpha):
+        ctx.beta, ctx.alpha = beta, alpha
+        _save_operands(ctx, a, b, 1, 2)
+        shape = (a._shape[0], a._shape[1], b._shape[2])
+        return gemm(a, b, _as_input(input, shape), beta, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gi = _sum_to(_scale(g, ctx.beta), ctx._in_meta[0][0]) if need[0] else None
+        ga = _scale(bmm(g, views.transpose(b, 1, 2)), ctx.alpha) if need[1] else None
+        gb = _scale(bmm(views.transpose(a, 1, 2), g), ctx.alpha) if need[2] else None
+        return gi, ga, gb, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        (_, a, b, beta, alpha), (ti, ta, tb) = args, tangents[:3]
+        return _product_jvp(bmm, a, b, ta, tb, alpha, ti, beta)
+
+
+class Mv(Op):
+    @staticmethod
+    def forward(ctx, mat, vec):
+        _save_operands(ctx, mat, vec, 0, 1)
+        return _reshaped(gemm(_as_batch(mat), _col(vec)), (mat._shape[0],))
+
+    @staticmethod
+    def backward(ctx, g):
+        mat, vec = ctx.saved_tensors
+        gm = outer(g, vec) if ctx.needs_input_grad[0] else None
+        gv = mv(views.t(mat), g) if ctx.needs_input_grad[1] else None
+        return gm, gv
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return _product_jvp(mv, *args, *tangents)
+
+
+class Addmv(Op):
+    @staticmethod
+    def forward(ctx, input, mat, vec, beta, alpha):
+        ctx.beta, ctx.alpha = beta, alpha
+        _save_operands(ctx, mat, vec, 1, 2)
+        m = mat._shape[0]
+        bias = view_raw(input, (1, m, 1), (0,) + tuple(expand_strides(input, (m,))) + (0,),
+                        input._offset)
+        return _reshaped(gemm(_as_batch(mat), _col(vec), bias, beta, alpha), (m,))
+
+    @staticmethod
+    def backward(ctx, g):
+        mat, vec = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gi = _sum_to(_scale(g, ctx.beta), ctx._in_meta[0][0]) if need[0] else None
+        gm = _scale(outer(g, vec), ctx.alpha) if need[1] else None
+        gv = _scale(mv(views.t(mat), g), ctx.alpha) if need[2] else None
+        return gi, gm, gv, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        (_, mat, vec, beta, alpha), (ti, tm, tv) = args, tangents[:3]
+        return _product_jvp(mv, mat, vec, tm, tv, alpha, ti, beta)
+
+
+class Dot(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        _save_operands(ctx, a, b, 0, 1)
+        return _dot_raw(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (b * g if ctx.needs_input_grad[0] else None,
+                a * g if ctx.needs_input_grad[1] else None)
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return _product_jvp(dot, *args, *tangents)
+
+
+class UnsafeView(Op):
+    """torch's _unsafe_view: a fresh result (of mm or bmm inside matmul) seen with another shape;
+    not tracked as a view, since nothing else holds the result."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        if not x._contig:
+            from ._base import contiguous_raw
+            x = contiguous_raw(x)
+        return make_tensor(x._storage, shape, contiguous_strides(shape), x._offset, x._dtype,
+                           True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return views.reshape(g, ctx._in_meta[0][0]), None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return views.reshape(tangents[0], args[1])
+
+
+def _sum_to(g, shape):
+    from .reduce import sum_to
+    return sum_to(g, shape)
+
+
+# ---- public functions -------------------------------------------------------------------------
+def mm(input, mat2):
+    """Matrix product of two 2-D tensors (no broadcasting).
+
+    >>> import clgrad
+    >>> clgrad.mm(clgrad.tensor([[1.0, 2.0]]), clgrad.tensor([[3.0], [4.0]])).tolist()
+    [[11.0]]
+    """
+    _tensors("mm", input=input, mat2=mat2)
+    _check_mm(input, mat2)
+    return Mm.apply(input, mat2)
+
+
+def bmm(input, mat2):
+    """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p).
+
+    >>> import clgrad
+    >>> clgrad.bmm(clgrad.ones(2, 1, 3), clgrad.ones(2, 3, 1)).tolist()
+    [[[3.0]], [[3.0]]]
+    """
+    _tensors("bmm", input=input, mat2=mat2)
+    _check_bmm(input, mat2)
+    return Bmm.apply(input, mat2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape.
+
+    >>> import clgrad
+    >>> clgrad.addmm(clgrad.tensor([10.0]), clgrad.ones(1, 2), clgrad.ones(2, 1), alpha=2).tolist()
+    [[14.0]]
+    """
+    _tensors("addmm", input=input, mat1=mat1, mat2=mat2)
+    for name, t in (("mat1", mat1), ("mat2", mat2)):
+        if t.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
+    if mat1._shape[1] != mat2._shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat_str(mat1)} and "
+                           f"{_mat_str(mat2)})")
+    if input._dtype is not mat2._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_NAMES[input._dtype]} and {_NAMES[mat2._dtype]}")
+    if mat1._dtype is not mat2._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_NAMES[mat1._dtype]} and {_NAMES[mat2._dtype]}")
+    _supported("addmm", mat1)
+    _check_expand(input, (mat1._shape[0], mat2._shape[1]))
+    return Addmm.apply(input, mat1, mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2) over a batch; input broadcasts.
+
+    >>> import clgrad
+    >>> clgrad.baddbmm(clgrad.ones(1), clgrad.ones(2, 1, 3), clgrad.ones(2, 3, 1)).tolist()
+    [[[4.0]], [[4.0]]]
+    """
+    _tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
+    if not (input._dtype is batch1._dtype is batch2._dtype) and batch1._dtype is batch2._dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{_CNAMES[input._dtype]}, batch1: {_CNAMES[batch1._dtype]}, batch2: "
+                           f"{_CNAMES[batch2._dtype]}")
+    _check_bmm(batch1, batch2)
+    _check_expand(input, (batch1._shape[0], batch1._shape[1], batch2._shape[2]))
+    return Baddbmm.apply(input, batch1, batch2, beta, alpha)
+
+
+def mv(input, vec):
+    """Matrix-vector product: (n, m) @ (m,) -> (n,).
+
+    >>> import clgrad
+    >>> clgrad.mv(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]]), clgrad.tensor([1.0, 1.0])).tolist()
+    [3.0, 7.0]
+    """
+    _tensors("mv", input=input, vec=vec)
+    _check_mv(input, vec)
+    return Mv.apply(input, vec)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec); input broadcasts to (n,).
+
+    >>> import clgrad
+    >>> clgrad.addmv(clgrad.tensor([1.0]), clgrad.ones(2, 3), clgrad.ones(3), beta=2).tolist()
+    [5.0, 5.0]
+    """
+    _tensors("addmv", input=input, mat=mat, vec=vec)
+    _check_mv(mat, vec, input._dtype)
+    if input.ndim > 1 or (input.ndim == 1 and input._shape[0] not in (1, mat._shape[0])):
+        raise RuntimeError(f"size mismatch, got input ({', '.join(map(str, input._shape))}), mat "
+                           f"({_mat_str(mat)}), vec ({vec._shape[0]})")
+    return Addmv.apply(input, mat, vec, beta, alpha)
+
+
+def dot(input, tensor):
+    """Inner product of two 1-D tensors of the same length.
+
+    >>> import clgrad
+    >>> clgrad.dot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])).item()
+    11.0
+    """
+    _tensors("dot", input=input, tensor=tensor)
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D "
+                           f"tensors")
+    if input._dtype is not tensor._dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_NAMES[input._dtype]} and {_NAMES[tensor._dtype]}")
+    n, m = input._shape[0], tensor._shape[0]
+    if n != m:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           f"respectively")
+    _supported("dot", input)
+    return Dot.apply(input, tensor)
+
+
+def outer(input, vec2):
+    """Outer product of two vectors: (n,) x (m,) -> (n, m) (types promote, like `*`).
+
+    >>> import clgrad
+    >>> clgrad.outer(clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])).tolist()
+    [[3.0, 4.0], [6.0, 8.0]]
+    """
+    _tensors("outer", input=input, vec2=vec2)
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return views.reshape(input, (-1, 1)) * vec2
+
+
+ger = outer
+
+
+def _unsafe_view(t, shape):
+    return UnsafeView.apply(t, tuple(shape))
+
+
+def _should_fold(t1, t2):
+    """torch's rule for matmul: fold the batch of the larger operand into rows and run one mm
+    (or mv) when that needs no copy, or when the larger one requires grad (then its gradient is
+    one mm too instead of a batch summed afterwards)."""
+    larger = t1.ndim >= t2.ndim
+    big = t1 if larger else t2
+    shape, strides = list(big._shape), list(big._strides)
+    if not larger:                       # the larger operand is t2, seen transposed
+        shape[-2:], strides[-2:] = shape[-1:-3:-1], strides[-1:-3:-1]
+    if not (len(shape) >= 3 and (t2.ndim if larger else t1.ndim) <= 2):
+        return False
+    if big._requires_grad:
+        return True
+    if t1.ndim == 2:
+        return False
+    if numel_of(shape) == 0:
+        return True
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def matmul(input, other):
+    """Matrix product with torch's rules: 1-D operands are vectors (dot, mv, vector-matrix),
+    2-D are matrices, more dims are batches that broadcast.
+
+    >>> import clgrad
+    >>> clgrad.matmul(clgrad.ones(5, 2, 3), clgrad.ones(3, 4)).shape
+    clgrad.Size([5, 2, 4])
+    >>> (clgrad.ones(2, 1, 2, 3) @ clgrad.ones(4, 3, 1)).shape
+    clgrad.Size([2, 4, 2, 1])
+    """
+    _tensors("matmul", input=input, other=other)
+    d1, d2 = input.ndim, other.ndim
+    if d1 == 0 or d2 == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{d1}D and {d2}D")
+    if d1 == 1 and d2 == 1:
+        return dot(input, other)
+    if d1 == 2 and d2 == 1:
+        return mv(input, other)
+    if d1 == 1 and d2 == 2:
+        return views.squeeze(mm(views.unsqueeze(input, 0), other), 0)
+    if d1 == 2 and d2 == 2:
+        return mm(input, other)
+    if _should_fold(input, other):
+        transpose = d2 > d1
+        t1 = views.mT(other) if transpose else input
+        t2 = (views.t(input) if d1 == 2 else input) if transpose else other
+        out_shape = tuple(t1._shape[:-1])
+        folded = views.reshape(t1, (numel_of(out_shape), t1._shape[-1]))
+        if t2.ndim == 1:
+            return _unsafe_view(mv(folded, t2), out_shape)
+        out = _unsafe_view(mm(folded, t2), out_shape + (t2._shape[1],))
+        return views.contiguous(views.mT(out)) if transpose else out
+    # batched: broadcast the batch dims, flatten them, one bmm
+    n = input._shape[-2] if d1 > 1 else 1
+    m1 = input._shape[-1]
+    m2 = other._shape[-2] if d2 > 1 else other._shape[0]
+    p = other._shape[-1] if d2 > 1 else 1
+    batch = broadcast_shapes(tuple(input._shape[:max(d1 - 2, 0)]),
+                             tuple(other._shape[:max(d2 - 2, 0)]))
+    nb = numel_of(batch)
+    a = views.reshape(views.expand(input, batch + (n, m1)), (nb, n, m1))
+    if d2 == 1:
+        b = views.unsqueeze(views.reshape(views.expand(other, batch + (m2,)), (nb, m2)), 2)
+    else:
+        b = views.reshape(views.expand(other, batch + (m2, p)), (nb, m2, p))
+    out = bmm(a, b)
+    if d2 == 1:
+        out = views.squeeze(out, -1)
+    return _unsafe_view(out, batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ()))
+
+
+def _matmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(self, other)
+
+
+def _rmatmul_op(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(other, self)
+
+
+FUNCTIONS = {"matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm,
+             "mv": mv, "addmv": addmv, "dot": dot, "outer": outer, "ger": ger}
+METHODS = dict(FUNCTIONS, __matmul__=_matmul_op, __rmatmul__=_rmatmul_op)
+
+__all__ = list(FUNCTIONS) + ["gemm", "config", "set_config", "check_config", "load_tuned",
+                             "save_tuned", "vendor_of", "VENDOR_DEFAULTS"]

@@ -240,6 +240,10 @@ class Sum(Op):
         shape = ctx._in_meta[0][0]
         return _expand_back(g, shape, ctx.dims, ctx.keepdim), None, None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        return Sum.apply(tangents[0], *args[1:])
+
 
 class Mean(Op):
     @staticmethod
@@ -260,6 +264,10 @@ class Mean(Op):
         shape = ctx._in_meta[0][0]
         return _expand_back(g, shape, ctx.dims, ctx.keepdim) / ctx.n, None, None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        return Mean.apply(tangents[0], *args[1:])
+
 
 class Prod(Op):
     @staticmethod
@@ -274,21 +282,32 @@ class Prod(Op):
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
-        shape = x._shape
-        dims, keepdim = ctx.dims, ctx.keepdim
-        gk = _expand_back(g, shape, dims, keepdim)
-        ok = _expand_back(out, shape, dims, keepdim)
-        is_zero = x == 0
-        zeros = is_zero.sum(dim=dims, keepdim=True)
-        if zeros._shape != shape:
-            zeros = zeros.expand(shape)
-        nz = x.masked_fill(is_zero, 1)
-        prod_nz = _expand_back(nz.prod(dim=dims, keepdim=keepdim) if dims else nz, shape, dims,
-                               keepdim)
-        safe = where_(is_zero, ones_like_raw(x), x)
-        grad = where_(zeros == 0, ok / safe,
-                      where_((zeros == 1).logical_and(is_zero), prod_nz, zeros_like_raw(x)))
-        return gk * grad, None, None, None
+        gk = _expand_back(g, x._shape, ctx.dims, ctx.keepdim)
+        return gk * _prod_partials(x, out, ctx.dims, ctx.keepdim), None, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dims, keepdim, dtype = args
+        t = tangents[0] if dtype is None else tangents[0].to(dtype)
+        xd = x if dtype is None else x.to(dtype)
+        return Sum.apply(t * _prod_partials(xd, out, dims, keepdim), dims, keepdim, None)
+
+
+def _prod_partials(x, out, dims, keepdim):
+    """d prod / d x at every element, without dividing by zero: out / x where the slice has no
+    zero, the product of the others at a slice's only zero, 0 where a slice has two zeros."""
+    shape = x._shape
+    ok = _expand_back(out, shape, dims, keepdim)
+    is_zero = x == 0
+    zeros = is_zero.sum(dim=dims, keepdim=True)
+    if zeros._shape != shape:
+        zeros = zeros.expand(shape)
+    nz = x.masked_fill(is_zero, 1)
+    prod_nz = _expand_back(nz.prod(dim=dims, keepdim=keepdim) if dims else nz, shape, dims,
+                           keepdim)
+    safe = where_(is_zero, ones_like_raw(x), x)
+    return where_(zeros == 0, ok / safe,
+                  where_((zeros == 1).logical_and(is_zero), prod_nz, zeros_like_raw(x)))
 
 
 def where_(c, a, b):
@@ -330,6 +349,14 @@ class AMax(Op):
         share = _expand_back(g, shape, ctx.dims, ctx.keepdim) / count.expand(shape)
         return where_(mask, share, zeros_like_raw(share)), None, None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dims, keepdim, _ = args
+        t = tangents[0]
+        mask = x == _expand_back(out, x._shape, dims, keepdim)
+        count = mask.sum(dim=dims, keepdim=keepdim).to(t._dtype)
+        return where_(mask, t, zeros_like_raw(t)).sum(dim=dims, keepdim=keepdim) / count
+
 
 class MaxDim(Op):
     """max / min along one dim: values and indices; the gradient goes to the chosen index."""
@@ -352,17 +379,30 @@ class MaxDim(Op):
         shape = ctx._in_meta[0][0]
         if not shape:
             return g, None, None, None
-        dim = ctx.dim
-        n = shape[dim]
-        from .creation import arange_raw
-        pos = arange_raw(n, dtypes.int64, g._storage.device)
-        pos = view_raw(pos, tuple(n if i == dim else 1 for i in range(len(shape))),
-                       tuple(1 if i == dim else 0 for i in range(len(shape))), 0)
-        idx_k = idx if ctx.keepdim else view_raw(idx, _keep_shape(shape, (dim,)),
-                                                  _contig_strides(_keep_shape(shape, (dim,))), 0)
-        mask = pos == idx_k
-        gk = _expand_back(g, shape, (dim,), ctx.keepdim)
+        mask = _chosen(idx, shape, ctx.dim, ctx.keepdim)
+        gk = _expand_back(g, shape, (ctx.dim,), ctx.keepdim)
         return where_(mask, gk, zeros_like_raw(gk)), None, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dim, keepdim, _ = args
+        t = tangents[0]
+        if not x._shape:
+            return t, None
+        mask = _chosen(out[1], x._shape, dim, keepdim)
+        return where_(mask, t, zeros_like_raw(t)).sum(dim=dim, keepdim=keepdim), None
+
+
+def _chosen(idx, shape, dim, keepdim):
+    """Mask of the elements that max/min along dim picked (idx: their indices)."""
+    n = shape[dim]
+    from .creation import arange_raw
+    pos = arange_raw(n, dtypes.int64, idx._storage.device)
+    pos = view_raw(pos, tuple(n if i == dim else 1 for i in range(len(shape))),
+                   tuple(1 if i == dim else 0 for i in range(len(shape))), 0)
+    idx_k = idx if keepdim else view_raw(idx, _keep_shape(shape, (dim,)),
+                                         _contig_strides(_keep_shape(shape, (dim,))), idx._offset)
+    return pos == idx_k
 
 
 class Var(Op):
@@ -401,6 +441,18 @@ class Var(Op):
             grad = grad / (_expand_back(out, shape, dims, ctx.keepdim) * 2)
         return grad, None, None, None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dims, correction, keepdim, take_sqrt = args
+        n = 1
+        for d in dims:
+            n *= x._shape[d]
+        denom = builtins.max(n - correction, 0) or float("nan")
+        mean = x.mean(dim=dims, keepdim=True) if dims else x
+        # the deviations sum to zero, so the tangent's own mean drops out
+        t = (tangents[0] * (x - mean)).sum(dim=dims, keepdim=keepdim) * (2.0 / denom)
+        return t / (out * 2) if take_sqrt else t
+
 
 class LogSumExp(Op):
     @staticmethod
@@ -429,6 +481,12 @@ class LogSumExp(Op):
         ok = _expand_back(out, shape, ctx.dims, ctx.keepdim)
         return gk * (x - ok).exp(), None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dims, keepdim = args
+        weights = (x - _expand_back(out, x._shape, dims, keepdim)).exp()
+        return (tangents[0] * weights).sum(dim=dims, keepdim=keepdim)
+
 
 class Norm2(Op):
     """The 2-norm, with a zero gradient where the norm is zero (as torch gives)."""
@@ -452,6 +510,13 @@ class Norm2(Op):
         gk = _expand_back(g, shape, ctx.dims, ctx.keepdim)
         safe = where_(ok == 0, ones_like_raw(ok), ok)
         return where_(ok == 0, zeros_like_raw(ok), gk * x / safe), None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, dims, keepdim = args
+        dot = (tangents[0] * x).sum(dim=dims, keepdim=keepdim)
+        safe = where_(out == 0, ones_like_raw(out), out)
+        return where_(out == 0, zeros_like_raw(out), dot / safe)
 
 
 # ---- the functions ------------------------------------------------------------------------------

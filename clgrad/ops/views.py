@@ -8,7 +8,9 @@ import builtins
 from .. import dtypes
 from ..autograd.function import Op, _null_ctx
 from ..autograd.grad_mode import state as _state
-from ..tensor import Tensor, alias, contiguous_strides, empty_tensor, is_contiguous_layout, numel_of
+from ..runtime.memory import Storage
+from ..tensor import (Tensor, alias, contiguous_strides, empty_tensor, is_contiguous_layout,
+                      make_tensor, numel_of)
 from ._base import cast_raw, contiguous_raw, copy_into, full_raw, size_repr, view_raw
 
 
@@ -96,6 +98,47 @@ def _wrap(dim, ndim):
     return dim % n
 
 
+# ---- forward mode: a view's tangent is the same view of the input's tangent ---------------------
+def _extent(t):
+    """Elements of storage that t's view reaches (counting from element 0)."""
+    if numel_of(t._shape) == 0:
+        return t._offset
+    return t._offset + 1 + builtins.sum((n - 1) * s for n, s in zip(t._shape, t._strides) if s > 0)
+
+
+def same_layout(primal, tangent):
+    """Whether tangent is laid out like primal (shape, strides, offset, enough storage): then any
+    view of the primal, taken with the same geometry, is the same view of the tangent."""
+    return (tangent._shape == primal._shape and tangent._strides == primal._strides and
+            tangent._offset == primal._offset and
+            tangent._storage.nbytes // tangent._dtype.itemsize >= _extent(primal))
+
+
+def empty_with_layout(primal, dtype=None):
+    """An uninitialised tensor laid out like primal, over a storage as long as primal's."""
+    dt = dtype or primal._dtype
+    storage = Storage(primal._storage.device,
+                      primal._storage.nbytes // primal._dtype.itemsize * dt.itemsize)
+    return make_tensor(storage, primal._shape, primal._strides, primal._offset, dt,
+                       primal._contig)
+
+
+def in_layout_of(primal, tangent):
+    """tangent itself when it is laid out like primal, else a copy that is."""
+    if same_layout(primal, tangent):
+        return tangent
+    return copy_into(empty_with_layout(primal, tangent._dtype), tangent)
+
+
+def view_jvp(cls, args, tangents, out):
+    """The jvp rule of every view op: apply the view to the input's tangent, laid out like the
+    input so that absolute geometry (as_strided's offset, view's strides) means the same."""
+    t = tangents[0]
+    if t is None:
+        return None
+    return cls.apply(in_layout_of(args[0], t), *args[1:])
+
+
 # ---- the scatter that undoes a slicing view -------------------------------------------------------
 class ViewScatter(Op):
     """A copy of `base` whose region (shape, strides, offset relative to a contiguous layout)
@@ -121,6 +164,14 @@ class ViewScatter(Op):
             gs = AsStrided.apply(g, shape, strides, g._offset + offset)
         return gb, gs, None, None, None
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        base, src = args[:2]
+        tb, ts = tangents[:2]
+        tb = tb if tb is not None else full_raw(base._shape, 0, base._dtype, base._storage.device)
+        ts = ts if ts is not None else full_raw(src._shape, 0, src._dtype, src._storage.device)
+        return ViewScatter.apply(tb, ts, *args[2:])
+
 
 def view_scatter(base, src, shape, strides, offset):
     return ViewScatter.apply(base, src, tuple(shape), tuple(strides), offset)
@@ -134,6 +185,7 @@ def _scatter_back(g, in_shape, shape, strides, offset):
 # ---- view ops ------------------------------------------------------------------------------------
 class View(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, shape, strides):
@@ -146,6 +198,7 @@ class View(Op):
 
 class Expand(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -167,6 +220,7 @@ class Expand(Op):
 
 class Permute(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -184,6 +238,7 @@ class Permute(Op):
 
 class Transpose(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, d0, d1):
@@ -204,6 +259,7 @@ class T(Transpose):
 
 class Squeeze(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -218,6 +274,7 @@ class Squeeze(Op):
 
 class Unsqueeze(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, dim):
@@ -261,6 +318,7 @@ class _GeomView(Op):
     """A slicing view: forward applies `geom` to the input, backward scatters into zeros."""
 
     _is_view = True
+    jvp = classmethod(view_jvp)
     geom = None
 
     @classmethod
@@ -294,6 +352,7 @@ class AsStrided(Op):
     read back through the input's own strides."""
 
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, shape, strides, storage_offset):
@@ -325,6 +384,7 @@ class AsStrided(Op):
 
 class Unbind(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, dim):
@@ -348,6 +408,7 @@ Unbind._backward_cls._handles_none = True
 
 class SplitWithSizes(Op):
     _is_view = True
+    jvp = classmethod(view_jvp)
 
     @staticmethod
     def forward(ctx, x, sizes, dim):
@@ -386,6 +447,10 @@ class Clone(Op):
     def backward(ctx, g):
         return (g,)
 
+    @staticmethod
+    def jvp(args, tangents, out):
+        return Clone.apply(tangents[0])
+
 
 class ToCopy(Op):
     @staticmethod
@@ -396,6 +461,10 @@ class ToCopy(Op):
     @staticmethod
     def backward(ctx, g):
         return g.to(ctx._in_meta[0][1]), None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return ToCopy.apply(tangents[0], args[1])
 
 
 # ---- the functions ------------------------------------------------------------------------------

@@ -1,0 +1,224 @@
+## Matrix products for one dtype `dt` (clgrad/ops/linalg.py drives them):
+##
+##     C[b] = alpha * A[b] @ B[b]  (+ beta * D[b])       A: M x K, B: K x N, C and D: M x N
+##
+## accumulated in the compute type (float for float16 and bfloat16). A, B and D are read through
+## element strides (batch, row, column), so transposed and broadcast views need no copy; C is a
+## fresh contiguous tensor (row stride ldc, batch stride c_sb). D is the `input` of addmm and
+## friends; it is not read when beta == 0 (torch ignores it then, NaNs included).
+##
+## Three kernels; which of the last two is built is chosen by the build options of the program
+## (the tuned or per-vendor configuration, see linalg.py):
+##   gemm_small   one work-item per element of C, any strides: small products, matrix-vector.
+##                Rows of A and columns of B that are contiguous along K are read with
+##                vectors (partial sums VEC wide).
+##   gemm_packed  (defined when MR is) for CPUs. pack_a / pack_b first copy A and B into panels,
+##                MR rows of A (resp. NR = NV * VW columns of B) interleaved along K and zero
+##                padded, so that the inner loop reads both sequentially whatever the strides of
+##                the input. Each work-item then keeps an MR x NR block of C in MR * NV vector
+##                registers. Measured on PoCL: the same kernel reading unpacked 2048-wide
+##                matrices is about 2.5x slower (power-of-two strides thrash the caches) while
+##                packing costs a few per cent; no local memory or barriers are needed.
+##   gemm_tiled   (defined when TM is) for GPUs. A work-group of (TN / WN) x (TM / WM) work-items
+##                stages TM x TK tiles of A and TK x TN tiles of B in local memory, reading along
+##                whichever stride is 1 so that neighbouring work-items read neighbouring words;
+##                each work-item accumulates WM x WN elements of C in registers.
+##
+## PoCL does not inline its built-ins here: fma(), vloadN() and vstoreN() are function calls that
+## spill every accumulator around them. Hence `a * b + c` (contracted to an FMA instruction by
+## the compiler) and vectors assembled from scalar loads in the hot loops.
+<%namespace name="c" file="common.mako"/>
+${c.prelude([dt])}
+<% T = dt.ct %>
+#define T ${T}
+#ifdef VW
+#if VW == 1
+#define VT T
+#define VLOAD(p) (*(p))
+#else
+#define VT CAT(T, VW)
+#if VW == 2
+#define VLOAD(p) ((VT)((p)[0], (p)[1]))
+#elif VW == 4
+#define VLOAD(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3]))
+#elif VW == 8
+#define VLOAD(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#endif
+#endif
+#endif
+
+## arguments every product kernel takes: the output, the added matrix, sizes and scales
+<%def name="out_args()">${c.ptr(dt)} C, long co, long c_sb, long ldc,</%def>
+<%def name="tail_args()">
+    ${c.cptr(dt)} D, long dof, long d_sb, long d_sm, long d_sn,
+    int M, int N, int K, ${T} alpha, ${T} beta</%def>
+
+## store element (m, n) of batch b of C from accumulator value `acc`
+<%def name="epilogue(acc)">{
+        ${T} v_ = alpha * (${acc});
+        if (beta != 0) v_ += beta * ${c.load(dt, "D", "dof + b * d_sb + m * d_sm + n * d_sn")};
+        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "v_")};
+    }</%def>
+
+## gemm_small's vectors: VEC (VEC8 for 8-byte types) elements, loaded one by one
+<% W = c.attr.width(dt) %>
+#define SVT CAT(${T}, ${W})
+% for w in (2, 4, 8):
+#if ${W} == ${w}
+#define SVLOAD(p, i) ((SVT)(${", ".join(capture(c.load, dt, "p", f"(i) + {e}") for e in range(w))}))
+#endif
+% endfor
+
+__kernel void gemm_small(${out_args()}
+    ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk,
+    ${c.cptr(dt)} B, long bo, long b_sb, long b_sk, long b_sn,${tail_args()})
+{
+    const long n = get_global_id(0), m = get_global_id(1), b = get_global_id(2);
+    if (n >= N || m >= M) return;
+    const long a0 = ao + b * a_sb + m * a_sm, b0 = bo + b * b_sb + n * b_sn;
+    ${T} acc = 0;
+    long k = 0;
+    if (a_sk == 1 && b_sk == 1) {
+        /* both rows contiguous: ${W}-wide partial sums */
+        SVT s = 0;
+        for (; k + ${W} <= K; k += ${W}) s = SVLOAD(A, a0 + k) * SVLOAD(B, b0 + k) + s;
+        union { SVT v; ${T} e[${W}]; } u;
+        u.v = s;
+        for (int i = 0; i < ${W}; ++i) acc += u.e[i];
+    }
+    for (; k < K; ++k)
+        acc = ${c.load(dt, "A", "a0 + k * a_sk")} * ${c.load(dt, "B", "b0 + k * b_sk")} + acc;
+    ${epilogue("acc")}
+}
+
+#ifdef MR
+/* P[b][mb][k][i] = A[b][mb * MR + i][k] (0 past the last row), in the compute type */
+__kernel void pack_a(__global ${T} *P, long p_sb,
+                     ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk, int M, int K)
+{
+    const int k = get_global_id(0), mb = get_global_id(1);
+    const long b = get_global_id(2);
+    if (k >= K) return;
+    __global ${T} *dst = P + b * p_sb + ((long)mb * K + k) * MR;
+    const long src = ao + b * a_sb + k * a_sk + (long)mb * MR * a_sm;
+    const int rows = min(MR, M - mb * MR);
+    for (int i = 0; i < MR; ++i)
+        dst[i] = i < rows ? ${c.load(dt, "A", "src + i * a_sm")} : (${T})0;
+}
+
+/* P[b][nb][k][j] = B[b][k][nb * NR + j] (0 past the last column), in the compute type */
+__kernel void pack_b(__global ${T} *P, long p_sb,
+                     ${c.cptr(dt)} B, long bo, long b_sb, long b_sk, long b_sn, int K, int N)
+{
+    const int k = get_global_id(0), nb = get_global_id(1);
+    const long b = get_global_id(2);
+    if (k >= K) return;
+    __global ${T} *dst = P + b * p_sb + ((long)nb * K + k) * NR;
+    const long src = bo + b * b_sb + k * b_sk + (long)nb * NR * b_sn;
+    const int cols = min(NR, N - nb * NR);
+    for (int j = 0; j < NR; ++j)
+        dst[j] = j < cols ? ${c.load(dt, "B", "src + j * b_sn")} : (${T})0;
+}
+
+__kernel void gemm_packed(${out_args()}
+    __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
+{
+    const int nb = get_global_id(0), mb = get_global_id(1);
+    const long b = get_global_id(2);
+    const int m0 = mb * MR, n0 = nb * NR;
+    if (m0 >= M || n0 >= N) return;
+    __global const ${T} *pa = PA + b * pa_sb + (long)mb * K * MR;
+    __global const ${T} *pb = PB + b * pb_sb + (long)nb * K * NR;
+    VT acc[MR][NV];
+#pragma unroll
+    for (int i = 0; i < MR; ++i)
+#pragma unroll
+        for (int j = 0; j < NV; ++j) acc[i][j] = (VT)(0);
+    for (int k = 0; k < K; ++k) {
+        VT bv[NV];
+#pragma unroll
+        for (int j = 0; j < NV; ++j) bv[j] = VLOAD(pb + j * VW);
+#pragma unroll
+        for (int i = 0; i < MR; ++i) {
+            const VT av = (VT)(pa[i]);
+#pragma unroll
+            for (int j = 0; j < NV; ++j) acc[i][j] = av * bv[j] + acc[i][j];
+        }
+        pa += MR;
+        pb += NR;
+    }
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+            union { VT v; ${T} s[VW]; } u;
+            u.v = acc[i][j];
+            for (int e = 0; e < VW; ++e) {
+                const long n = n0 + j * VW + e;
+                if (m < M && n < N) ${epilogue("u.s[e]")}
+            }
+        }
+    }
+}
+#endif
+
+#ifdef TM
+#define RM (TM / WM)
+#define RN (TN / WN)
+__kernel __attribute__((reqd_work_group_size(RN, RM, 1)))
+void gemm_tiled(${out_args()}
+    ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk,
+    ${c.cptr(dt)} B, long bo, long b_sb, long b_sk, long b_sn,${tail_args()})
+{
+    /* +1: rows of the tiles fall in different local-memory banks */
+    __local ${T} As[TK][TM + 1];
+    __local ${T} Bs[TK][TN + 1];
+    const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * RN + tx;
+    const long m0 = (long)get_group_id(1) * TM, n0 = (long)get_group_id(0) * TN;
+    const long b = get_group_id(2);
+    const long a0 = ao + b * a_sb, b0 = bo + b * b_sb;
+    ${T} acc[WM][WN];
+#pragma unroll
+    for (int i = 0; i < WM; ++i)
+#pragma unroll
+        for (int j = 0; j < WN; ++j) acc[i][j] = 0;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        for (int e = lid; e < TM * TK; e += RM * RN) {
+            int r, kk;
+            if (a_sk == 1) { r = e / TK; kk = e % TK; } else { kk = e / TM; r = e % TM; }
+            const long m = m0 + r, k = k0 + kk;
+            As[kk][r] = (m < M && k < K) ? ${c.load(dt, "A", "a0 + m * a_sm + k * a_sk")} : (${T})0;
+        }
+        for (int e = lid; e < TN * TK; e += RM * RN) {
+            int q, kk;
+            if (b_sn == 1) { kk = e / TN; q = e % TN; } else { q = e / TK; kk = e % TK; }
+            const long n = n0 + q, k = k0 + kk;
+            Bs[kk][q] = (n < N && k < K) ? ${c.load(dt, "B", "b0 + k * b_sk + n * b_sn")} : (${T})0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int kk = 0; kk < TK; ++kk) {
+            ${T} av[WM], bv[WN];
+#pragma unroll
+            for (int i = 0; i < WM; ++i) av[i] = As[kk][ty + i * RM];
+#pragma unroll
+            for (int j = 0; j < WN; ++j) bv[j] = Bs[kk][tx + j * RN];
+#pragma unroll
+            for (int i = 0; i < WM; ++i)
+#pragma unroll
+                for (int j = 0; j < WN; ++j) acc[i][j] = av[i] * bv[j] + acc[i][j];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#pragma unroll
+    for (int i = 0; i < WM; ++i) {
+        const long m = m0 + ty + i * RM;
+#pragma unroll
+        for (int j = 0; j < WN; ++j) {
+            const long n = n0 + tx + j * RN;
+            if (m < M && n < N) ${epilogue("acc[i][j]")}
+        }
+    }
+}
+#endif
