@@ -60,3 +60,8 @@ def broadcast_shapes(*shapes):
 def broadcast_tensors(*tensors):
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(t.expand(shape) for t in tensors)
+
+
+# training: modules and losses, optimisers, data loading, checkpoints (they build on the above)
+from . import nn, optim, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402

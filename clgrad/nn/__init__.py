@@ -1,0 +1,17 @@
+"""clgrad.nn: modules, layers, losses, initialisers and helpers with torch.nn's names, arguments,
+defaults and initialisation.
+
+>>> import clgrad
+>>> from clgrad import nn
+>>> model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+>>> loss = nn.CrossEntropyLoss()(model(clgrad.randn(8, 4)), clgrad.randint(0, 3, (8,)))
+>>> loss.backward()
+>>> all(p.grad is not None for p in model.parameters())
+True
+"""
+from .parameter import Buffer, Parameter
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from . import functional, init, utils
+
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils"] + _modules_all

@@ -1,0 +1,77 @@
+"""MaxPool2d, AvgPool2d and AdaptiveAvgPool2d over the kernels of clgrad.ops.conv."""
+from .. import functional as F
+from .module import Module
+
+__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+
+
+class MaxPool2d(Module):
+    """2-D max pooling; stride defaults to kernel_size.
+
+    >>> from clgrad import nn
+    >>> nn.MaxPool2d(3, stride=2)
+    MaxPool2d(kernel_size=3, stride=2, padding=0, dilation=1, ceil_mode=False)
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool2d(Module):
+    """2-D average pooling; stride defaults to kernel_size.
+
+    >>> from clgrad import nn
+    >>> nn.AvgPool2d((3, 2), stride=(2, 1))
+    AvgPool2d(kernel_size=(3, 2), stride=(2, 1), padding=0)
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool2d(Module):
+    """2-D average pooling to a fixed output size (None keeps that dimension).
+
+    >>> from clgrad import nn
+    >>> nn.AdaptiveAvgPool2d((1, 1))
+    AdaptiveAvgPool2d(output_size=(1, 1))
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)

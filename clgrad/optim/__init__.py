@@ -1,0 +1,18 @@
+"""clgrad.optim: optimizers with torch.optim's names, defaults and update rules, each update a
+single fused OpenCL kernel per parameter; learning-rate schedulers in clgrad.optim.lr_scheduler.
+
+>>> import clgrad
+>>> model = clgrad.nn.Linear(3, 1)
+>>> opt = clgrad.optim.AdamW(model.parameters(), lr=1e-2)
+>>> loss = model(clgrad.randn(16, 3)).square().mean()
+>>> loss.backward(); opt.step(); opt.zero_grad()
+>>> model.weight.grad is None
+True
+"""
+from . import lr_scheduler
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]

@@ -1,0 +1,57 @@
+"""Launching the fused update kernels of cl_kernels/optim.mako: one kernel per parameter and step
+does the whole update (gradient transforms, state, parameter) in one pass over memory."""
+from .. import dtypes
+from ..ops._base import contiguous_raw, copy_into
+from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+
+PROGRAMS = {dt: Program("optim", dt.short, render("optim.mako", dt=dt)) for dt in dtypes.FLOATS}
+
+
+def _flat(t):
+    """t itself when contiguous, else a contiguous copy (written back by _finish)."""
+    return t if t._contig else contiguous_raw(t)
+
+
+def _run(name, param, grad, states, scalars):
+    """Launch kernel `name` on param (updated in place), grad and the state tensors (contiguous,
+    param's shape and dtype; None for a state the options leave unused)."""
+    n = param.numel()
+    if n == 0:
+        return
+    dt = param.dtype
+    if dt.kind != "f":
+        raise RuntimeError(f"optimizers update floating-point parameters, got {dt}")
+    if grad.dtype is not dt:
+        grad = grad.to(dt)
+    dev = param._storage.device
+    p, g = _flat(param), _flat(grad)
+    args = [p._storage.buf, p._offset, g._storage.buf, g._offset]
+    for s in states:
+        s = p if s is None else s               # an unused state: any valid buffer will do
+        args += [s._storage.buf, s._offset]
+    k = get_kernel(dev, PROGRAMS[dt], name)
+    gs, ls = grid(dev, -(-n // vec_width(dev, dt)))
+    launch(dev, k, gs, ls, *args, *scalars, n)
+    if p is not param:
+        copy_into(param, p)
+    param._vc[0] += 1                          # an in-place change, as autograd must see it
+
+
+def sgd(param, grad, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
+    _run("sgd", param, grad, [buf],
+         [lr, weight_decay, momentum, 1.0 - dampening, int(buf is not None), int(nesterov),
+          int(maximize), int(first)])
+
+
+def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size, beta1, beta2,
+         bias_correction2_sqrt, eps, weight_decay, decay, decoupled, amsgrad, maximize):
+    _run("adam", param, grad, [exp_avg, exp_avg_sq, max_exp_avg_sq],
+         [step_size, beta1, 1.0 - beta1, beta2, 1.0 - beta2, bias_correction2_sqrt, eps,
+          weight_decay, decay, int(decoupled), int(amsgrad), int(maximize)])
+
+
+def rmsprop(param, grad, square_avg, grad_avg, momentum_buffer, *, lr, alpha, eps,
+            weight_decay, momentum, centered, maximize):
+    _run("rmsprop", param, grad, [square_avg, grad_avg, momentum_buffer],
+         [lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, int(centered),
+          int(momentum_buffer is not None), int(maximize)])

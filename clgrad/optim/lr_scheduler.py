@@ -1,0 +1,377 @@
+"""Learning-rate schedulers with torch's formulas (the recursive forms torch's get_lr uses, so
+the values match it to the last bit), get_last_lr and state_dict."""
+import math
+import types
+from bisect import bisect_right
+from collections import Counter
+
+from .optimizer import Optimizer
+
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
+           "CosineAnnealingLR", "OneCycleLR"]
+
+
+def _format_param(name, optimizer, param):
+    """One value per parameter group."""
+    if isinstance(param, (list, tuple)):
+        if len(param) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(param)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
+        return list(param)
+    return [param] * len(optimizer.param_groups)
+
+
+class LRScheduler:
+    """Base class: sets each group's lr from get_lr() at every step(). Creating a scheduler
+    records each group's initial_lr and takes the first step (epoch 0).
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [1.0, 0.5, 0.5, 0.25, 0.25]
+    """
+
+    _is_initial = False
+
+    def __init__(self, optimizer, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
+                                   f"when resuming an optimizer")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self):
+        """The learning rates for the current last_epoch (subclasses define it)."""
+        raise NotImplementedError
+
+    def get_last_lr(self):
+        """The learning rates the last step set, one per parameter group."""
+        return self._last_lr
+
+    def step(self, epoch=None):
+        """Advance one epoch (or jump to `epoch`, using the closed form where there is one)
+        and set the groups' learning rates."""
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        """Everything but the optimizer.
+
+        >>> import clgrad
+        >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.1)
+        >>> sd = clgrad.optim.lr_scheduler.StepLR(opt, 5).state_dict()
+        >>> sd["last_epoch"], sd["base_lrs"], sd["step_size"]
+        (0, [0.1], 5)
+        """
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        """Restore what state_dict returned."""
+        self.__dict__.update(state_dict)
+
+
+_LRScheduler = LRScheduler
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch) (one function, or one per group).
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.1)
+    >>> sched = clgrad.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.05]
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                                 f"{len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self):
+        """Everything but the optimizer; the lambdas only when they are callable objects (their
+        __dict__), not functions."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                            for fn in self.lr_lambdas]
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        for fn, saved in zip(self.lr_lambdas, lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class StepLR(LRScheduler):
+    """Multiply the lr by gamma every step_size epochs.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.1)
+    >>> clgrad.optim.lr_scheduler.StepLR(opt, step_size=30).get_last_lr()
+    [0.1]
+    """
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size)
+                for base in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by gamma at each milestone epoch.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.1, 0.1, 0.01, 0.01]
+    """
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+                for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for base in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by gamma every epoch.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.5]
+    """
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (initial_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2, computed by
+    torch's recursive form.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+    >>> lrs = []
+    >>> for _ in range(2):
+    ...     opt.step(); sched.step(); lrs.append(round(sched.get_last_lr()[0], 6))
+    >>> lrs
+    [0.5, 0.0]
+    """
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base - self.eta_min) *
+                    (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                    for base in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [group["lr"] + (base - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max)) /
+                (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) *
+                (group["lr"] - self.eta_min) + self.eta_min for group in groups]
+
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (base - self.eta_min) *
+                (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: the lr rises from max_lr / div_factor to max_lr over pct_start of the
+    steps, then falls to initial_lr / final_div_factor (three_phase: back to the initial lr
+    first); momentum (or Adam's beta1) moves the opposite way when cycle_momentum. Step it after
+    every batch.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.1, momentum=0.9)
+    >>> sched = clgrad.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    >>> lrs = []
+    >>> for _ in range(9):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> round(max(lrs), 6), round(lrs[-1], 8), opt.param_groups[0]["momentum"]
+    (1.0, 4e-06, 0.95)
+    """
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if not isinstance(total_steps, int) or total_steps <= 0:
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND "
+                             "steps_per_epoch)")
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * self.total_steps) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum",
+                     end_momentum="base_momentum"),
+                dict(end_step=float(2 * pct_start * self.total_steps) - 2, start_lr="max_lr",
+                     end_lr="initial_lr", start_momentum="base_momentum",
+                     end_momentum="max_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum"),
+            ]
+        else:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * self.total_steps) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum",
+                     end_momentum="base_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum"),
+            ]
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+        max_lrs = _format_param("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for m, group in zip(max_lrs, optimizer.param_groups):
+                group["initial_lr"] = m / div_factor
+                group["max_lr"] = m
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            max_ms = _format_param("max_momentum", optimizer, max_momentum)
+            base_ms = _format_param("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for m_max, m_base, group in zip(max_ms, base_ms, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m_max, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_max
+                    group["max_momentum"] = m_max
+                    group["base_momentum"] = m_base
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        momentum = self._anneal(group[phase["start_momentum"]],
+                                                group[phase["end_momentum"]], pct)
+                    break
+                start_step = phase["end_step"]
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs

@@ -1,0 +1,378 @@
+"""clgrad.save / clgrad.load: checkpoints in a format that cannot run code when loaded.
+
+A file is a fixed prefix (magic number, format version, header length), a JSON header that
+describes the saved object and every tensor in it (dtype, shape, where its bytes are, their
+CRC-32), then the raw little-endian bytes of the tensors, each block 64-byte aligned. Only
+tensors, numbers, strings, bytes, None, bools, dtypes and dicts / lists / tuples of them are
+stored: no pickle, so loading a file never imports or calls anything. Loading checks the whole
+file before it makes a single tensor: a truncated, corrupted or foreign file raises a
+RuntimeError naming the file and the problem.
+
+>>> import clgrad, io
+>>> buf = io.BytesIO()
+>>> clgrad.save({"w": clgrad.ones(2, 3), "step": 7, "name": "run-1"}, buf)
+>>> _ = buf.seek(0)
+>>> ckpt = clgrad.load(buf)
+>>> ckpt["w"].shape, ckpt["step"], ckpt["name"]
+(clgrad.Size([2, 3]), 7, 'run-1')
+"""
+import collections
+import collections.abc
+import io
+import json
+import math
+import os
+import struct
+import tempfile
+import zlib
+
+import numpy as np
+import pyopencl as cl
+
+from . import dtypes
+from .runtime.device import Device, devices, get_device
+from .tensor import Size, Tensor, empty_tensor
+
+__all__ = ["save", "load"]
+
+MAGIC = b"\x89clgrad\n"        # a non-ASCII byte and a newline catch text-mode mangling
+VERSION = 1
+_PREFIX = struct.Struct("<8sIQ")   # magic, format version, header length in bytes
+ALIGN = 64
+
+
+# ---- saving ------------------------------------------------------------------------------------
+class _Writer:
+    """Encodes an object into the JSON header's form, collecting the tensors it meets."""
+
+    def __init__(self):
+        self.blobs = []            # (entry dict, bytes)
+        self.seen = {}             # id(tensor or array) -> index, so shared tensors stay shared
+        self.keep = []             # keeps the objects whose ids are in `seen` alive
+        self.size = 0
+
+    def _add_blob(self, obj, entry, data):
+        index = len(self.blobs)
+        self.seen[id(obj)] = index
+        self.keep.append(obj)
+        entry["offset"] = self.size
+        entry["nbytes"] = len(data)
+        entry["crc32"] = zlib.crc32(data)
+        self.blobs.append((entry, data))
+        self.size += -(-len(data) // ALIGN) * ALIGN
+        return index
+
+    def tensor(self, t):
+        if id(t) in self.seen:
+            return self.seen[id(t)]
+        host = np.ascontiguousarray(t.detach()._read_host())      # bfloat16 as its 16-bit words
+        data = host.astype(host.dtype.newbyteorder("<"), copy=False).tobytes()
+        entry = {"kind": "tensor", "dtype": t.dtype.name, "shape": list(t.shape),
+                 "requires_grad": bool(t.requires_grad and t.grad_fn is None),
+                 "parameter": bool(t._is_param), "device": str(t.device)}
+        return self._add_blob(t, entry, data)
+
+    def ndarray(self, a):
+        if id(a) in self.seen:
+            return self.seen[id(a)]
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"clgrad.save cannot store numpy arrays of dtype {a.dtype} (only "
+                            f"numbers and bools)")
+        a = np.ascontiguousarray(a)
+        data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+        entry = {"kind": "ndarray", "dtype": a.dtype.newbyteorder("<").str, "shape": list(a.shape)}
+        return self._add_blob(a, entry, data)
+
+    def encode(self, obj):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return obj
+        if isinstance(obj, float):
+            return obj if math.isfinite(obj) else {"float": repr(obj)}
+        if isinstance(obj, Tensor):
+            return {"tensor": self.tensor(obj)}
+        if isinstance(obj, np.ndarray):
+            return {"ndarray": self.ndarray(obj)}
+        if isinstance(obj, np.generic):
+            return self.encode(obj.item())
+        if isinstance(obj, dtypes.dtype):
+            return {"dtype": obj.name}
+        if isinstance(obj, bytes):
+            return {"bytes": obj.hex()}
+        if isinstance(obj, Size):
+            return {"size": list(obj)}
+        if isinstance(obj, collections.Counter):
+            return {"counter": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if isinstance(obj, dict):
+            return {"dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if isinstance(obj, tuple):
+            return {"tuple": [self.encode(v) for v in obj]}
+        if isinstance(obj, list):
+            return [self.encode(v) for v in obj]
+        hint = " (save its state_dict() instead)" if hasattr(obj, "state_dict") else ""
+        raise TypeError(f"clgrad.save cannot store an object of type {type(obj).__name__}"
+                        f"{hint}: only tensors, numbers, strings, bytes, None, bools, dtypes and "
+                        f"dicts, lists and tuples of them, so that loading can never run code")
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
+    """Write obj (tensors of any dtype, numbers, strings, None, bools, and dicts / lists /
+    tuples of them: state dicts of modules and optimizers) to a path or a writable binary file.
+    Written to a temporary file first, so an interrupted save never leaves half a checkpoint.
+
+    >>> import clgrad, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.pt")
+    >>> clgrad.save(clgrad.nn.Linear(2, 1).state_dict(), path)
+    >>> sorted(clgrad.load(path))
+    ['bias', 'weight']
+    """
+    w = _Writer()
+    root = w.encode(obj)
+    header = {"format": "clgrad", "version": VERSION, "root": root,
+              "blobs": [entry for entry, _ in w.blobs], "data_bytes": w.size}
+    head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    start = _PREFIX.size + len(head)
+    pad = -start % ALIGN
+
+    def write(out):
+        out.write(_PREFIX.pack(MAGIC, VERSION, len(head)))
+        out.write(head)
+        out.write(b"\0" * pad)
+        for _, data in w.blobs:
+            out.write(data)
+            out.write(b"\0" * (-len(data) % ALIGN))
+
+    if hasattr(f, "write"):
+        write(f)
+        return
+    path = os.fspath(f)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# ---- loading -----------------------------------------------------------------------------------
+class _Bad(Exception):
+    """Something wrong with the file: turned into a RuntimeError that names it."""
+
+
+def _check(cond, msg):
+    if not cond:
+        raise _Bad(msg)
+
+
+def _describe_foreign(head):
+    if head.startswith(b"PK\x03\x04"):
+        return ("is a zip archive, probably written by torch.save; clgrad.load reads only files "
+                "written by clgrad.save (load it with torch and convert the tensors through numpy)")
+    if head[:1] == b"\x80":
+        return "looks like a pickle; clgrad.load never unpickles (that could run code)"
+    return "is not a clgrad checkpoint (bad magic number)"
+
+
+def _validate_blob(i, e, data_bytes):
+    _check(isinstance(e, dict), f"blob {i} is not an object")
+    kind = e.get("kind")
+    _check(kind in ("tensor", "ndarray"), f"blob {i} has unknown kind {kind!r}")
+    shape = e.get("shape")
+    _check(isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) and
+                                          s >= 0 for s in shape), f"blob {i} has a bad shape")
+    if kind == "tensor":
+        _check(e.get("dtype") in dtypes.BY_NAME, f"blob {i} has unknown dtype {e.get('dtype')!r}")
+        itemsize = dtypes.BY_NAME[e["dtype"]].itemsize
+    else:
+        try:
+            npd = np.dtype(e.get("dtype"))
+        except TypeError:
+            raise _Bad(f"blob {i} has unknown dtype {e.get('dtype')!r}") from None
+        _check(npd.kind in "biuf", f"blob {i} has unsupported dtype {npd}")
+        itemsize = npd.itemsize
+    n = 1
+    for s in shape:
+        n *= s
+    for key in ("offset", "nbytes", "crc32"):
+        _check(isinstance(e.get(key), int) and e[key] >= 0, f"blob {i} has a bad {key}")
+    _check(e["nbytes"] == n * itemsize, f"blob {i} holds {e['nbytes']} bytes, its shape "
+                                        f"{shape} needs {n * itemsize}")
+    _check(e["offset"] + e["nbytes"] <= data_bytes,
+           f"blob {i} lies outside the data section")
+
+
+class _Reader:
+    """Decodes the header's form back into objects, creating tensors on first use."""
+
+    def __init__(self, blobs, raw, map_location):
+        self.blobs = blobs
+        self.raw = raw               # index -> bytes, already checked
+        self.map_location = map_location
+        self.made = {}
+
+    def _device(self, saved):
+        ml = self.map_location
+        if isinstance(ml, dict):
+            ml = ml.get(saved, None)
+            if ml is None:
+                return self._saved_device(saved)
+        if ml is None or callable(ml) and not isinstance(ml, (str, Device)):
+            return self._saved_device(saved)
+        if isinstance(ml, str) and ml.strip().lower() == "cpu":
+            return get_device(None)          # clgrad tensors live on OpenCL devices
+        return get_device(ml)
+
+    @staticmethod
+    def _saved_device(saved):
+        try:
+            idx = int(str(saved).partition(":")[2])
+        except ValueError:
+            return get_device(None)
+        return devices()[idx] if 0 <= idx < len(devices()) else get_device(None)
+
+    def blob(self, i, kind):
+        _check(isinstance(i, int) and 0 <= i < len(self.blobs) and
+               self.blobs[i]["kind"] == kind, f"refers to a missing {kind} ({i!r})")
+        if i in self.made:
+            return self.made[i]
+        e = self.blobs[i]
+        shape = tuple(e["shape"])
+        if kind == "ndarray":
+            out = np.frombuffer(self.raw[i], dtype=np.dtype(e["dtype"])).reshape(shape).copy()
+        else:
+            out = self._tensor(e, self.raw[i], shape)
+        self.made[i] = out
+        return out
+
+    def _tensor(self, e, data, shape):
+        dt = dtypes.BY_NAME[e["dtype"]]
+        dev = self._device(e.get("device"))
+        t = empty_tensor(shape, dt, dev)
+        if data:
+            host = np.frombuffer(data, dtype=dt.np.newbyteorder("<")).astype(dt.np, copy=False)
+            cl.enqueue_copy(dev.queue, t._storage.buf, np.ascontiguousarray(host),
+                            is_blocking=True)
+        if callable(self.map_location) and not isinstance(self.map_location, (str, Device, dict)):
+            t = self.map_location(t, e.get("device"))
+        if e.get("parameter"):
+            from .nn.parameter import Parameter
+            return Parameter(t, requires_grad=bool(e.get("requires_grad")))
+        if e.get("requires_grad") and t.is_floating_point():
+            t.requires_grad_(True)
+        return t
+
+    def decode(self, v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, list):
+            return [self.decode(x) for x in v]
+        _check(isinstance(v, dict) and len(v) == 1, "has a malformed value")
+        (tag, body), = v.items()
+        if tag == "tensor":
+            return self.blob(body, "tensor")
+        if tag == "ndarray":
+            return self.blob(body, "ndarray")
+        if tag in ("dict", "counter"):
+            _check(isinstance(body, list) and all(isinstance(p, list) and len(p) == 2
+                                                  for p in body), f"has a malformed {tag}")
+            out = {} if tag == "dict" else collections.Counter()
+            for k, x in body:
+                k = self.decode(k)
+                _check(isinstance(k, collections.abc.Hashable) and not isinstance(k, list),
+                       "has a dict key that is not hashable")
+                out[k] = self.decode(x)
+            return out
+        if tag == "tuple":
+            _check(isinstance(body, list), "has a malformed tuple")
+            return tuple(self.decode(x) for x in body)
+        if tag == "float":
+            _check(body in ("nan", "inf", "-inf"), "has a malformed float")
+            return float(body)
+        if tag == "dtype":
+            _check(body in dtypes.BY_NAME, f"has an unknown dtype {body!r}")
+            return dtypes.BY_NAME[body]
+        if tag == "bytes":
+            try:
+                return bytes.fromhex(body)
+            except (TypeError, ValueError):
+                raise _Bad("has malformed bytes") from None
+        if tag == "size":
+            _check(isinstance(body, list) and all(isinstance(s, int) for s in body),
+                   "has a malformed size")
+            return Size(body)
+        raise _Bad(f"has an unknown value tag {tag!r}")
+
+
+def _read(f, name, map_location):
+    f.seek(0, io.SEEK_END)
+    size = f.tell()
+    f.seek(0)
+    prefix = f.read(_PREFIX.size)
+    if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+        if prefix.startswith(MAGIC[:len(prefix)]) and len(prefix) < _PREFIX.size and prefix:
+            raise _Bad(f"is truncated ({size} bytes, shorter than the fixed prefix)")
+        _check(len(prefix) > 0, "is empty")
+        raise _Bad(_describe_foreign(prefix))
+    _, version, head_len = _PREFIX.unpack(prefix)
+    _check(version <= VERSION, f"was written by a newer clgrad (format version {version}; this "
+                               f"one reads up to {VERSION})")
+    _check(_PREFIX.size + head_len <= size, f"is truncated ({size} bytes; the header alone "
+                                            f"needs {_PREFIX.size + head_len})")
+    try:
+        header = json.loads(f.read(head_len).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _Bad(f"has a corrupted header ({type(e).__name__}: {e})") from None
+    _check(isinstance(header, dict) and header.get("format") == "clgrad",
+           "has a corrupted header (not a clgrad header)")
+    blobs, data_bytes = header.get("blobs"), header.get("data_bytes")
+    _check(isinstance(blobs, list) and isinstance(data_bytes, int) and data_bytes >= 0,
+           "has a corrupted header (no blob table)")
+    start = _PREFIX.size + head_len
+    start += -start % ALIGN
+    _check(start + data_bytes <= size, f"is truncated ({size} bytes; its data needs "
+                                       f"{start + data_bytes})")
+    for i, e in enumerate(blobs):
+        _validate_blob(i, e, data_bytes)
+    raw = {}
+    for i, e in enumerate(blobs):
+        f.seek(start + e["offset"])
+        data = f.read(e["nbytes"])
+        _check(len(data) == e["nbytes"], f"is truncated in blob {i}")
+        _check(zlib.crc32(data) == e["crc32"], f"is corrupted: blob {i} fails its checksum")
+        raw[i] = data
+    reader = _Reader(blobs, raw, map_location)
+    try:
+        return reader.decode(header.get("root"))
+    except RecursionError:
+        raise _Bad("nests values too deeply") from None
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **kwargs):
+    """Read what clgrad.save wrote, from a path or a readable, seekable binary file. Tensors go
+    to the device they were saved from (when it exists; else the default device), or to
+    map_location: a device ("cl:1"; "cpu" means the default device, as clgrad tensors live on
+    OpenCL devices), a dict from saved to wanted device names, or a callable(tensor, saved
+    device name) returning the tensor to use.
+
+    >>> import clgrad, io
+    >>> buf = io.BytesIO()
+    >>> clgrad.save([clgrad.tensor([1.5], dtype=clgrad.bfloat16), (1, None)], buf)
+    >>> _ = buf.seek(0)
+    >>> clgrad.load(buf, map_location="cpu")
+    [tensor([1.5000], dtype=clgrad.bfloat16), (1, None)]
+    """
+    if hasattr(f, "read"):
+        name = getattr(f, "name", None) or type(f).__name__
+        try:
+            return _read(f, name, map_location)
+        except _Bad as e:
+            raise RuntimeError(f"clgrad.load: {name!r} {e}") from None
+    name = os.fspath(f)
+    with open(name, "rb") as fh:
+        try:
+            return _read(fh, name, map_location)
+        except _Bad as e:
+            raise RuntimeError(f"clgrad.load: {name!r} {e}") from None

@@ -1,0 +1,271 @@
+"""Losses (modules and functional forms) against numpy references of torch's definitions, for
+every reduction, class weights, ignore_index, label smoothing, probability targets and
+pos_weight; gradients with gradcheck; numerical stability; torch's errors."""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad import nn
+from helpers import grad_dtype, grad_tols, to_np
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+@pytest.fixture
+def dt(device):
+    clgrad.set_default_dtype(grad_dtype(device))
+    return grad_dtype(device)
+
+
+def T(a, dtype=None):
+    a = np.asarray(a)
+    if dtype is None:
+        dtype = clgrad.get_default_dtype() if a.dtype.kind == "f" else clgrad.int64
+    return clgrad.tensor(a, dtype=dtype)
+
+
+def close(t, expected):
+    tol = dict(rtol=1e-10, atol=1e-12) if t.dtype is clgrad.float64 else dict(rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(to_np(t).astype(np.float64), np.asarray(expected, np.float64), **tol)
+
+
+def reduce(loss, reduction):
+    return {"mean": np.mean, "sum": np.sum, "none": lambda v: v}[reduction](loss)
+
+
+def gradcheck(fn, *inputs, device):
+    assert clgrad.autograd.gradcheck(fn, inputs, **grad_tols(device))
+
+
+def log_softmax(a, axis):
+    m = a.max(axis, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis, keepdims=True))
+
+
+# ---- regression losses -------------------------------------------------------------------------
+def test_regression_losses(device, dt):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(4, 5)) * 2, rng.normal(size=(4, 5))
+    d = a - b
+    for red in REDUCTIONS:
+        close(F.mse_loss(T(a), T(b), reduction=red), reduce(d ** 2, red))
+        close(nn.MSELoss(reduction=red)(T(a), T(b)), reduce(d ** 2, red))
+        close(F.l1_loss(T(a), T(b), reduction=red), reduce(np.abs(d), red))
+        close(nn.L1Loss(reduction=red)(T(a), T(b)), reduce(np.abs(d), red))
+        for beta in (0.0, 0.5, 1.0, 3.0):
+            ref = np.abs(d) if beta == 0 else np.where(np.abs(d) < beta, 0.5 * d ** 2 / beta,
+                                                       np.abs(d) - 0.5 * beta)
+            close(nn.SmoothL1Loss(reduction=red, beta=beta)(T(a), T(b)), reduce(ref, red))
+        for delta in (0.5, 2.0):
+            ref = np.where(np.abs(d) < delta, 0.5 * d ** 2, delta * (np.abs(d) - 0.5 * delta))
+            close(nn.HuberLoss(reduction=red, delta=delta)(T(a), T(b)), reduce(ref, red))
+    x = clgrad.tensor(a[:2], dtype=dt, requires_grad=True)
+    y = clgrad.tensor(b[:2], dtype=dt)
+    for fn in (F.mse_loss, F.l1_loss, lambda p, q: F.smooth_l1_loss(p, q, beta=0.7),
+               lambda p, q: F.huber_loss(p, q, delta=0.7)):
+        gradcheck(lambda p: fn(p, y), x, device=device)
+    with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values"):
+        F.smooth_l1_loss(T(a), T(b), beta=-1.0)
+    with pytest.raises(ValueError, match="meanish is not a valid value for reduction"):
+        F.mse_loss(T(a), T(b), reduction="meanish")
+    with pytest.warns(UserWarning, match="Using a target size"):
+        F.mse_loss(T(a), T(b[0]))
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        loss = nn.MSELoss(size_average=False)
+    assert loss.reduction == "sum"
+
+
+# ---- nll and cross entropy ---------------------------------------------------------------------
+def np_nll(logp, target, weight, ignore_index, reduction):
+    """logp (N, C, ...) and target (N, ...), torch's definition."""
+    C = logp.shape[1]
+    w = np.ones(C) if weight is None else weight
+    keep = target != ignore_index
+    safe = np.where(keep, target, 0)
+    picked = np.take_along_axis(logp, safe[:, None], 1)[:, 0]
+    wt = np.where(keep, w[safe], 0.0)
+    loss = -picked * wt
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / wt.sum()
+
+
+def np_cross_entropy(x, target, weight, ignore_index, reduction, smoothing):
+    C = x.shape[1]
+    logp = log_softmax(x, 1)
+    wshape = (1, C) + (1,) * (x.ndim - 2)
+    w = np.ones(C) if weight is None else weight
+    if target.shape == x.shape:                        # probabilities
+        t = target * (1 - smoothing) + smoothing / C
+        term = -(logp * t * w.reshape(wshape)).sum(1)
+        if reduction == "none":
+            return term
+        return term.sum() if reduction == "sum" else term.sum() / (x.size / C)
+    nll = np_nll(logp, target, weight, ignore_index, reduction)
+    keep = target != ignore_index
+    smooth = np.where(keep, -(logp * w.reshape(wshape)).sum(1), 0.0)
+    if reduction == "sum":
+        smooth = smooth.sum()
+    elif reduction == "mean":
+        smooth = smooth.sum() / np.where(keep, w[np.where(keep, target, 0)], 0).sum()
+    return (1 - smoothing) * nll + smoothing / C * smooth
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (3, 4, 2, 3)], ids=["2d", "4d"])
+def test_cross_entropy_and_nll(device, dt, shape):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=shape) * 3
+    C = shape[1]
+    tshape = (shape[0],) + shape[2:]
+    classes = rng.integers(0, C, size=tshape)
+    classes.flat[2] = 2
+    weight = rng.uniform(0.5, 2, size=C)
+    probs = rng.dirichlet(np.ones(C), size=int(np.prod(tshape))).reshape(tshape + (C,))
+    probs = np.moveaxis(probs, -1, 1)
+    for red in REDUCTIONS:
+        for w in (None, weight):
+            wt = None if w is None else T(w)
+            for ignore in (-100, 2):
+                target = classes.copy()
+                target.flat[1] = ignore
+                close(F.nll_loss(T(log_softmax(x, 1)), T(target), weight=wt, ignore_index=ignore,
+                                 reduction=red),
+                      np_nll(log_softmax(x, 1), target, w, ignore, red))
+                for ls in (0.0, 0.25):
+                    crit = nn.CrossEntropyLoss(weight=wt, ignore_index=ignore, reduction=red,
+                                               label_smoothing=ls)
+                    close(crit(T(x), T(target)), np_cross_entropy(x, target, w, ignore, red, ls))
+            for ls in (0.0, 0.25):
+                close(F.cross_entropy(T(x), T(probs), weight=wt, reduction=red,
+                                      label_smoothing=ls),
+                      np_cross_entropy(x, probs, w, -100, red, ls))
+    close(nn.NLLLoss(weight=T(weight))(T(log_softmax(x, 1)), T(classes)),
+          np_nll(log_softmax(x, 1), classes, weight, -100, "mean"))
+    assert list(nn.CrossEntropyLoss(weight=T(weight)).state_dict()) == ["weight"]
+
+
+def test_cross_entropy_details(device, dt):
+    # a single sample: input (C,), target 0-d
+    x = np.array([1.0, 2.0, 0.5])
+    close(F.cross_entropy(T(x), T(np.int64(1))), -log_softmax(x[None], 1)[0, 1])
+    # large logits stay finite (log_softmax based)
+    big = T([[1000.0, -1000.0, 0.0], [0.0, 0.0, 0.0]])
+    close(F.cross_entropy(big, T([0, 2])), np.mean([0.0, np.log(3.0)]))
+    # every target ignored: the mean is 0/0 = nan, as in torch
+    assert np.isnan(F.cross_entropy(T([[1.0, 2.0]]), T([-100])).item())
+    # int32 class indices are accepted
+    close(F.cross_entropy(T([[1.0, 2.0]]), T([1], dtype=clgrad.int32)),
+          -log_softmax(np.array([[1.0, 2.0]]), 1)[0, 1])
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+        F.nll_loss(T([[0.0, 0.0]]), T([0.0]))
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target "
+                                         r"batch_size \(3\)"):
+        F.cross_entropy(T(np.zeros((2, 3))), T([0, 1, 2]))
+    with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 3 "
+                                           "classes or no classes"):
+        F.cross_entropy(T(np.zeros((2, 3))), T([0, 1]), weight=T([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
+        F.cross_entropy(T(np.zeros((2, 3))), T([0, 1]), label_smoothing=1.5)
+    with pytest.raises(RuntimeError, match="Expected floating point type for target with class "
+                                           "probabilities, got Int64"):
+        F.cross_entropy(T(np.zeros((2, 3))), T(np.zeros((2, 3), dtype=np.int64)))
+    with pytest.raises(RuntimeError, match="out of"):
+        F.cross_entropy(T(np.zeros((2, 3))), T([0, 3]))          # a class that does not exist
+
+
+def test_cross_entropy_gradients(device, dt):
+    rng = np.random.default_rng(2)
+    x = clgrad.tensor(rng.normal(size=(4, 3)), dtype=dt, requires_grad=True)
+    target = T([0, 2, -100, 1])
+    w = T([0.5, 2.0, 1.0])
+    gradcheck(lambda v: F.cross_entropy(v, target, weight=w, label_smoothing=0.2), x,
+              device=device)
+    gradcheck(lambda v: F.cross_entropy(v, target, reduction="none"), x, device=device)
+    probs = T(rng.dirichlet(np.ones(3), size=4))
+    gradcheck(lambda v: F.cross_entropy(v, probs, label_smoothing=0.1), x, device=device)
+    gradcheck(lambda v: F.nll_loss(v, target, weight=w, reduction="sum"), x, device=device)
+    # the gradient of the mean cross entropy: (softmax - onehot) / N
+    xx = clgrad.tensor([[0.0, 0.0]], requires_grad=True)
+    F.cross_entropy(xx, T([1])).backward()
+    close(xx.grad, [[0.5, -0.5]])
+
+
+# ---- binary cross entropy ----------------------------------------------------------------------
+def np_bce(p, y, w):
+    loss = -(y * np.maximum(np.log(p), -100) + (1 - y) * np.maximum(np.log1p(-p), -100))
+    return loss if w is None else loss * w
+
+
+def np_bce_logits(x, y, w, pw):
+    lw = 1 if pw is None else 1 + (pw - 1) * y
+    loss = (1 - y) * x + lw * (np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0))
+    return loss if w is None else loss * w
+
+
+def test_binary_cross_entropy(device, dt):
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.01, 0.99, size=(5, 3))
+    y = rng.uniform(0, 1, size=(5, 3))
+    w = rng.uniform(0.5, 2, size=3)
+    for red in REDUCTIONS:
+        for weight in (None, w):
+            wt = None if weight is None else T(weight)
+            close(nn.BCELoss(weight=wt, reduction=red)(T(p), T(y)),
+                  reduce(np_bce(p, y, weight), red))
+    # probabilities of exactly 0 and 1: logs clamped at -100, finite gradients, as torch
+    edge = clgrad.tensor([0.0, 1.0, 0.5], dtype=dt, requires_grad=True)
+    out = F.binary_cross_entropy(edge, T([1.0, 0.0, 1.0]), reduction="none")
+    close(out, [100.0, 100.0, np.log(2)])
+    out.sum().backward()
+    close(edge.grad, [-1e12, 1e12, -2.0])
+    x = clgrad.tensor(rng.uniform(0.1, 0.9, size=(3, 2)), dtype=dt, requires_grad=True)
+    tgt = clgrad.tensor(rng.uniform(0, 1, size=(3, 2)), dtype=dt, requires_grad=True)
+    gradcheck(lambda a, b: F.binary_cross_entropy(a, b), x, tgt, device=device)
+    with pytest.raises(ValueError, match="Using a target size .* that is different to the input "
+                                         "size"):
+        F.binary_cross_entropy(T(p), T(y[:, :1]))
+
+
+def test_binary_cross_entropy_with_logits(device, dt):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(5, 3)) * 4
+    y = (rng.uniform(size=(5, 3)) > 0.5).astype(np.float64)
+    w, pw = rng.uniform(0.5, 2, size=3), rng.uniform(0.5, 3, size=3)
+    for red in REDUCTIONS:
+        for weight in (None, w):
+            for pos in (None, pw):
+                crit = nn.BCEWithLogitsLoss(weight=None if weight is None else T(weight),
+                                            pos_weight=None if pos is None else T(pos),
+                                            reduction=red)
+                close(crit(T(x), T(y)), reduce(np_bce_logits(x, y, weight, pos), red))
+    # extreme logits do not overflow
+    close(F.binary_cross_entropy_with_logits(T([200.0, -200.0, 200.0]), T([1.0, 0.0, 0.0]),
+                                             reduction="none"), [0.0, 0.0, 200.0])
+    xx = clgrad.tensor(x[:2], dtype=dt, requires_grad=True)
+    gradcheck(lambda v: F.binary_cross_entropy_with_logits(v, T(y[:2]), pos_weight=T(pw)), xx,
+              device=device)
+    assert list(nn.BCEWithLogitsLoss(pos_weight=T(pw)).state_dict()) == ["pos_weight"]
+    with pytest.raises(ValueError, match=r"Target size \(clgrad.Size\(\[5\]\)\) must be the same "
+                                         r"as input size"):
+        F.binary_cross_entropy_with_logits(T(x), T(y[:, 0]))
+
+
+def test_training_a_classifier_lowers_the_loss():
+    """The pieces together: a small MLP fits a separable problem."""
+    clgrad.manual_seed(0)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(64, 2))
+    y = (x[:, 0] * x[:, 1] > 0).astype(np.int64)
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = clgrad.optim.Adam(model.parameters(), lr=0.05)
+    crit = nn.CrossEntropyLoss()
+    xs, ys = clgrad.tensor(x, dtype=clgrad.float32), clgrad.tensor(y)
+    losses = []
+    for _ in range(60):
+        opt.zero_grad()
+        loss = crit(model(xs), ys)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0]
