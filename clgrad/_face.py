@@ -156,6 +156,9 @@ def _number_or_tensor(v):
     return isinstance(v, (Tensor, numbers.Number))
 
 
+_NEG = OPS["neg"].apply
+
+
 def _binop(name, reflected=False):
     fn = pointwise.FUNCTIONS[name]
 
@@ -188,11 +191,35 @@ def _mod(self, other):
     return pointwise.remainder(self, other)
 
 
+def _direct_binop(opcls, reflected=False):
+    """The operator for ops whose function is exactly the table op: straight to Op.apply (the
+    arithmetic operators are the hottest path of all)."""
+    apply = opcls.apply
+
+    if reflected:
+        def op(self, other):
+            t = type(other)
+            if t is float or t is int or t is Tensor or _number_or_tensor(other):
+                return apply(other, self)
+            return NotImplemented
+    else:
+        def op(self, other):
+            t = type(other)
+            if t is float or t is int or t is Tensor or _number_or_tensor(other):
+                return apply(self, other)
+            return NotImplemented
+    return op
+
+
 for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
                        ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
                        ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")):
-    setattr(Tensor, f"__{_dunder}__", _binop(_name))
-    setattr(Tensor, f"__r{_dunder}__", _binop(_name, reflected=True))
+    if _name in ("add", "sub", "mul", "div"):
+        setattr(Tensor, f"__{_dunder}__", _direct_binop(OPS[_name]))
+        setattr(Tensor, f"__r{_dunder}__", _direct_binop(OPS[_name], reflected=True))
+    else:
+        setattr(Tensor, f"__{_dunder}__", _binop(_name))
+        setattr(Tensor, f"__r{_dunder}__", _binop(_name, reflected=True))
     if _name + "_" in pointwise.METHODS:
         setattr(Tensor, f"__i{_dunder}__", _inplace_op(_name))
 Tensor.__itruediv__ = lambda self, other: pointwise.div_(self, other)
@@ -201,7 +228,7 @@ for _dunder, _name in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), (
                        ("ge", "ge")):
     setattr(Tensor, f"__{_dunder}__", _binop(_name))
 Tensor.__hash__ = lambda self: id(self)
-Tensor.__neg__ = lambda self: pointwise.FUNCTIONS["neg"](self)
+Tensor.__neg__ = lambda self: _NEG(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: pointwise.FUNCTIONS["abs"](self)
 
@@ -387,4 +414,3 @@ def _add_inplace_raw(old, g):
 
 
 _h.add_inplace_raw = _add_inplace_raw
-del OPS

@@ -53,23 +53,29 @@ def synchronize(device=None):
     _dev(device).queue.finish()
 
 
+def _pool(device):
+    pool = _dev(device).pool
+    pool.settle()
+    return pool
+
+
 def memory_allocated(device=None):
     """Bytes in blocks held by live tensors."""
-    return _dev(device).pool.allocated
+    return _pool(device).allocated
 
 
 def max_memory_allocated(device=None):
-    return _dev(device).pool.peak_allocated
+    return _pool(device).peak_allocated
 
 
 def memory_reserved(device=None):
     """Bytes the pool holds from the device: in use plus cached."""
-    p = _dev(device).pool
+    p = _pool(device)
     return p.allocated + p.cached
 
 
 def max_memory_reserved(device=None):
-    return _dev(device).pool.peak_reserved
+    return _pool(device).peak_reserved
 
 
 def reset_peak_memory_stats(device=None):

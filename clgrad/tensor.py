@@ -76,13 +76,22 @@ class device:
         return hash(("cl", self.index))
 
 
+_STRIDES = {}
+
+
 def contiguous_strides(shape):
-    strides = []
-    s = 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= n
-    return tuple(reversed(strides))
+    """Row-major strides of a shape (memoised: the same few shapes come back all the time)."""
+    st = _STRIDES.get(shape)
+    if st is None:
+        strides = []
+        s = 1
+        for n in reversed(shape):
+            strides.append(s)
+            s *= n
+        st = tuple(reversed(strides))
+        if len(_STRIDES) < 4096:
+            _STRIDES[tuple(shape)] = st
+    return st
 
 
 def is_contiguous_layout(shape, strides):

@@ -746,7 +746,7 @@ def refresh_view_grad_fn(t):
 def run_node(node, grads):
     """Call a node on its incoming gradients (materialising zeros where it wants them) and
     check what it returns against its inputs."""
-    if not node._handles_none and node.materialize_grads and None in grads:
+    if None in grads and not node._handles_none and node.materialize_grads:
         meta = node._out_meta
         if meta is not None:
             for i, g in enumerate(grads):
@@ -766,14 +766,14 @@ def run_node(node, grads):
                 raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                    f"gradients (expected {n_args}, got {len(out)})")
         positions = node._tensor_positions
-        if node._forward_cls._is_custom:
-            pos = set(positions)
-            for i, o in enumerate(out):
-                if i not in pos and o is not None:
-                    raise RuntimeError(f"function {node.name()} returned a gradient different "
-                                       f"than None at position {i + 1}, but the corresponding "
-                                       f"forward input was not a Variable")
         if len(positions) != n_args:
+            if node._forward_cls._is_custom:
+                pos = set(positions)
+                for i, o in enumerate(out):
+                    if i not in pos and o is not None:
+                        raise RuntimeError(f"function {node.name()} returned a gradient "
+                                           f"different than None at position {i + 1}, but the "
+                                           f"corresponding forward input was not a Variable")
             out = [out[p] for p in positions]
     return _validate(node, out)
 
@@ -945,14 +945,22 @@ class Op(Function):
         needs = []
         edges = []
         in_meta = []
-        for i, a in enumerate(args):
+        i = 0
+        for a in args:
             if isinstance(a, Tensor):
                 positions.append(i)
-                needs.append(a._requires_grad)
-                edges.append(_edge(a))
+                rg = a._requires_grad
+                needs.append(rg)
+                if a._base is None:
+                    fn = a._grad_fn
+                    edges.append((fn, a._output_nr) if fn is not None else
+                                 (accumulate_node(a), 0) if rg else (None, 0))
+                else:
+                    edges.append(_edge(a))
                 in_meta.append((a._shape, a._dtype, a._storage.device))
             else:
                 needs.append(False)
+            i += 1
         node.needs_input_grad = tuple(needs)
         node._tensor_positions = tuple(positions)
         node.next_functions = tuple(edges)

@@ -408,28 +408,21 @@ def _run_fast(e, variant, operands, params, out):
     a = operands[0]
     dt = a._dtype
     dev = a._storage.device
+    shape = a._shape
     if out is None:
-        out = empty_tensor(a._shape, dtypes.bool_ if e.out == "bool" else dt, dev)
+        out = empty_tensor(shape, dtypes.bool_ if e.out == "bool" else dt, dev)
     n = 1
-    for d in a._shape:
+    for d in shape:
         n *= d
     if n == 0:
         return out
-    key = (dev, dt, variant)
-    k = e.kernels.get(key)
-    if k is None:
-        k = e.kernels[key] = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
-    if variant == "t":
-        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1) + tuple(params)
-    elif variant == "tt":
-        b = operands[1]
-        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, b._storage.buf,
-                b._offset, 1) + tuple(params)
-    else:
-        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
-                operands[1]) + tuple(params)
-    items = n if dt.kind in e.novec else -(-n // (dev.vec8 if dt.itemsize == 8 else dev.vec))
-    wg = dev.wg
+    plan = e.kernels.get((dev, dt, variant))
+    if plan is None:
+        k = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
+        vec = 1 if dt.kind in e.novec else vec_width(dev, dt)
+        plan = e.kernels[(dev, dt, variant)] = (k, vec, dev.queue, dev.wg)
+    k, vec, queue, wg = plan
+    items = -(-n // vec)
     if items >= wg:
         gs, ls = (-(-items // wg) * wg,), (wg,)
     else:
@@ -437,7 +430,16 @@ def _run_fast(e, variant, operands, params, out):
         while ls < items:
             ls <<= 1
         gs = ls = (ls,)
-    evt = k(dev.queue, gs, ls, *args, n)
+    if variant == "ts":
+        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
+                operands[1], *params, n)
+    elif variant == "tt":
+        b = operands[1]
+        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
+                b._storage.buf, b._offset, 1, *params, n)
+    else:
+        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
+                *params, n)
     if _kernels.profile_hook is not None:
         _kernels.profile_hook(k, evt)
     return out
@@ -552,52 +554,63 @@ def _make_op(e):
     # what each operand's gradient formula reads: a string per operand, or one for all
     per_operand = e.saves if isinstance(e.saves, tuple) else (e.saves,) * arity
 
+    plans = {}       # needs_input_grad -> [(slot, operand index or None for the output)]
+
+    def save_plan(needs):
+        wanted = set()
+        for i, spec in enumerate(per_operand):
+            if needs[i]:
+                wanted.update(spec)
+        return [("out" if s == "o" else s, None if s == "o" else _NAMES.index(s))
+                for s in ("x", "y", "z", "o") if s in wanted]
+
     def forward(ctx, *args):
         operands = args[:arity]
         out = run(e, operands, args[arity:])
         if ctx is not _null_ctx:
-            ctx.operand_values = tuple(None if isinstance(a, Tensor) else a for a in operands)
+            ctx.operand_values = [None if isinstance(a, Tensor) else a for a in operands]
             ctx.params = args[arity:]
-            wanted = set()
-            for i, spec in enumerate(per_operand):
-                if ctx.needs_input_grad[i]:
-                    wanted.update(spec)
+            needs = ctx.needs_input_grad
+            plan = plans.get(needs)
+            if plan is None:
+                plan = plans[needs] = save_plan(needs)
             to_save = []
-            ctx.slots = []
-            for s in ("x", "y", "z", "o"):
-                if s not in wanted:
-                    continue
-                v = out if s == "o" else operands[_NAMES.index(s)]
+            slots = []
+            for slot, idx in plan:
+                v = out if idx is None else operands[idx]
                 if isinstance(v, Tensor):
                     to_save.append(v)
-                    ctx.slots.append("out" if s == "o" else s)
+                    slots.append(slot)
+            ctx.slots = slots
             if to_save:
                 ctx.save_for_backward(*to_save)
         return out
 
+    vjps = e.vjp
+
     def backward(ctx, g):
         a = _Args()
-        a.x = a.y = a.z = a.out = None
         vals = ctx.operand_values
-        for i in range(arity):
-            if vals[i] is not None:
-                setattr(a, _NAMES[i], vals[i])
-        if ctx.slots:
-            for s, t in zip(ctx.slots, ctx.saved_tensors):
+        a.x = vals[0]
+        a.y = vals[1] if arity > 1 else None
+        a.z = vals[2] if arity > 2 else None
+        a.out = None
+        slots = ctx.slots
+        if slots:
+            for s, t in zip(slots, ctx._unpack_saved()):
                 setattr(a, s, t)
         a.p = ctx.params
         needs = ctx.needs_input_grad
-        grads = []
+        positions = ctx._tensor_positions
+        grads = [None] * (arity + len(ctx.params))
         for i in range(arity):
-            if not needs[i] or e.vjp[i] is None:
-                grads.append(None)
-                continue
-            gi = e.vjp[i](g, a)
-            shape = ctx._in_meta[_tensor_index(ctx, i)][0]
-            if gi._shape != shape:
-                gi = sum_to(gi, shape)
-            grads.append(gi)
-        return tuple(grads) + (None,) * len(ctx.params)
+            if needs[i] and vjps[i] is not None:
+                gi = vjps[i](g, a)
+                shape = ctx._in_meta[positions.index(i)][0]
+                if gi._shape != shape:
+                    gi = sum_to(gi, shape)
+                grads[i] = gi
+        return grads
 
     def jvp(tangents, operands, params, out):
         """Forward-mode rule: sum over operands of (partial derivative * tangent)."""

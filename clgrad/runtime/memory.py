@@ -47,7 +47,8 @@ class MemoryPool:
         self.max_alloc = max_alloc
         self.cap = None                    # set by set_per_process_memory_fraction
         self._bins = {}                    # rounded size -> [cl.Buffer]
-        self._lock = threading.RLock()
+        self._pending = []                 # freed (buffer, size) not yet put in their bin
+        self._lock = threading.Lock()
         self.allocated = 0                 # bytes in blocks held by tensors
         self.cached = 0                    # bytes in free blocks kept for reuse
         self.peak_allocated = 0
@@ -63,6 +64,8 @@ class MemoryPool:
         """Return (buffer, block_size) for at least `nbytes` bytes."""
         size = 512 if nbytes <= 512 else rounded_size(nbytes)
         with self._lock:
+            if self._pending:
+                self._drain()
             self.num_alloc_calls += 1
             free = self._bins.get(size)
             if free:
@@ -77,11 +80,25 @@ class MemoryPool:
         return buf, size
 
     def free(self, buf, size):
-        with self._lock:
+        # Called from Storage.__del__, which can run anywhere (inside alloc too, when allocating
+        # triggers the garbage collector): a list append is atomic, so no lock is taken here;
+        # the next alloc (or a statistics read) files the block.
+        self._pending.append((buf, size))
+
+    def _drain(self):
+        """File freed blocks into their bins (the caller holds the lock)."""
+        pending = self._pending
+        while pending:
+            buf, size = pending.pop()
             self.allocated -= size
             self.cached += size
             self.num_frees += 1
             self._bins.setdefault(size, []).append(buf)
+
+    def settle(self):
+        """Account for every freed block (statistics readers call this first)."""
+        with self._lock:
+            self._drain()
 
     # -- slow path --------------------------------------------------------------------------
     def _new_block(self, nbytes, size):
@@ -89,7 +106,7 @@ class MemoryPool:
             self._raise(nbytes, f"the device's largest single buffer is {_fmt(self.max_alloc)}")
         for attempt in range(2):
             if self.cap is not None and self.allocated + self.cached + size > self.cap:
-                self.empty_cache()
+                self._drop_cache()
             if self.cap is None or self.allocated + size <= self.cap:
                 try:
                     buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
@@ -108,7 +125,8 @@ class MemoryPool:
                     gc.collect()
                 finally:
                     self._lock.acquire()
-                self.empty_cache()
+                self._drain()
+                self._drop_cache()
         self._raise(nbytes, None)
 
     def _raise(self, nbytes, why):
@@ -123,16 +141,22 @@ class MemoryPool:
 
     def empty_cache(self):
         with self._lock:
-            self._bins.clear()      # dropping the cl.Buffer objects releases them
-            self.cached = 0
+            self._drain()
+            self._drop_cache()
+
+    def _drop_cache(self):
+        self._bins.clear()          # dropping the cl.Buffer objects releases them
+        self.cached = 0
 
     def reset_peak(self):
         with self._lock:
+            self._drain()
             self.peak_allocated = self.allocated
             self.peak_reserved = self.allocated + self.cached
 
     def stats(self):
         with self._lock:
+            self._drain()
             return {
                 "allocated_bytes": self.allocated,
                 "reserved_bytes": self.allocated + self.cached,
