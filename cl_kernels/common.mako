@@ -15,6 +15,26 @@ def width(*dts):
 % if any(d.cl == "double" for d in dts):
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
+/* Vector loads and stores built from scalar accesses: PoCL compiles vloadN/vstoreN to out-of-line
+   calls (a quarter slower for a simple kernel), while scalar accesses assembled into a vector
+   vectorise well; other compilers make the same code of both. LDV_n(T, i, p) reads elements
+   n*i .. n*i+n-1 of p as a T##n; STV_n stores one. */
+#define LDV_1(T, i, p) ((p)[(i)])
+#define LDV_2(T, i, p) ((CAT(T, 2))((p)[2*(i)], (p)[2*(i)+1]))
+#define LDV_4(T, i, p) ((CAT(T, 4))((p)[4*(i)], (p)[4*(i)+1], (p)[4*(i)+2], (p)[4*(i)+3]))
+#define LDV_8(T, i, p) ((CAT(T, 8))((p)[8*(i)], (p)[8*(i)+1], (p)[8*(i)+2], (p)[8*(i)+3], \
+                                    (p)[8*(i)+4], (p)[8*(i)+5], (p)[8*(i)+6], (p)[8*(i)+7]))
+#define STV_1(T, v, i, p) do { (p)[(i)] = (v); } while (0)
+#define STV_2(T, v, i, p) do { CAT(T, 2) v_ = (v); (p)[2*(i)] = v_.s0; (p)[2*(i)+1] = v_.s1; } while (0)
+#define STV_4(T, v, i, p) do { CAT(T, 4) v_ = (v); (p)[4*(i)] = v_.s0; (p)[4*(i)+1] = v_.s1; \
+                               (p)[4*(i)+2] = v_.s2; (p)[4*(i)+3] = v_.s3; } while (0)
+#define STV_8(T, v, i, p) do { CAT(T, 8) v_ = (v); (p)[8*(i)] = v_.s0; (p)[8*(i)+1] = v_.s1; \
+                               (p)[8*(i)+2] = v_.s2; (p)[8*(i)+3] = v_.s3; (p)[8*(i)+4] = v_.s4; \
+                               (p)[8*(i)+5] = v_.s5; (p)[8*(i)+6] = v_.s6; (p)[8*(i)+7] = v_.s7; \
+                               } while (0)
+#define LDV(T, W, i, p) CAT(LDV_, W)(T, i, p)
+#define STV(T, W, v, i, p) CAT(STV_, W)(T, v, i, p)
+
 /* bfloat16 is the upper half of a float32; rounding to nearest even, NaN kept quiet. */
 inline float bf2f(ushort b) { return as_float(((uint)b) << 16); }
 inline ushort f2bf(float f) {
@@ -56,9 +76,9 @@ ${p}[${i}]\
 % if d.cl == "half":
 CAT(vload_half, ${w})(${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
-bf2fv_${w}(CAT(vload, ${w})(${i}, ${p}))\
+bf2fv_${w}(LDV(ushort, ${w}, ${i}, ${p}))\
 % else:
-CAT(vload, ${w})(${i}, ${p})\
+LDV(${d.cl}, ${w}, ${i}, ${p})\
 % endif
 </%def>
 
@@ -77,9 +97,9 @@ ${p}[${i}] = ${v}\
 % if d.cl == "half":
 CAT(vstore_half, ${w})(${v}, ${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
-CAT(vstore, ${w})(f2bfv_${w}(${v}), ${i}, ${p})\
+STV(ushort, ${w}, f2bfv_${w}(${v}), ${i}, ${p})\
 % else:
-CAT(vstore, ${w})(${v}, ${i}, ${p})\
+STV(${d.cl}, ${w}, ${v}, ${i}, ${p})\
 % endif
 </%def>
 
