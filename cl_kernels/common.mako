@@ -25,12 +25,13 @@ def width(*dts):
 #define LDV_8(T, i, p) ((CAT(T, 8))((p)[8*(i)], (p)[8*(i)+1], (p)[8*(i)+2], (p)[8*(i)+3], \
                                     (p)[8*(i)+4], (p)[8*(i)+5], (p)[8*(i)+6], (p)[8*(i)+7]))
 #define STV_1(T, v, i, p) do { (p)[(i)] = (v); } while (0)
-#define STV_2(T, v, i, p) do { CAT(T, 2) v_ = (v); (p)[2*(i)] = v_.s0; (p)[2*(i)+1] = v_.s1; } while (0)
-#define STV_4(T, v, i, p) do { CAT(T, 4) v_ = (v); (p)[4*(i)] = v_.s0; (p)[4*(i)+1] = v_.s1; \
-                               (p)[4*(i)+2] = v_.s2; (p)[4*(i)+3] = v_.s3; } while (0)
-#define STV_8(T, v, i, p) do { CAT(T, 8) v_ = (v); (p)[8*(i)] = v_.s0; (p)[8*(i)+1] = v_.s1; \
-                               (p)[8*(i)+2] = v_.s2; (p)[8*(i)+3] = v_.s3; (p)[8*(i)+4] = v_.s4; \
-                               (p)[8*(i)+5] = v_.s5; (p)[8*(i)+6] = v_.s6; (p)[8*(i)+7] = v_.s7; \
+#define STV_2(T, v, i, p) do { CAT(T, 2) stv_tmp_ = (v); (p)[2*(i)] = stv_tmp_.s0; \
+                               (p)[2*(i)+1] = stv_tmp_.s1; } while (0)
+#define STV_4(T, v, i, p) do { CAT(T, 4) stv_tmp_ = (v); (p)[4*(i)] = stv_tmp_.s0; (p)[4*(i)+1] = stv_tmp_.s1; \
+                               (p)[4*(i)+2] = stv_tmp_.s2; (p)[4*(i)+3] = stv_tmp_.s3; } while (0)
+#define STV_8(T, v, i, p) do { CAT(T, 8) stv_tmp_ = (v); (p)[8*(i)] = stv_tmp_.s0; (p)[8*(i)+1] = stv_tmp_.s1; \
+                               (p)[8*(i)+2] = stv_tmp_.s2; (p)[8*(i)+3] = stv_tmp_.s3; (p)[8*(i)+4] = stv_tmp_.s4; \
+                               (p)[8*(i)+5] = stv_tmp_.s5; (p)[8*(i)+6] = stv_tmp_.s6; (p)[8*(i)+7] = stv_tmp_.s7; \
                                } while (0)
 #define LDV(T, W, i, p) CAT(LDV_, W)(T, i, p)
 #define STV(T, W, v, i, p) CAT(STV_, W)(T, v, i, p)
