@@ -1,31 +1,939 @@
-"""Convolution and pooling (to be written): conv1d, conv2d, conv_transpose2d, max_pool2d,
-avg_pool2d, adaptive_avg_pool2d, with torch.nn.functional's signatures."""
-FUNCTIONS = {}
-METHODS = {}
+"""Convolution and pooling with torch.nn.functional's signatures: conv1d, conv2d,
+conv_transpose2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+
+Convolutions run direct kernels (cl_kernels/conv.mako), not im2col + GEMM: an implicit GEMM that
+reads its pixel vectors straight from a zero-padded copy of the input, and a second kernel for
+the weight gradient. Measured on PoCL for a 3x3 convolution of 32x32x32x32 to 64 channels, the
+products alone through linalg.gemm (without forming the column matrix, nine times the input, and
+its packed copy) take 1.6x the direct kernel's time forward and for the input gradient, 1.3x for
+the weight gradient. Every convolution is one Op, `Convolution` (torch's aten::convolution,
+whose node is ConvolutionBackward0):
+
+- conv2d (conv1d is conv2d over a height of 1): conv_fwd over the padded input;
+- conv_transpose2d: split into stride_h * stride_w stride-1 convolutions, one per output phase
+  (the output pixels oh = a * stride + r only see the kernel taps kh with
+  (r + padding - kh * dilation) % stride == 0), each with its taps flipped, so that no FLOP is
+  spent on the zeros a "dilate the input, then convolve" scheme would multiply;
+- the input gradient of one is the other (conv2d <-> conv_transpose2d with the same weight),
+  the weight gradient is `ConvWeightGrad` (conv_wgrad), the bias gradient a sum. ConvWeightGrad
+  is bilinear and differentiates into Convolutions again, so every order of gradient works.
+
+Pooling (cl_kernels/pool.mako) runs one work-item per output row forward and, backward, one per
+input row that gathers from the outputs whose windows hold it: no atomics, deterministic. The
+backward passes are Ops too (max: gather by the saved indices; averages: the forward pooling), so
+they can be differentiated again.
+"""
+import numbers
+
+from .. import dtypes
+from ..autograd.function import Op
+from ..runtime.kernels import Program, get_kernel, grid, launch, render
+from ..tensor import Tensor, empty_tensor, numel_of
+from . import views
+from ._base import (cast_raw, check_fp64, contiguous_raw, copy_into, fill_raw, full_raw,
+                    same_device, size_repr, view_raw)
+
+FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
+_TORCH_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
+                dtypes.bfloat16: "BFloat16", dtypes.int32: "Int", dtypes.int64: "Long",
+                dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
+_C_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
+            dtypes.bfloat16: "c10::BFloat16"}
+
+# Register blocking of the kernels, per kind of device (build options of conv.mako). VW is the
+# vector width (the device's VEC / VEC8 unless set); MR x NV*VW the outputs of a conv_fwd
+# work-item, MW x TJ (times VW lanes) the sums of a conv_wgrad one; LY / LX the work-group sizes
+# (on a CPU the work-items of a group run on one core and share their input in its cache).
+# Measured on PoCL (AVX-512 machine, 256-bit vectors) for 3x3 convolutions of 32 and 64
+# channels: 4 x 24 forward (6 x 16 and 4 x 16 within 5%; 8 x 16 and 6 x 24 spill and take twice
+# as long) and 3 x 4 for the weight gradient (2 x 6 within 2%, 4 x 2 and 2 x 4 15-30% slower,
+# 4 x 3 and 3 x 5 spill: 1.7-1.9x). The GPU blocking is a guess: no GPU was at hand to tune it.
+CONFIGS = {
+    "cpu": {"MR": 4, "NV": 3, "MW": 3, "TJ": 4, "LY": 8, "LX": 8},
+    "gpu": {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 4, "LX": 16},
+}
+_SOURCES = {dt: render("conv.mako", dt=dt) for dt in FLOATS}
+_POOL = {dt: Program("pool", dt.short, render("pool.mako", dt=dt)) for dt in FLOATS}
 
 
+def _compute_dtype(dt):
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+_PLANS = {}             # (device, dtype) -> (config, vector width, Program)
+_PROGRAMS = {}          # (dtype, build options) -> Program
+
+
+def _program(dt, vw, kind):
+    cfg = CONFIGS[kind]
+    opts = f"-DVW={vw} " + " ".join(f"-D{k}={cfg[k]}" for k in ("MR", "NV", "MW", "TJ"))
+    prog = _PROGRAMS.get((dt, opts))
+    if prog is None:
+        prog = _PROGRAMS[(dt, opts)] = Program("conv", f"{dt.short}_{kind}{vw}", _SOURCES[dt],
+                                               opts)
+    return prog
+
+
+def _plan(dev, dt):
+    """(config, vector width, Program) of the convolution kernels for dtype dt on dev: the
+    device's vector width (VEC, or VEC8 for float64) unless the config sets one."""
+    plan = _PLANS.get((dev, dt))
+    if plan is None:
+        kind = "cpu" if dev.is_cpu else "gpu"
+        cfg = CONFIGS[kind]
+        vw = cfg.get("VW") or (dev.vec8 if dt is dtypes.float64 else dev.vec)
+        if dt is dtypes.float64 and "VW" in cfg:
+            vw = max(2, vw // 2)          # the same register width
+        plan = _PLANS[(dev, dt)] = (cfg, vw, _program(dt, vw, kind))
+    return plan
+
+
+for _dt in FLOATS:          # what CPUs use, listed at import for the prebuild tool
+    _program(_dt, 4 if _dt is dtypes.float64 else 8, "cpu")
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _bias_args(bias, fallback):
+    """(buffer, offset, stride, present) of the bias kernel arguments; any buffer when none."""
+    if bias is None:
+        return fallback._storage.buf, 0, 0, 0
+    return bias._storage.buf, bias._offset, bias._strides[0], 1
+
+
+# ---- raw kernels (no autograd) -------------------------------------------------------------------
+def _pad_raw(x, top, left, Hq, Wq, slack, cdt):
+    """x (N, C, H, W, any strides) in a fresh zero-padded buffer of dtype cdt: plane r = n * C + c
+    holds x[n, c, i - top, j - left] at i * Wq + j, planes Hq * Wq apart, followed by `slack`
+    elements that reads past the last plane may touch (never used)."""
+    N, C, H, W = x._shape
+    dev = x._storage.device
+    plane = Hq * Wq
+    buf = empty_tensor((N * C * plane + slack,), cdt, dev)
+    rows = N * C * Hq
+    if rows:
+        _, _, prog = _plan(dev, x._dtype)
+        gs, ls = grid(dev, rows)
+        launch(dev, get_kernel(dev, prog, "pad"), gs, ls, buf._storage.buf, plane,
+               x._storage.buf, x._offset, *x._strides, C, H, W, Hq, Wq, top, left, rows)
+    return buf
+
+
+def _pack_raw(w, offset, strides, G, Cog, Cig, KH, KW, R):
+    """The weight of a (grouped) convolution in panels of R output channels, in the compute
+    dtype: element ((g * MB + mb) * K + k) * R + i is the weight of output channel mb * R + i of
+    group g at tap k = (ci * KH + kh) * KW + kw, read at offset + (g, co, ci, kh, kw) . strides."""
+    dev = w._storage.device
+    _, _, prog = _plan(dev, w._dtype)
+    MB = _ceil(Cog, R)
+    total = G * MB * Cig * KH * KW * R
+    wp = empty_tensor((total,), _compute_dtype(w._dtype), dev)
+    gs, ls = grid(dev, total)
+    launch(dev, get_kernel(dev, prog, "pack_w"), gs, ls, wp._storage.buf, w._storage.buf, offset,
+           *strides, Cog, Cig, KH, KW, MB, R, total)
+    return wp
+
+
+def _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw):
+    """How conv_fwd walks the output: stride-1 convolutions flat over a virtual image Wq wide
+    (one virtual row of OH * Wq lanes), strided ones row by row. Returns (rows, lanes per row,
+    wrap, rowstep, lane stride, tiles per row)."""
+    nr = cfg["NV"] * vw
+    if sh == 1 and sw == 1:
+        VR, VL, wrap, rowstep = 1, OH * Wq, Wq, 0
+    else:
+        VR, VL, wrap, rowstep = OH, OW, 1 << 30, sh * Wq
+    return VR, VL, wrap, rowstep, sw, _ceil(VL, nr)
+
+
+def _fwd_reach(cfg, vw, geo, Cig, KH, KW, dh, dw, Wq, plane):
+    """The furthest element (from a plane's origin) a conv_fwd work-item reads."""
+    VR, VL, wrap, rowstep, ls, tiles = geo
+    nr = cfg["NV"] * vw
+    return ((Cig - 1) * plane + (VR - 1) * rowstep + (tiles * nr - 1) * ls + (KH - 1) * dh * Wq
+            + (KW - 1) * dw)
+
+
+def _conv_fwd(out, xp, xo, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH, OW, sh, sw):
+    dev = out._storage.device
+    cfg, vw, prog = _plan(dev, out._dtype)
+    VR, VL, wrap, rowstep, ls, tiles = _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw)
+    N = out._shape[0]
+    MB = _ceil(Cog, cfg["MR"])
+    ntiles = VR * tiles
+    if dev.is_cpu:
+        # a CPU runs a work-group on one core: LY blocks of output channels share the input
+        lx, ly = 1, min(cfg["LY"], MB, dev.max_work_group_size)
+    else:
+        lx, ly = min(cfg["LX"], dev.max_work_group_size), 1
+    k = get_kernel(dev, prog, "conv_fwd_1" if sw == 1 else "conv_fwd_s")
+    launch(dev, k, (_ceil(ntiles, lx) * lx, _ceil(MB, ly) * ly, N * G), (lx, ly, 1),
+           out._storage.buf, out._offset, *out._strides, xp._storage.buf, xo, plane, Wq,
+           wp._storage.buf, *_bias_args(bias, xp), Cig, Cog, G, KH, KW, dh, dw, OH, OW, VL,
+           tiles, ntiles, wrap, rowstep, sw, MB)
+
+
+def conv2d_raw(x, w, bias, stride, pad, dilation, groups, out_hw):
+    """conv2d of 4-d x (N, G * Cig, H, W) and w (G * Cog, Cig, KH, KW) with padding (top, left)
+    and output size out_hw (the bottom and right padding follow from it); not recorded."""
+    N, C, H, W = x._shape
+    Co, Cig, KH, KW = w._shape
+    (sh, sw), (pt, pl), (dh, dw), (OH, OW), G = stride, pad, dilation, out_hw, groups
+    dev = x._storage.device
+    out = empty_tensor((N, Co, OH, OW), x._dtype, dev)
+    if not out.numel():
+        return out
+    if Cig * KH * KW == 0:                   # no input channels: the bias alone
+        return _fill_bias(out, bias)
+    cfg, vw, _ = _plan(dev, x._dtype)
+    Cog = Co // G
+    Hq, Wq = (OH - 1) * sh + (KH - 1) * dh + 1, (OW - 1) * sw + (KW - 1) * dw + 1
+    geo = _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw)
+    plane = Hq * Wq
+    slack = max(0, _fwd_reach(cfg, vw, geo, Cig, KH, KW, dh, dw, Wq, plane) + 1 - Cig * plane)
+    xp = _pad_raw(x, pt, pl, Hq, Wq, slack, _compute_dtype(x._dtype))
+    s = w._strides
+    wp = _pack_raw(w, w._offset, (Cog * s[0],) + s, G, Cog, Cig, KH, KW, cfg["MR"])
+    _conv_fwd(out, xp, 0, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH, OW, sh, sw)
+    return out
+
+
+def _fill_bias(out, bias):
+    """out (N, C, H, W) <- the bias broadcast (zeros without one)."""
+    if bias is None:
+        return fill_raw(out, 0)
+    b = view_raw(bias, out._shape, (0, bias._strides[0], 0, 0), bias._offset)
+    return copy_into(out, b)
+
+
+def _phases(K, s, p, d, out):
+    """conv_transpose along one dim as `s` stride-1 correlations: output index o = a * s + r
+    (a = 0 .. A - 1) sums input[a + c0 - t * dd] * weight[taps[t]] over the taps kh with
+    (r + p - kh * d) % s == 0. Returns per phase r: (r, A, taps, dd, top) where the correlation
+    with its taps flipped reads a zero-padded input with `top` rows of padding."""
+    phases = []
+    for r in range(s):
+        A = max(0, _ceil(out - r, s))
+        taps = [k for k in range(K) if (r + p - k * d) % s == 0]
+        if not taps or not A:
+            phases.append((r, A, [], 1, 0))
+            continue
+        dd = (taps[1] - taps[0]) * d // s if len(taps) > 1 else 1
+        c0 = (r + p - taps[0] * d) // s
+        phases.append((r, A, taps, dd, (len(taps) - 1) * dd - c0))
+    return phases
+
+
+def conv_transpose2d_raw(x, w, bias, stride, pad, dilation, groups, out_hw):
+    """conv_transpose2d of 4-d x (N, G * Cig, H, W) and w (G * Cig, Cog, KH, KW) with padding
+    (top, left) and output size out_hw; not recorded. One stride-1 conv_fwd per output phase,
+    all reading one padded copy of x."""
+    N, C, H, W = x._shape
+    _, Cog, KH, KW = w._shape
+    (sh, sw), (pt, pl), (dh, dw), (OH, OW), G = stride, pad, dilation, out_hw, groups
+    Cig = C // G
+    dev = x._storage.device
+    out = empty_tensor((N, G * Cog, OH, OW), x._dtype, dev)
+    if not out.numel():
+        return out
+    ph = [q for q in _phases(KH, sh, pt, dh, OH) if q[1]]
+    pw = [q for q in _phases(KW, sw, pl, dw, OW) if q[1]]
+    live = [(a, b) for a in ph for b in pw if a[2] and b[2]]
+    if Cig == 0 or len(live) < len(ph) * len(pw):       # some outputs see no tap: bias only
+        _fill_bias(out, bias)
+        if Cig == 0:
+            return out
+    if not live:
+        return out
+    cfg, vw, _ = _plan(dev, x._dtype)
+    # one padded input for every phase: as much padding as the most padded phase wants, each
+    # phase starting `top - its top` rows (and columns) in
+    top = max(a[4] for a, _ in live)
+    left = max(b[4] for _, b in live)
+    Hq = max(top - a[4] + a[1] + (len(a[2]) - 1) * a[3] for a, _ in live)
+    Wq = max(left - b[4] + b[1] + (len(b[2]) - 1) * b[3] for _, b in live)
+    plane = Hq * Wq
+    reach = 0
+    for a, b in live:
+        geo = _fwd_geometry(cfg, vw, a[1], b[1], Wq, 1, 1)
+        start = (top - a[4]) * Wq + (left - b[4])
+        reach = max(reach, start + _fwd_reach(cfg, vw, geo, Cig, len(a[2]), len(b[2]), a[3],
+                                              b[3], Wq, plane))
+    xp = _pad_raw(x, top, left, Hq, Wq, max(0, reach + 1 - Cig * plane), _compute_dtype(x._dtype))
+    s0, s1, s2, s3 = w._strides
+    on, oc, oh_, ow_ = out._strides
+    for a, b in live:
+        (r, A, th, ddh, ta), (c, B, tw, ddw, tb) = a, b
+        step_h = th[1] - th[0] if len(th) > 1 else 1
+        step_w = tw[1] - tw[0] if len(tw) > 1 else 1
+        # taps flipped: tap t reads weight[th[-1] - t * step]
+        wp = _pack_raw(w, w._offset + th[-1] * s2 + tw[-1] * s3,
+                       (Cig * s0, s1, s0, -step_h * s2, -step_w * s3), G, Cog, Cig, len(th),
+                       len(tw), cfg["MR"])
+        view = view_raw(out, (N, G * Cog, A, B), (on, oc, sh * oh_, sw * ow_),
+                        out._offset + r * oh_ + c * ow_)
+        _conv_fwd(view, xp, (top - ta) * Wq + (left - tb), plane, Wq, wp, bias, G, Cig, Cog,
+                  len(th), len(tw), ddh, ddw, A, B, 1, 1)
+    return out
+
+
+def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
+    """The weight gradient of conv2d(x, w) for output gradient g: (G * Cog, Cig, KH, KW) with
+    dW[co, ci, kh, kw] = sum over n, oh, ow of g[n, co, oh, ow] * x_padded[n, ci, oh * sh + kh * dh,
+    ow * sw + kw * dw] (within each group); not recorded."""
+    N, C, H, W = x._shape
+    _, Co, OH, OW = g._shape
+    (sh, sw), (pt, pl), (dh, dw), (KH, KW), G = stride, pad, dilation, k_hw, groups
+    Cig, Cog = C // G, Co // G
+    dev = x._storage.device
+    dt, cdt = x._dtype, _compute_dtype(x._dtype)
+    K = Cig * KH * KW
+    if N * OH * OW == 0 or K * Co == 0:
+        return full_raw((Co, Cig, KH, KW), 0, dt, dev)
+    cfg, vw, prog = _plan(dev, dt)
+    Hq, Wq = (OH - 1) * sh + (KH - 1) * dh + 1, (OW - 1) * sw + (KW - 1) * dw + 1
+    plane = Hq * Wq
+    OWv = _ceil(OW, vw) * vw
+    # masked lanes past the end of the last row still read (then drop) elements
+    reach = ((Cig - 1) * plane + (OH - 1) * sh * Wq + (OWv - 1) * sw + (KH - 1) * dh * Wq
+             + (KW - 1) * dw)
+    xp = _pad_raw(x, pt, pl, Hq, Wq, max(0, reach + 1 - Cig * plane), cdt)
+    # the gradient's rows are read VW at a time: a padded copy unless they are whole vectors
+    if g._dtype is cdt and g._strides[3] == 1 and OW % vw == 0:
+        gv = g
+    else:
+        gv = view_raw(_pad_raw(g, 0, 0, OH, OWv, 0, cdt), (N, Co, OH, OWv),
+                      (Co * OH * OWv, OH * OWv, OWv, 1), 0)
+    JB, CB = _ceil(K, cfg["TJ"]), _ceil(Cog, cfg["MW"])
+    # split the batch when there are too few blocks of sums to keep every core busy
+    want = 16 * dev.compute_units * (1 if dev.is_cpu else 16)
+    NC = max(1, min(N, want // (JB * CB * G)))
+    part = empty_tensor((NC, Co, Cig, KH, KW), cdt, dev)
+    lx = min(cfg["LX"], JB, dev.max_work_group_size)
+    k = get_kernel(dev, prog, "conv_wgrad_1" if sw == 1 else "conv_wgrad_s")
+    launch(dev, k, (_ceil(JB, lx) * lx, CB, NC * G), (lx, 1, 1), part._storage.buf,
+           gv._storage.buf, gv._offset, *gv._strides[:3], xp._storage.buf, plane, Wq, Cig, Cog,
+           G, KH, KW, dh, dw, OH, OW, sh * Wq, sw, N, NC)
+    if NC > 1:
+        from .reduce import reduce_raw
+        return reduce_raw("sum", part, (0,), False, out_dtype=dt)
+    return cast_raw(view_raw(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)
+
+
+# ---- autograd ops --------------------------------------------------------------------------------
+# Convolution tensors are 4-d, or 3-d for 1-d convolutions (seen as 4-d with a height of 1; the
+# geometry is then always given for two dims).
+def _as4(t):
+    if t is None or len(t._shape) == 4:
+        return t
+    n, c, l = t._shape
+    s = t._strides
+    return view_raw(t, (n, c, 1, l), (s[0], s[1], l * s[2], s[2]), t._offset)
+
+
+def _as3(t):
+    n, c, _, l = t._shape
+    return view_raw(t, (n, c, l), (t._strides[0], t._strides[1], t._strides[3]), t._offset)
+
+
+def _spatial(shape):
+    return tuple(shape[2:]) if len(shape) == 4 else (1, shape[2])
+
+
+def _sum_bias(g):
+    # the spatial dims first: one pass over contiguous rows, then a small sum over the batch
+    # (measured 10x faster here than one reduction over the non-adjacent dims (0, 2, 3))
+    return g.sum((2, 3) if g.ndim == 4 else 2).sum(0)
+
+
+class Convolution(Op):
+    """torch's aten::convolution: conv2d or conv_transpose2d (1-d ones as 2-d over a height of
+    1); `pad` is (top, left), out_hw the output's (height, width)."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias, stride, pad, dilation, transposed, out_hw, groups):
+        ctx.geo = (stride, pad, dilation, groups)
+        ctx.transposed = transposed
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, w if need[0] else None)
+        raw = conv_transpose2d_raw if transposed else conv2d_raw
+        out = raw(_as4(x), _as4(w), bias, stride, pad, dilation, groups, out_hw)
+        return out if len(x._shape) == 4 else _as3(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        stride, pad, dilation, groups = ctx.geo
+        need = ctx.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gx = Convolution.apply(g, w, None, stride, pad, dilation, not ctx.transposed,
+                                   _spatial(ctx._in_meta[0][0]), groups)
+        if need[1]:
+            k_hw = _spatial(ctx._in_meta[1][0])
+            if ctx.transposed:       # the transposed convolution's input plays the gradient
+                gw = ConvWeightGrad.apply(g, x, stride, pad, dilation, groups, k_hw)
+            else:
+                gw = ConvWeightGrad.apply(x, g, stride, pad, dilation, groups, k_hw)
+        if need[2]:
+            gb = _sum_bias(g)
+        return gx, gw, gb, None, None, None, None, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, w, b = args[:3]
+        tx, tw, tb = tangents[:3]
+        rest = args[3:]
+        t = None
+        if tx is not None:
+            t = Convolution.apply(tx, w, None, *rest)
+        if tw is not None:
+            u = Convolution.apply(x, tw, None, *rest)
+            t = u if t is None else t + u
+        if tb is not None:
+            u = views.reshape(tb, (1, -1, 1, 1) if len(out._shape) == 4 else (1, -1, 1))
+            t = views.expand(u, out._shape) if t is None else t + u
+        return t
+
+
+class ConvWeightGrad(Op):
+    """The weight gradient of conv2d(x, w) for output gradient g, as a function of x and g (both
+    4-d or both 3-d); bilinear, so its own gradients are convolutions again."""
+
+    @staticmethod
+    def forward(ctx, x, g, stride, pad, dilation, groups, k_hw):
+        ctx.geo = (stride, pad, dilation, groups)
+        need = ctx.needs_input_grad
+        if need:
+            ctx.save_for_backward(x if need[1] else None, g if need[0] else None)
+        out = conv_weight_grad_raw(_as4(x), _as4(g), stride, pad, dilation, groups, k_hw)
+        if len(x._shape) == 3:
+            co, ci, _, kw = out._shape
+            out = view_raw(out, (co, ci, kw), (out._strides[0], out._strides[1], 1), out._offset)
+        return out
+
+    @staticmethod
+    def backward(ctx, gw):
+        # <gw, W(x, g)> = <g, conv2d(x, gw)> = <x, conv_transpose2d(g, gw)>
+        x, g = ctx.saved_tensors
+        stride, pad, dilation, groups = ctx.geo
+        need = ctx.needs_input_grad
+        gx = gg = None
+        if need[0]:
+            gx = Convolution.apply(g, gw, None, stride, pad, dilation, True,
+                                   _spatial(ctx._in_meta[0][0]), groups)
+        if need[1]:
+            gg = Convolution.apply(x, gw, None, stride, pad, dilation, False,
+                                   _spatial(ctx._in_meta[1][0]), groups)
+        return gx, gg, None, None, None, None, None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, g = args[:2]
+        tx, tg = tangents[:2]
+        t = None
+        if tx is not None:
+            t = ConvWeightGrad.apply(tx, g, *args[2:])
+        if tg is not None:
+            u = ConvWeightGrad.apply(x, tg, *args[2:])
+            t = u if t is None else t + u
+        return t
+
+
+# ---- argument checks with torch's messages -------------------------------------------------------
+def _check_tensor(op, name, pos, t, optional=False):
+    if t is None and optional:
+        return
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(t).__name__}")
+
+
+def _check_float(op, t):
+    if t._dtype not in FLOATS:
+        raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[t._dtype]}\'')
+    check_fp64(t._dtype, t._storage.device)
+
+
+def _ints(op, name, v, n, what="convolution dimensions"):
+    """An int or a sequence of ints as an n-tuple, with torch's error otherwise."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return (int(v),) * n
+    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
+        if len(v) == 1:
+            return (int(v[0]),) * n
+        if len(v) == n:
+            return tuple(int(e) for e in v)
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values "
+                           f"to match the {what}, but got {name}={list(v)}")
+    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+
+
+def _check_conv(op, x, w, bias, groups, nd, transposed):
+    """torch's checks of input, weight, bias and groups (shapes, dtypes, devices)."""
+    _check_tensor(op, "input", 1, x)
+    _check_tensor(op, "weight", 2, w)
+    _check_tensor(op, "bias", 3, bias, optional=True)
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, "
+                           f"but got input of size: {size_repr(x._shape)}")
+    if w.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"{op}: expected a {nd + 2}-D weight, but got weight of size "
+                           f"{size_repr(w._shape)}")
+    same_device(op, [x, w, bias])
+    if w._dtype is not x._dtype:
+        raise RuntimeError(f"Input type ({_C_NAMES.get(x._dtype, x._dtype.name)}) and weight type "
+                           f"({_C_NAMES.get(w._dtype, w._dtype.name)}) should be the same")
+    if bias is not None and bias._dtype is not x._dtype:
+        raise RuntimeError(f"Input type ({_C_NAMES.get(x._dtype, x._dtype.name)}) and bias type "
+                           f"({_C_NAMES.get(bias._dtype, bias._dtype.name)}) should be the same")
+    _check_float(op, x)
+    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool):
+        raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if w._shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{size_repr(w._shape)}] "
+                           f"instead")
+    batched = x.ndim == nd + 2
+    shape = x._shape if batched else (1,) + tuple(x._shape)
+    cin = w._shape[0] if transposed else w._shape[1] * groups
+    if shape[1] != cin:
+        t = "transposed=1" if transposed else f"groups={groups}"
+        raise RuntimeError(f"Given {t}, weight of size {size_repr(w._shape)}, expected "
+                           f"input{size_repr(shape)} to have {cin} channels, but got {shape[1]} "
+                           f"channels instead")
+    cout = w._shape[1] * groups if transposed else w._shape[0]
+    if bias is not None and (bias.ndim != 1 or bias._shape[0] != cout):
+        t = "transposed=1, " if transposed else ""
+        raise RuntimeError(f"Given {t}weight of size {size_repr(w._shape)}, expected bias to be "
+                           f"1-dimensional with {cout} elements, but got bias of size "
+                           f"{size_repr(bias._shape)} instead")
+    return batched
+
+
+def _check_geometry(stride, padding, dilation):
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+
+
+def _x_str(sizes):
+    return " x ".join(str(s) for s in sizes)
+
+
+def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d / conv2d: checks, then one Convolution over (batched) 3-d or 4-d tensors."""
+    batched = _check_conv(op, input, weight, bias, groups, nd, False)
+    stride = _ints(op, "stride", stride, nd)
+    dilation = _ints(op, "dilation", dilation, nd)
+    ks = tuple(weight._shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            before = after = (0,) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            # the odd one of an odd total goes after, as torch does
+            total = [d * (k - 1) for d, k in zip(dilation, ks)]
+            before = tuple(t // 2 for t in total)
+            after = tuple(t - t // 2 for t in total)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        before = after = _ints(op, "padding", padding, nd)
+    _check_geometry(stride, before, dilation)
+    sizes = tuple(input._shape[-nd:])
+    padded = tuple(n + a + b for n, a, b in zip(sizes, before, after))
+    dilated = tuple(d * (k - 1) + 1 for d, k in zip(dilation, ks))
+    if any(p < k for p, k in zip(padded, dilated)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({_x_str(padded)}). "
+                           f"Kernel size: ({_x_str(dilated)}). Kernel size can't be greater than "
+                           f"actual input size")
+    out = tuple((p - k) // s + 1 for p, k, s in zip(padded, dilated, stride))
+    x = input if batched else views.unsqueeze(input, 0)
+    if nd == 1:
+        stride, before, dilation, out = (1,) + stride, (0,) + before, (1,) + dilation, (1,) + out
+    y = Convolution.apply(x, weight, bias, stride, before, dilation, False, out, groups)
+    return y if batched else views.squeeze(y, 0)
+
+
+# ---- public functions ----------------------------------------------------------------------------
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    raise NotImplementedError("conv1d is not implemented yet")
+    """1-D convolution (cross-correlation) of (N, C_in, L) or (C_in, L) input with a
+    (C_out, C_in / groups, K) weight; padding is an int, a 1-tuple, 'valid' or 'same'.
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[[1.0, 2.0, 3.0, 4.0]]])
+    >>> clgrad.conv1d(x, clgrad.tensor([[[1.0, 1.0]]])).tolist()
+    [[[3.0, 5.0, 7.0]]]
+    """
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    raise NotImplementedError("conv2d is not implemented yet")
+    """2-D convolution (cross-correlation) of (N, C_in, H, W) or (C_in, H, W) input with a
+    (C_out, C_in / groups, KH, KW) weight; padding is an int, a pair, 'valid' or 'same'.
+
+    >>> import clgrad
+    >>> x = clgrad.arange(16.0).reshape(1, 1, 4, 4)
+    >>> clgrad.conv2d(x, clgrad.ones(1, 1, 2, 2), stride=2).tolist()
+    [[[[10.0, 18.0], [42.0, 50.0]]]]
+    >>> clgrad.conv2d(x, clgrad.ones(2, 1, 3, 3), padding="same").shape
+    clgrad.Size([1, 2, 4, 4])
+    """
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    raise NotImplementedError("conv_transpose2d is not implemented yet")
+    """2-D transposed convolution (the input gradient of conv2d) of (N, C_in, H, W) or
+    (C_in, H, W) input with a (C_in, C_out / groups, KH, KW) weight. Output size per dim:
+    (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1.
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    >>> clgrad.conv_transpose2d(x, clgrad.ones(1, 1, 2, 2), stride=2).tolist()[0][0][0]
+    [1.0, 1.0, 2.0, 2.0]
+    """
+    op = "conv_transpose2d"
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    batched = _check_conv(op, input, weight, bias, groups, 2, True)
+    stride = _ints(op, "stride", stride, 2)
+    padding = _ints(op, "padding", padding, 2)
+    output_padding = _ints(op, "output_padding", output_padding, 2)
+    dilation = _ints(op, "dilation", dilation, 2)
+    _check_geometry(stride, padding, dilation)
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)) or \
+            any(o < 0 for o in output_padding):
+        (oh, ow), (sh, sw), (dh, dw) = output_padding, stride, dilation
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_height: {oh} output_padding_width: {ow} "
+                           f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
+                           f"dilation_width: {dw}")
+    sizes = tuple(input._shape[-2:])
+    out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+                zip(sizes, stride, padding, dilation, weight._shape[2:], output_padding))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"Given input size per channel: ({_x_str(sizes)}). Calculated output "
+                           f"size per channel: ({_x_str(out)}). Output size is too small")
+    x = input if batched else views.unsqueeze(input, 0)
+    y = Convolution.apply(x, weight, bias, stride, padding, dilation, True, out, groups)
+    return y if batched else views.squeeze(y, 0)
+
+
+# ---- pooling -------------------------------------------------------------------------------------
+# The pooling ops take (N, C, H, W) or unbatched (C, H, W) tensors, as torch's kernels do.
+def _pool_launch(name, dt, dev, rows, *args):
+    k = get_kernel(dev, _POOL[dt], name)
+    gs, ls = grid(dev, rows)
+    launch(dev, k, gs, ls, *args, rows)
+
+
+def _planes(x):
+    """x's buffer, offset, batch / channel / row / column strides and channel count."""
+    st = tuple(x._strides) if len(x._shape) == 4 else (0,) + tuple(x._strides)
+    return (x._storage.buf, x._offset) + st + (x._shape[-3],)
+
+
+def _pool_out(x, out_hw):
+    return empty_tensor(tuple(x._shape[:-2]) + tuple(out_hw), x._dtype, x._storage.device)
+
+
+def _rows(shape):
+    """Rows of a (N, C, H, W) or (C, H, W) shape, and whether there is anything in them."""
+    return numel_of(shape[:-1]), shape[-1] > 0
+
+
+class MaxPool2DWithIndices(Op):
+    """max_pool2d: (values, int64 index of each max in its H * W plane)."""
+
+    @staticmethod
+    def forward(ctx, x, k, stride, pad, dilation, out_hw, want_idx):
+        out = _pool_out(x, out_hw)
+        idx = empty_tensor(out._shape, dtypes.int64, x._storage.device)
+        rows, live = _rows(out._shape)
+        if rows and live:
+            # the indices are only written when someone needs them (the caller or backward)
+            keep = int(bool(want_idx or ctx.needs_input_grad))
+            _pool_launch("max_pool_fwd", x._dtype, x._storage.device, rows, out._storage.buf,
+                         idx._storage.buf, keep, *_planes(x), *x._shape[-2:], *out_hw, *k,
+                         *stride, *pad, *dilation)
+        ctx.geo = (k, stride, pad, dilation)
+        ctx.mark_non_differentiable(idx)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(idx)
+        return out, idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        idx, = ctx.saved_tensors
+        gx = MaxPool2DWithIndicesBackward.apply(g, idx, ctx._in_meta[0][0], *ctx.geo)
+        return gx, None, None, None, None, None, None
+
+
+MaxPool2DWithIndices._backward_cls._handles_none = True
+
+
+class MaxPool2DWithIndicesBackward(Op):
+    """The input gradient of max_pool2d: each output's gradient goes to its max's index."""
+
+    @staticmethod
+    def forward(ctx, g, idx, x_shape, k, stride, pad, dilation):
+        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(idx)
+        rows, live = _rows(x_shape)
+        if rows and live:
+            g = contiguous_raw(g)
+            _pool_launch("max_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
+                         g._storage.buf, idx._storage.buf, *x_shape[-2:], *g._shape[-2:], *k,
+                         *stride, *pad, *dilation)
+        return gx
+
+    @staticmethod
+    def backward(ctx, ggx):
+        # linear in g: the adjoint picks ggx at each output's index
+        idx, = ctx.saved_tensors
+        lead, (oh, ow) = tuple(idx._shape[:-2]), idx._shape[-2:]
+        flat = views.reshape(ggx, lead + (-1,))
+        if numel_of(idx._shape) == 0:
+            picked = full_raw(idx._shape, 0, ggx._dtype, ggx._storage.device)
+        else:
+            from .index import gather
+            picked = views.reshape(gather(flat, -1, views.reshape(idx, lead + (oh * ow,))),
+                                   idx._shape)
+        return picked, None, None, None, None, None, None
+
+
+class AvgPool2D(Op):
+    @staticmethod
+    def forward(ctx, x, k, stride, pad, out_hw, include_pad, divisor):
+        out = _pool_out(x, out_hw)
+        rows, live = _rows(out._shape)
+        if rows and live:
+            _pool_launch("avg_pool_fwd", x._dtype, x._storage.device, rows, out._storage.buf,
+                         *_planes(x), *x._shape[-2:], *out_hw, *k, *stride, *pad,
+                         int(include_pad), divisor)
+        ctx.args = (k, stride, pad, include_pad, divisor)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = AvgPool2DBackward.apply(g, ctx._in_meta[0][0], *ctx.args)
+        return gx, None, None, None, None, None, None
+
+
+class AvgPool2DBackward(Op):
+    """The input gradient of avg_pool2d: each output's gradient spread over its window."""
+
+    @staticmethod
+    def forward(ctx, g, x_shape, k, stride, pad, include_pad, divisor):
+        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
+        rows, live = _rows(x_shape)
+        if rows and live:
+            g = contiguous_raw(g)
+            _pool_launch("avg_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
+                         g._storage.buf, *x_shape[-2:], *g._shape[-2:], *k, *stride, *pad,
+                         int(include_pad), divisor)
+        ctx.args = (k, stride, pad, include_pad, divisor)
+        return gx
+
+    @staticmethod
+    def backward(ctx, ggx):
+        # linear in g, and avg_pool2d is its adjoint
+        k, stride, pad, include_pad, divisor = ctx.args
+        out_hw = tuple(ctx._in_meta[0][0][-2:])
+        gg = AvgPool2D.apply(ggx, k, stride, pad, out_hw, include_pad, divisor)
+        return gg, None, None, None, None, None, None
+
+
+class AdaptiveAvgPool2D(Op):
+    @staticmethod
+    def forward(ctx, x, out_hw):
+        out = _pool_out(x, out_hw)
+        rows, live = _rows(out._shape)
+        if rows and live:
+            _pool_launch("adaptive_avg_fwd", x._dtype, x._storage.device, rows,
+                         out._storage.buf, *_planes(x), *x._shape[-2:], *out_hw)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return AdaptiveAvgPool2DBackward.apply(g, ctx._in_meta[0][0]), None
+
+
+class AdaptiveAvgPool2DBackward(Op):
+    @staticmethod
+    def forward(ctx, g, x_shape):
+        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
+        rows, live = _rows(x_shape)
+        if rows and live:
+            g = contiguous_raw(g)
+            _pool_launch("adaptive_avg_bwd", g._dtype, g._storage.device, rows,
+                         gx._storage.buf, g._storage.buf, *x_shape[-2:], *g._shape[-2:])
+        return gx
+
+    @staticmethod
+    def backward(ctx, ggx):
+        return AdaptiveAvgPool2D.apply(ggx, tuple(ctx._in_meta[0][0][-2:])), None
+
+
+# ---- pooling arguments ---------------------------------------------------------------------------
+def _pool_ints(op, name, v, default=None):
+    if v is None or (isinstance(v, (tuple, list)) and len(v) == 0 and default is not None):
+        return default
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return (int(v),) * 2
+    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
+        if len(v) == 1:
+            return (int(v[0]),) * 2
+        if len(v) == 2:
+            return tuple(int(e) for e in v)
+        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of two ints")
+    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+
+
+def _pool_size(n, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape: a window may start in the left padding or in the input,
+    never in the right padding."""
+    eff = d * (k - 1) + 1
+    o = (n + 2 * p - eff + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _pool_input(op, x):
+    """torch's checks of a pooling input: (N, C, H, W) or (C, H, W), only N may be 0."""
+    _check_tensor(op, "input", 1, x)
+    if x.ndim not in (3, 4) or any(n == 0 for n in x._shape[-3:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{size_repr(x._shape)}")
+    _check_float(op, x)
+
+
+def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    k = _pool_ints(op, "kernel_size", kernel_size)
+    s = _pool_ints(op, "stride", stride, default=k)
+    p = _pool_ints(op, "padding", padding)
+    d = _pool_ints(op, "dilation", dilation)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: "
+                           f"{k[1]}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
+                           f"dilationW: {d[1]}")
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0 or pp > (dd * (kk - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
+    H, W = x._shape[-2:]
+    out = (_pool_size(H, k[0], s[0], p[0], d[0], ceil_mode),
+           _pool_size(W, k[1], s[1], p[1], d[1], ceil_mode))
+    if out[0] < 1 or out[1] < 1:
+        C = x._shape[-3]
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: "
+                           f"({C}x{out[0]}x{out[1]}). Output size is too small")
+    return k, s, p, d, out
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    raise NotImplementedError("max_pool2d is not implemented yet")
+    """2-D max pooling of (N, C, H, W) or (C, H, W) input; stride defaults to kernel_size. With
+    return_indices, also the int64 position of each max in its H * W plane (the first maximum in
+    row-major order; a NaN wins over numbers).
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[[[1.0, 5.0], [3.0, 2.0]]]])
+    >>> v, i = clgrad.max_pool2d(x, 2, return_indices=True)
+    >>> v.tolist(), i.tolist()
+    ([[[[5.0]]]], [[[[1]]]])
+    """
+    op = "max_pool2d"
+    _check_tensor(op, "input", 1, input)
+    if input.ndim not in (3, 4) or (input.ndim == 3 and not input.numel()):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    _pool_input(op, input)
+    k, s, p, d, out = _pool_geometry(op, input, kernel_size, stride, padding, dilation,
+                                     ceil_mode)
+    values, idx = MaxPool2DWithIndices.apply(input, k, s, p, d, out, bool(return_indices))
+    return (values, idx) if return_indices else values
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    raise NotImplementedError("avg_pool2d is not implemented yet")
+    """2-D average pooling of (N, C, H, W) or (C, H, W) input; stride defaults to kernel_size.
+    count_include_pad counts the zero padding in each window's divisor; divisor_override
+    replaces the divisor.
+
+    >>> import clgrad
+    >>> x = clgrad.arange(16.0).reshape(1, 1, 4, 4)
+    >>> clgrad.nn.functional.avg_pool2d(x, 2).tolist()
+    [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
+    op = "avg_pool2d"
+    _pool_input(op, input)
+    k, s, p, _, out = _pool_geometry(op, input, kernel_size, stride, padding, 1, ceil_mode)
+    divisor = 0
+    if divisor_override is not None:
+        divisor = int(divisor_override)
+        if divisor == 0:
+            raise RuntimeError("divisor must be not zero")
+    return AvgPool2D.apply(input, k, s, p, out, bool(count_include_pad), divisor)
 
 
 def adaptive_avg_pool2d(input, output_size):
-    raise NotImplementedError("adaptive_avg_pool2d is not implemented yet")
+    """Average pooling of (N, C, H, W) or (C, H, W) input to output_size (an int, or a pair
+    whose None entries keep the input's size): output o averages input
+    [floor(o * H / OH), ceil((o + 1) * H / OH)) along each dim.
+
+    >>> import clgrad
+    >>> x = clgrad.arange(5.0).reshape(1, 1, 1, 5)
+    >>> clgrad.nn.functional.adaptive_avg_pool2d(x, (1, 3)).tolist()
+    [[[[0.5, 2.0, 3.5]]]]
+    """
+    op = "adaptive_avg_pool2d"
+    _check_tensor(op, "input", 1, input)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{size_repr(input._shape)}")
+    for i in range(1, input.ndim):
+        if input._shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes "
+                               f"{size_repr(input._shape)} with dimension {i} being empty")
+    _check_float(op, input)
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 2:
+            raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+        out = tuple(input._shape[-2 + i] if v is None else v for i, v in enumerate(output_size))
+    else:
+        out = (output_size, output_size)
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in out):
+        raise TypeError(f"adaptive_avg_pool2d(): argument 'output_size' must be tuple of ints, "
+                        f"not {type(output_size).__name__}")
+    out = tuple(int(v) for v in out)
+    if any(v < 0 for v in out):
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or "
+                           f"equal to 0 but received {{{out[0]}, {out[1]}}}")
+    if out == (1, 1):          # a global average, as torch does it (its node is MeanBackward1)
+        return input.mean((-2, -1), keepdim=True)
+    return AdaptiveAvgPool2D.apply(input, out)
+
+
+FUNCTIONS = {"conv1d": conv1d, "conv2d": conv2d, "conv_transpose2d": conv_transpose2d,
+             "max_pool2d": max_pool2d}
+METHODS = {}
