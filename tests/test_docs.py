@@ -18,6 +18,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 @pytest.mark.parametrize("page", DOCS)
 def test_doc_page_examples_run(page, device, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)                  # examples that write files write them here
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "tools"))   # for the training example's data
     text = open(os.path.join(ROOT, "docs", page)).read()
     blocks = BLOCK.findall(text)
     ns = {"__name__": f"docs_{page[:-3]}"}

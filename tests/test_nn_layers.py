@@ -1,7 +1,6 @@
 """clgrad.nn layers and clgrad.nn.functional: every layer's forward against a numpy reference,
 gradients with gradcheck in float64, running statistics, dropout's randomness, and the wiring of
-the convolution and pooling modules (their kernels live in clgrad.ops.conv; the end-to-end checks
-skip while those are stubs)."""
+the convolution and pooling modules (their kernels live in clgrad.ops.conv)."""
 import copy
 import math
 
@@ -492,18 +491,11 @@ def np_conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilati
     return out if b is None else out + b[None, :, None, None]
 
 
-def _kernels_or_skip(fn):
-    try:
-        return fn()
-    except NotImplementedError as e:
-        pytest.skip(f"clgrad.ops.conv is still a stub: {e}")
-
-
 def test_conv_modules_end_to_end(device, precise):
     rng = np.random.default_rng(11)
     x = rng.normal(size=(2, 4, 7, 6))
     conv = nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
-    y = _kernels_or_skip(lambda: conv(T(x)))
+    y = conv(T(x))
     w, b = to_np(conv.weight).astype(np.float64), to_np(conv.bias).astype(np.float64)
     close(y, np_conv2d(x, w, b, (2, 1), (1, 0), (1, 2), 2), rtol=1e-4, atol=1e-4)
     same = nn.Conv2d(4, 2, 4, padding="same")
@@ -524,7 +516,7 @@ def test_conv_modules_end_to_end(device, precise):
 def test_pool_modules_end_to_end(device, precise):
     rng = np.random.default_rng(12)
     x = rng.normal(size=(2, 3, 6, 6))
-    y = _kernels_or_skip(lambda: nn.MaxPool2d(2)(T(x)))
+    y = nn.MaxPool2d(2)(T(x))
     close(y, x.reshape(2, 3, 3, 2, 3, 2).max((3, 5)))
     close(nn.AvgPool2d(3, stride=3)(T(x)), x.reshape(2, 3, 2, 3, 2, 3).mean((3, 5)))
     close(nn.AdaptiveAvgPool2d(1)(T(x)), x.mean((2, 3), keepdims=True))
