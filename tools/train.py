@@ -74,10 +74,10 @@ def main(argv=None):
     p.add_argument("--device", default=None, help="cl:N, pocl, nvidia, amd, intel (default: "
                    "CLGRAD_DEVICE, else the first GPU, else the first device)")
     p.add_argument("--model", choices=["cnn", "mlp"], default="cnn")
-    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--train-size", type=int, default=9000)
+    p.add_argument("--train-size", type=int, default=12000)
     p.add_argument("--test-size", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default=os.path.join(os.getcwd(), "shapes_checkpoint.clgrad"))
