@@ -146,6 +146,15 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     if len(kshape) > 8 or len(rshape) > 8:
         x = cast_raw(x, dt) if x._contig else _contig(x)
         return reduce_raw(name, x, dims, keepdim, scale, out_dtype)
+    if len(rshape) > 1 and not R.is_arg and dt.itemsize >= 4:
+        # Reduced dims that do not merge (a mean over batch and space of NCHW, say): reduce the
+        # last one first, keeping it as size 1, then the others. Each stage is then a plain row
+        # or column reduction instead of a per-element walk of the reduced dims. (16-bit inputs
+        # keep the single pass: an intermediate result would round to 16 bits.)
+        last = builtins.max(d for d in dims if shape[d] > 1)
+        part = reduce_raw(name, x, (last,), True)
+        rest = reduce_raw(name, part, dims, keepdim, scale)
+        return _cast_out(rest, out_dtype)
     if not rshape:
         rshape, rst = [1], [0]
     cpu = dev.is_cpu
