@@ -221,3 +221,23 @@ def test_host_interop(device):
     with pytest.raises(TypeError, match="BFloat16"):
         clgrad.zeros(2, dtype=clgrad.bfloat16).numpy()
     assert clgrad.tensor([1.5], dtype=clgrad.bfloat16).tolist() == [1.5]
+
+
+def test_deferred_tiny_launches_keep_program_order(device):
+    """Tiny launches wait and go to the queue in bursts; anything that touches the queue (a host
+    write here) enqueues them first, so results are as if every launch went at once."""
+    import numpy as np
+    import pyopencl as cl
+    x = clgrad.tensor([1.0, 2.0, 3.0])
+    y = x * 10                                    # deferred: still waiting when x is rewritten
+    assert device._deferred or y.tolist() == [10.0, 20.0, 30.0]
+    cl.enqueue_copy(device.queue, x._storage.buf, np.array([7.0, 8.0, 9.0], np.float32),
+                    is_blocking=True)
+    assert y.tolist() == [10.0, 20.0, 30.0] and x.tolist() == [7.0, 8.0, 9.0]
+    z = x
+    for _ in range(100):                          # more than a burst: flushes on its own
+        z = z + 1
+    assert z.tolist() == [107.0, 108.0, 109.0]
+    big = clgrad.ones(200_000)                    # a large launch enqueues the waiting ones first
+    w = (x * 2).sum() + big.sum()
+    assert w.item() == 48.0 + 200_000

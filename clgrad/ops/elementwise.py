@@ -420,8 +420,8 @@ def _run_fast(e, variant, operands, params, out):
     if plan is None:
         k = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
         vec = 1 if dt.kind in e.novec else vec_width(dev, dt)
-        plan = e.kernels[(dev, dt, variant)] = (k, vec, dev.queue, dev.wg)
-    k, vec, queue, wg = plan
+        plan = e.kernels[(dev, dt, variant)] = (k, vec, dev.wg)
+    k, vec, wg = plan
     items = -(-n // vec)
     if items >= wg:
         gs, ls = (-(-items // wg) * wg,), (wg,)
@@ -431,17 +431,20 @@ def _run_fast(e, variant, operands, params, out):
             ls <<= 1
         gs = ls = (ls,)
     if variant == "ts":
-        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
-                operands[1], *params, n)
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, operands[1],
+                *params, n)
     elif variant == "tt":
         b = operands[1]
-        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
-                b._storage.buf, b._offset, 1, *params, n)
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, b._storage.buf,
+                b._offset, 1, *params, n)
     else:
-        evt = k(queue, gs, ls, out._storage.buf, out._offset, a._storage.buf, a._offset, 1,
-                *params, n)
-    if _kernels.profile_hook is not None:
-        _kernels.profile_hook(k, evt)
+        args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, *params, n)
+    if _kernels.profile_hook is None and items <= dev.TINY_ITEMS:
+        dev.defer(k, gs, ls, args)
+    else:
+        evt = k(dev.queue, gs, ls, *args)
+        if _kernels.profile_hook is not None:
+            _kernels.profile_hook(k, evt)
     return out
 
 

@@ -30,8 +30,11 @@ class Device:
         self.cl_device = cl_device
         self.platform = cl_device.platform
         self.context = cl.Context([cl_device])
-        self.queue = cl.CommandQueue(
+        self._queue = cl.CommandQueue(
             self.context, cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        # Tiny kernel launches wait here and go to the queue in bursts (see defer()).
+        self._deferred = []
+        self._defer_lock = threading.Lock()
         d = cl_device
         ext = d.extensions.split()
         self.name = d.name.strip()
@@ -63,6 +66,37 @@ class Device:
         self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
         self.programs = {}                # program id -> cl.Program
         self.lock = threading.RLock()
+
+    @property
+    def queue(self):
+        """The device's in-order queue. Using it for anything (a copy, a launch, finish) first
+        enqueues the tiny launches that are waiting, so everything keeps its program order."""
+        if self._deferred:
+            self.flush()
+        return self._queue
+
+    # A launch into an idle queue costs a driver about 10 us (PoCL wakes a worker thread), one
+    # into a busy queue about 3 us. Launches of tiny kernels (the Python work between them is
+    # longer than the kernels) therefore wait in a short list and are enqueued in bursts: when
+    # MAX_DEFERRED are waiting, when a larger kernel is launched, or when anything touches the
+    # queue (a read, a copy, synchronize). Nothing can observe a result before then.
+    MAX_DEFERRED = 32
+    TINY_ITEMS = 1024
+
+    def defer(self, kernel, gsize, lsize, args):
+        with self._defer_lock:
+            self._deferred.append((kernel, gsize, lsize, args))
+            full = len(self._deferred) >= self.MAX_DEFERRED
+        if full:
+            self.flush()
+
+    def flush(self):
+        """Enqueue the waiting launches, in order."""
+        with self._defer_lock:
+            pending, self._deferred = self._deferred, []
+            q = self._queue
+            for kernel, gsize, lsize, args in pending:
+                kernel(q, gsize, lsize, *args)
 
     @property
     def kind(self):

@@ -218,7 +218,11 @@ profile_hook = None
 
 
 def launch(device, kernel, gsize, lsize, *args):
-    """Enqueue `kernel` on the device's queue; returns at once."""
+    """Enqueue `kernel` on the device's queue; returns at once (a tiny kernel may wait for a
+    few more to go with it: Device.defer)."""
+    if profile_hook is None and gsize[0] <= device.TINY_ITEMS:
+        device.defer(kernel, gsize, lsize, args)
+        return None
     evt = kernel(device.queue, gsize, lsize, *args)
     if profile_hook is not None:
         profile_hook(kernel, evt)
