@@ -17,41 +17,9 @@ def _data(rng, shape, classes, n):
         rng.integers(0, classes, n).astype(np.int64)
 
 
-# ---- clgrad -------------------------------------------------------------------------------------
-def clgrad_mlp():
-    nn = clgrad.nn
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                         nn.Linear(512, 10))
-
-
-def clgrad_cnn():
-    nn = clgrad.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.c1 = nn.Conv2d(3, 32, 3, padding=1)
-            self.c2 = nn.Conv2d(32, 64, 3, padding=1)
-            self.fc = nn.Linear(64, 10)
-
-        def forward(self, x):
-            x = self.c2(self.c1(x).relu()).relu()
-            return self.fc(x.mean((2, 3)))
-    return Net()
-
-
-def clgrad_step(model, opt, x, y):
-    def step():
-        opt.zero_grad()
-        loss = clgrad.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-    return step
-
-
-# ---- torch ---------------------------------------------------------------------------------------
-def torch_models(torch):
-    nn = torch.nn
+# ---- clgrad and torch: one definition, since clgrad.nn is torch.nn's API -------------------------
+def make_models(nn):
+    """The W3 MLP and the W5 CNN, built with torch.nn or clgrad.nn alike."""
     mlp = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                         nn.Linear(512, 10))
 
@@ -68,10 +36,15 @@ def torch_models(torch):
     return mlp, Net()
 
 
-def torch_step(torch, model, opt, x, y):
+def make_step(lib, model, optimiser, x, y):
+    """One training step (zero_grad, forward, cross-entropy, backward, optimiser step) with
+    `lib` being torch or clgrad."""
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimiser == "sgd" else \
+        lib.optim.Adam(model.parameters(), lr=1e-3)
+
     def step():
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
     return step
@@ -126,28 +99,21 @@ def training_section(table, args, torch, tinygrad):
              ("W3 MLP 784-512-512-10, batch 256, Adam", "mlp", "adam", xn, yn)]
     cx, cy = _data(rng, (3, 32, 32), 10, 32)
     cases.append(("W5 conv-conv-pool-linear, batch 32 of 3x32x32, SGD", "cnn", "sgd", cx, cy))
-    tmlp = tcnn = None
-    if torch is not None:
-        torch.manual_seed(0)
-        tmlp, tcnn = torch_models(torch)
     for name, kind, optname, xn_, yn_ in cases:
         clgrad.manual_seed(0)
-        model = clgrad_mlp() if kind == "mlp" else clgrad_cnn()
-        opt = clgrad.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optname == "sgd" \
-            else clgrad.optim.Adam(model.parameters(), lr=1e-3)
-        x, y = clgrad.tensor(xn_), clgrad.tensor(yn_)
+        model = make_models(clgrad.nn)[0 if kind == "mlp" else 1]
+        step = make_step(clgrad, model, optname, clgrad.tensor(xn_), clgrad.tensor(yn_))
         try:
-            t = best_of(clgrad_step(model, opt, x, y), rep, sync_cl)
+            t = best_of(step, rep, sync_cl)
         except NotImplementedError as e:
             print(f"  {name}: not available ({e})")
             continue
         others = []
         if torch is not None:
-            tm = tmlp if kind == "mlp" else tcnn
-            topt = torch.optim.SGD(tm.parameters(), lr=0.01, momentum=0.9) if optname == "sgd" \
-                else torch.optim.Adam(tm.parameters(), lr=1e-3)
-            others.append(("torch", best_of(torch_step(torch, tm, topt, torch.tensor(xn_),
-                                                       torch.tensor(yn_)), rep, nothing)))
+            torch.manual_seed(0)
+            tm = make_models(torch.nn)[0 if kind == "mlp" else 1]
+            tstep = make_step(torch, tm, optname, torch.tensor(xn_), torch.tensor(yn_))
+            others.append(("torch", best_of(tstep, rep, nothing)))
         if tinygrad is not None:
             try:
                 others.append(("tinygrad", best_of(tinygrad_setup(kind, xn_, yn_, optname),
