@@ -905,6 +905,7 @@ class Op(Function):
     _builtin = True
     _is_view = False              # outputs are views of the first argument
     _saved_names = None
+    _forward_uses_ops = True      # False: forward only launches kernels (no recording to stop)
 
     # Forward mode: `jvp(args, tangents, out)` gets forward's arguments, one tangent per argument
     # (None for non-tensors and for tensors without one) and forward's result, and returns the
@@ -965,26 +966,36 @@ class Op(Function):
         node._tensor_positions = tuple(positions)
         node.next_functions = tuple(edges)
         node._in_meta = tuple(in_meta)
-        _state.grad_enabled = False
-        try:
+        if cls._forward_uses_ops:
+            _state.grad_enabled = False
+            try:
+                out = cls.forward(node, *args)
+            finally:
+                _state.grad_enabled = True
+        else:                                   # kernels only: nothing to keep from recording
             out = cls.forward(node, *args)
-        finally:
-            _state.grad_enabled = True
-        single = isinstance(out, Tensor)
-        outs = (out,) if single else out
-        nondiff = node.non_differentiable
-        meta = []
-        for i, o in enumerate(outs):
-            if isinstance(o, Tensor):
-                if o._dtype.kind == "f" and not (nondiff and any(o is t for t in nondiff)):
-                    o._grad_fn = node
-                    o._output_nr = i
-                    o._requires_grad = True
-                meta.append((o._shape, o._dtype, o._storage.device))
-            else:
-                meta.append(None)
-        node._num_outputs = len(outs)
-        node._out_meta = tuple(meta)
+        if type(out) is Tensor:
+            outs = (out,)
+            if out._dtype.kind == "f" and not node.non_differentiable:
+                out._grad_fn = node
+                out._output_nr = 0
+                out._requires_grad = True
+            node._out_meta = ((out._shape, out._dtype, out._storage.device),)
+        else:
+            outs = (out,) if isinstance(out, Tensor) else out
+            nondiff = node.non_differentiable
+            meta = []
+            for i, o in enumerate(outs):
+                if isinstance(o, Tensor):
+                    if o._dtype.kind == "f" and not (nondiff and any(o is t for t in nondiff)):
+                        o._grad_fn = node
+                        o._output_nr = i
+                        o._requires_grad = True
+                    meta.append((o._shape, o._dtype, o._storage.device))
+                else:
+                    meta.append(None)
+            node._out_meta = tuple(meta)
+            node._num_outputs = len(outs)
         if cls._is_view:
             _mark_views(args[0], out, True)
         to_save = node.to_save

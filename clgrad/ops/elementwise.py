@@ -65,8 +65,9 @@ GELU_K = 0.7978845608028654
 GELU_C = 0.044715
 
 
-def _g(f):
-    return f
+def same(g, a):
+    """The gradient formula of an operand that passes the gradient on unchanged."""
+    return g
 
 
 # ---- unary ----------------------------------------------------------------------------------
@@ -81,7 +82,7 @@ for _n in ("floor", "ceil", "trunc"):
           vjp=(lambda g, a: zeros_like_(g),))
 entry("round", "T", {"f": "rint(x)", "i": "x", "u": "x", "b": "x"},
       vjp=(lambda g, a: zeros_like_(g),))
-entry("frac", "T", ("f", "x - trunc(x)"), vjp=(lambda g, a: g,))
+entry("frac", "T", ("f", "x - trunc(x)"), vjp=(same,))
 entry("exp", "T", ("f", "exp(x)"), float_only=True, saves="out", vjp=(lambda g, a: g * a.out,))
 entry("exp2", "T", ("f", "exp2(x)"), float_only=True, saves="out",
       vjp=(lambda g, a: g * a.out * LN2,))
@@ -170,19 +171,19 @@ entry("bitwise_not", "T", {"i": "~x", "u": "~x", "b": "x ^ CV(1)"})
 
 # ---- binary ---------------------------------------------------------------------------------
 entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y"},
-      vjp=(lambda g, a: g, lambda g, a: g))
-entry("sub", "TT", ("fiu", "x - y"), vjp=(lambda g, a: g, lambda g, a: -g))
+      vjp=(same, same))
+entry("sub", "TT", ("fiu", "x - y"), vjp=(same, lambda g, a: -g))
 entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves=("y", "x"),
       vjp=(lambda g, a: g * a.y, lambda g, a: g * a.x))
 entry("div", "TT", ("f", "x / y"), float_only=True, saves=("y", "xy"),
       vjp=(lambda g, a: g / a.y, lambda g, a: -(g * a.x) / (a.y * a.y)))
 entry("floor_divide", "TT", ("fiu", "FLOORDIV(x, y)"), cls_name="FloorDivide")
 entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves=("", "xy"),
-      vjp=(lambda g, a: g, lambda g, a: -(g * floor_divide(a.x, a.y))))
+      vjp=(same, lambda g, a: -(g * floor_divide(a.x, a.y))))
 entry("fmod", "TT", {"f": "fmod(x, y)",
                      "i": "SEL((y == CV(0)) | (y == CV(-1)), CV(0), x % SEL((y == CV(0)) | (y == CV(-1)), CV(1), y))",
                      "u": "SEL(y == CV(0), CV(0), x % SEL(y == CV(0), CV(1), y))"}, saves=("", "xy"),
-      vjp=(lambda g, a: g, lambda g, a: -(g * trunc(a.x / a.y))))
+      vjp=(same, lambda g, a: -(g * trunc(a.x / a.y))))
 entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)"}, novec="iu",
       saves=("xy", "xyo"), vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
 entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves=("xy", "xy"),
@@ -270,10 +271,10 @@ entry("clamp_tensor", "TTT",
            lambda g, a: where(a.x < a.y, g, zeros_like_(g)),
            lambda g, a: where(a.x > a.z, g, zeros_like_(g))))
 entry("addcmul", "TTT", ("fiu", "x + CV(p0) * y * z"), nparams=1, saves=("", "z", "y"),
-      vjp=(lambda g, a: g, lambda g, a: g * a.z * a.p[0], lambda g, a: g * a.y * a.p[0]))
+      vjp=(same, lambda g, a: g * a.z * a.p[0], lambda g, a: g * a.y * a.p[0]))
 entry("addcdiv", "TTT", ("f", "x + CV(p0) * y / z"), nparams=1, float_only=True,
       saves=("", "z", "yz"),
-      vjp=(lambda g, a: g, lambda g, a: g * a.p[0] / a.z,
+      vjp=(same, lambda g, a: g * a.p[0] / a.z,
            lambda g, a: -(g * a.y * a.p[0]) / (a.z * a.z)))
 
 
@@ -592,6 +593,15 @@ def _make_op(e):
     vjps = e.vjp
 
     def backward(ctx, g):
+        needs = ctx.needs_input_grad
+        if all(vjps[i] is same or not needs[i] for i in range(arity)):
+            # only pass-through gradients wanted (add, and the like): no formula to evaluate
+            grads = [None] * len(needs)
+            for i in range(arity):
+                if needs[i]:
+                    shape = ctx._in_meta[ctx._tensor_positions.index(i)][0]
+                    grads[i] = g if g._shape == shape else sum_to(g, shape)
+            return grads
         a = _Args()
         vals = ctx.operand_values
         a.x = vals[0]
@@ -603,7 +613,6 @@ def _make_op(e):
             for s, t in zip(slots, ctx._unpack_saved()):
                 setattr(a, s, t)
         a.p = ctx.params
-        needs = ctx.needs_input_grad
         positions = ctx._tensor_positions
         grads = [None] * (arity + len(ctx.params))
         for i in range(arity):

@@ -4,6 +4,7 @@ per device, and what each device can do.
 Nothing here runs at import: the platforms are listed the first time something asks for a device,
 so `import clgrad` works on a machine with no OpenCL at all.
 """
+import collections
 import os
 import threading
 
@@ -33,7 +34,7 @@ class Device:
         self._queue = cl.CommandQueue(
             self.context, cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         # Tiny kernel launches wait here and go to the queue in bursts (see defer()).
-        self._deferred = []
+        self._deferred = collections.deque()
         self._defer_lock = threading.Lock()
         d = cl_device
         ext = d.extensions.split()
@@ -84,18 +85,18 @@ class Device:
     TINY_ITEMS = 1024
 
     def defer(self, kernel, gsize, lsize, args):
-        with self._defer_lock:
-            self._deferred.append((kernel, gsize, lsize, args))
-            full = len(self._deferred) >= self.MAX_DEFERRED
-        if full:
+        # deque.append and popleft are atomic: launches from any thread keep their order
+        self._deferred.append((kernel, gsize, lsize, args))
+        if len(self._deferred) >= self.MAX_DEFERRED:
             self.flush()
 
     def flush(self):
         """Enqueue the waiting launches, in order."""
+        pending = self._deferred
+        q = self._queue
         with self._defer_lock:
-            pending, self._deferred = self._deferred, []
-            q = self._queue
-            for kernel, gsize, lsize, args in pending:
+            while pending:
+                kernel, gsize, lsize, args = pending.popleft()
                 kernel(q, gsize, lsize, *args)
 
     @property
