@@ -241,3 +241,10 @@ def test_deferred_tiny_launches_keep_program_order(device):
     big = clgrad.ones(200_000)                    # a large launch enqueues the waiting ones first
     w = (x * 2).sum() + big.sum()
     assert w.item() == 48.0 + 200_000
+
+
+def test_python_dash_m_clgrad_self_check():
+    r = subprocess.run([sys.executable, "-m", "clgrad"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OpenCL device" in r.stdout and "all good" in r.stdout
