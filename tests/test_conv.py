@@ -445,3 +445,23 @@ def test_errors(device):
     # output padding below the dilation is allowed
     assert F.conv_transpose2d(x, clgrad.ones(4, 2, 3, 3), dilation=2,
                               output_padding=1).shape == (2, 2, 10, 10)
+
+
+def test_forward_mode_through_convolution_and_pooling(device):
+    """Tangents through conv and the pooling ops match the finite-difference directional
+    derivative (pooling uses the generic rule built from its own backward)."""
+    import clgrad.autograd.forward_ad as fwAD
+    import clgrad.nn.functional as F
+    from helpers import grad_dtype
+    dt = grad_dtype(device)
+    x = clgrad.randn(1, 2, 6, 6, dtype=dt)
+    v = clgrad.randn(1, 2, 6, 6, dtype=dt)
+    w = clgrad.randn(3, 2, 3, 3, dtype=dt)
+    eps = 1e-6 if dt is clgrad.float64 else 1e-2
+    tol = 1e-6 if dt is clgrad.float64 else 5e-2
+    for f in (lambda t: F.conv2d(t, w, padding=1), lambda t: F.max_pool2d(t, 2),
+              lambda t: F.avg_pool2d(t, 3, 2, 1), lambda t: F.adaptive_avg_pool2d(t, (4, 3))):
+        with fwAD.dual_level():
+            tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
+        fd = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+        np.testing.assert_allclose(tangent.numpy(), fd.numpy(), atol=tol, rtol=tol)
