@@ -105,14 +105,12 @@ def to(self, *args, **kwargs):
 
 
 def _to_device(t, dev):
-    from .ops.creation import tensor as _tensor
-    host = t._read_host()
     from .tensor import upload
+    host = t._read_host()
     res = upload(host, t._dtype, dev) if t._dtype is not dtypes.bfloat16 else \
         _upload_bits(host, dev)
     if t._requires_grad:
         res._requires_grad = True
-    del _tensor
     return res
 
 

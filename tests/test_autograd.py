@@ -67,6 +67,9 @@ def test_non_scalar_roots_and_several_roots(device):
     assert x.grad.tolist() == [4.0, 6.0]
     with pytest.raises(RuntimeError, match="Mismatch in shape"):
         (x * 2).backward(clgrad.ones(3))
+    x.grad = None
+    (x * 2).backward(clgrad.tensor([1, 2]))      # an integer gradient takes x's dtype, as torch
+    assert x.grad.dtype is clgrad.float32 and x.grad.tolist() == [2.0, 4.0]
     with pytest.raises(RuntimeError, match="does not require grad"):
         clgrad.ones(2).sum().backward()
 

@@ -38,29 +38,13 @@ def _root_grads(tensors, grads, create_graph, what):
                 raise TypeError(f"gradients can be either Tensors or None, but got "
                                 f"{type(g).__name__}")
             if g._shape != t._shape:
-                if g.numel() == t.numel() == 1 or _broadcastable(g._shape, t._shape):
-                    raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                       f"{F.ops.size_repr(g._shape)} and output[{i}] has a shape of "
-                                       f"{F.ops.size_repr(t._shape)}.")
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{F.ops.size_repr(g._shape)} and output[{i}] has a shape of "
                                    f"{F.ops.size_repr(t._shape)}.")
-            if g._dtype.kind != t._dtype.kind:
-                raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
-                                   f"to have the same dtype. Mismatch in dtype: grad_output[{i}] "
-                                   f"has a dtype of {g._dtype} and output[{i}] has a dtype of "
-                                   f"{t._dtype}.") if False else \
-                    TypeError(f"grad_output[{i}] has dtype {g._dtype} but output[{i}] has dtype "
-                              f"{t._dtype}")
+            if g._dtype is not t._dtype:
+                g = F.ops.cast(g, t._dtype)      # as torch: the gradient takes the output's dtype
         out.append(g)
     return out
-
-
-def _broadcastable(a, b):
-    for x, y in zip(reversed(a), reversed(b)):
-        if x != y and x != 1 and y != 1:
-            return False
-    return True
 
 
 def _check_roots(tensors):
@@ -92,8 +76,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     if retain_graph is None:
         retain_graph = create_graph
     inputs = _as_tuple(inputs)
-    if inputs is not None and len(inputs) == 0 and False:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     _check_roots(tensors)
     grads = _root_grads(tensors, grads, create_graph, "backward")
     targets = None

@@ -33,8 +33,7 @@ def _host_array(data):
         return data.detach().numpy(force=True) if data._dtype is not dtypes.bfloat16 else \
             data._read_host(), data._dtype
     if isinstance(data, np.ndarray):
-        return data, dtypes.from_numpy_dtype(data.dtype) if data.dtype != np.float64 or True \
-            else None
+        return data, dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, (np.generic,)):
         a = np.asarray(data)
         return a, dtypes.from_numpy_dtype(a.dtype)

@@ -660,18 +660,6 @@ def _tensor_index(ctx, i):
 OPS = {name: _make_op(e) for name, e in TABLE.items()}
 
 
-def _ew(name):
-    op = OPS[name]
-    nondiff = TABLE[name].vjp is None
-
-    if nondiff:
-        def f(*args):
-            return op.forward(_null_ctx, *args)
-    else:
-        f = op.apply
-    return f
-
-
 def apply_ew(name, *args):
     """Apply entry `name` to operands and parameters with autograd."""
     op = OPS[name]
@@ -774,8 +762,6 @@ def floor_divide(x, y):
 
 def pow(x, y):
     if isinstance(y, Tensor):
-        if not isinstance(x, Tensor):
-            return OPS["rpow_scalar"].apply(y, x) if False else OPS["pow"].apply(x, y)
         return OPS["pow"].apply(x, y)
     return OPS["pow_scalar"].apply(x, y)
 

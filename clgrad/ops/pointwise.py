@@ -5,7 +5,7 @@ import numbers
 
 from .. import dtypes
 from ..tensor import Tensor
-from .elementwise import OPS, TABLE, compute_dtype, run
+from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
 from ._base import broadcast_shapes
 from .inplace import apply_inplace
 
@@ -18,16 +18,7 @@ def _check_operand(op, v):
                         f"{type(v).__name__}")
 
 
-def _apply(name, *args):
-    op = OPS[name]
-    if TABLE[name].vjp is None:
-        return op.forward(None if False else _null(), *args)
-    return op.apply(*args)
-
-
-def _null():
-    from ..autograd.function import _null_ctx
-    return _null_ctx
+_apply = apply_ew
 
 
 def inplace(name, self, operands, params=()):
@@ -242,10 +233,9 @@ def pow(input, exponent, *, out=None):
     """
     if isinstance(exponent, Tensor):
         if not isinstance(input, Tensor):
-            if exponent._shape == () or True:
-                dt = dtypes.result_type(input, exponent)
-                if dt.kind == "f":
-                    return _out(OPS["rpow_scalar"].apply(exponent.to(dt), input), out)
+            dt = dtypes.result_type(input, exponent)
+            if dt.kind == "f":
+                return _out(OPS["rpow_scalar"].apply(exponent.to(dt), input), out)
             input = _full_like_number(input, exponent)
         return _out(_apply("pow", input, exponent), out)
     if not isinstance(exponent, numbers.Number):

@@ -50,7 +50,7 @@ def view_strides(oldshape, oldstride, newshape):
     """Strides that show a tensor of (oldshape, oldstride) as newshape without copying, or None
     (torch's computeStride)."""
     if not oldshape:
-        return tuple(1 for _ in newshape) if True else None
+        return tuple(1 for _ in newshape)
     numel = numel_of(oldshape)
     if numel == 0:
         return contiguous_strides(newshape)
