@@ -343,9 +343,9 @@ def _spatial(shape):
 
 
 def _sum_bias(g):
-    # the spatial dims first: one pass over contiguous rows, then a small sum over the batch
-    # (measured 10x faster here than one reduction over the non-adjacent dims (0, 2, 3))
-    return g.sum((2, 3) if g.ndim == 4 else 2).sum(0)
+    # over batch and space: the reduction runs it in stages (space first), since those dims
+    # do not merge
+    return g.sum((0, 2, 3) if g.ndim == 4 else (0, 2))
 
 
 class Convolution(Op):

@@ -148,11 +148,19 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
         return reduce_raw(name, x, dims, keepdim, scale, out_dtype)
     if len(rshape) > 1 and not R.is_arg and dt.itemsize >= 4:
         # Reduced dims that do not merge (a mean over batch and space of NCHW, say): reduce the
-        # last one first, keeping it as size 1, then the others. Each stage is then a plain row
+        # inner ones first, keeping them as size 1, then the others. Each stage is then a plain row
         # or column reduction instead of a per-element walk of the reduced dims. (16-bit inputs
         # keep the single pass: an intermediate result would round to 16 bits.)
-        last = builtins.max(d for d in dims if shape[d] > 1)
-        part = reduce_raw(name, x, (last,), True)
+        # first stage: the innermost run of neighbouring reduced dims (space, in NCHW)
+        live = [d for d in dims if shape[d] > 1]
+        first = [live[-1]]
+        for d in reversed(live[:-1]):
+            if d != first[0] - 1:
+                break
+            first.insert(0, d)
+        if len(first) == len(live):
+            first = live[-1:]
+        part = reduce_raw(name, x, tuple(first), True)
         rest = reduce_raw(name, part, dims, keepdim, scale)
         return _cast_out(rest, out_dtype)
     if not rshape:
