@@ -94,6 +94,19 @@ def contiguous_strides(shape):
     return st
 
 
+_LAYOUTS = {}
+
+
+def layout_of(shape):
+    """(number of elements, row-major strides) of a shape, memoised like contiguous_strides."""
+    lay = _LAYOUTS.get(shape)
+    if lay is None:
+        lay = (numel_of(shape), contiguous_strides(shape))
+        if len(_LAYOUTS) < 4096:
+            _LAYOUTS[tuple(shape)] = lay
+    return lay
+
+
 def is_contiguous_layout(shape, strides):
     s = 1
     for n, st in zip(reversed(shape), reversed(strides)):
@@ -468,9 +481,8 @@ def make_tensor(storage, shape, strides, offset, dt, contig, vc=None):
 
 def empty_tensor(shape, dt, device):
     """A new contiguous tensor with uninitialised contents."""
-    n = numel_of(shape)
-    storage = Storage(device, n * dt.itemsize)
-    return make_tensor(storage, shape, contiguous_strides(shape), 0, dt, True)
+    n, strides = layout_of(shape)
+    return make_tensor(Storage(device, n * dt.itemsize), shape, strides, 0, dt, True)
 
 
 def upload(array, dt, device):

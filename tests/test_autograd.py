@@ -8,6 +8,8 @@ import pytest
 
 import clgrad
 from clgrad import autograd
+from clgrad.ops.elementwise import OPS, TABLE
+from helpers import grad_dtype, make
 
 
 def T(v, **kw):
@@ -418,3 +420,77 @@ def test_grad_mode_is_thread_local(device):
     for t in threads:
         t.join()
     assert results == {"on": (True, True), "off": (False, False)}
+
+
+# ---- the lean path of elementwise ops -----------------------------------------------------------
+# Contiguous operands of one shape and dtype (or a tensor and a Python number) are recorded by
+# elementwise._make_op's `record` and differentiated by its `direct`, apart from Op.apply and the
+# engine's general path; other layouts take the general path. Both must agree.
+LEAN_OPS = [name for name, e in TABLE.items()
+            if e.vjp is not None and e.out != "bool" and not e.nparams and
+            (e.arity == 1 or e.operands == "TT")]
+
+
+def _lean_and_general(name, device, scalar):
+    e = TABLE[name]
+    rng = np.random.default_rng(len(name))
+    values = [rng.uniform(0.2, 0.9, (3, 4)) for _ in range(e.arity)]
+    dt = grad_dtype(device)
+    results = []
+    for layout in ("contiguous", "transposed"):
+        leaves = [make(v, dt, device, layout, requires_grad=True) for v in values]
+        args = [leaves[0], 0.7] if scalar else leaves
+        out = OPS[name].apply(*args)
+        inputs = leaves[:1] if scalar else leaves
+        first = autograd.grad(out.sum(), inputs, create_graph=True, allow_unused=True,
+                              materialize_grads=True)
+        second = ()
+        if any(g.requires_grad for g in first):       # else the second derivative is zero
+            second = autograd.grad(sum(g.sum() for g in first), inputs, allow_unused=True,
+                                   materialize_grads=True)
+        results.append((out, first, second))
+    return results
+
+
+@pytest.mark.parametrize("name", LEAN_OPS)
+def test_lean_path_matches_general_path(device, name):
+    for scalar in ((False, True) if TABLE[name].arity == 2 else (False,)):
+        (lean, lean_1, lean_2), (general, general_1, general_2) = \
+            _lean_and_general(name, device, scalar)
+        assert type(lean.grad_fn)._direct_backward is not None     # the paths under test
+        assert type(general.grad_fn)._direct_backward is None
+        assert lean.grad_fn.name() == general.grad_fn.name()
+        assert len(lean.grad_fn.next_functions) == len(general.grad_fn.next_functions)
+        assert len(lean_2) == len(general_2)
+        for a, b in [(lean, general)] + list(zip(lean_1 + lean_2, general_1 + general_2)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.requires_grad == b.requires_grad
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6,
+                                       atol=1e-9, equal_nan=True)
+
+
+def test_lean_backward_checks_a_gradient_a_hook_replaced(device):
+    # a post-hook may hand the next node a gradient of another shape: the lean backward then
+    # takes the general path, which sums it back to the input's shape
+    x = T([1.0, 2.0])
+    y = x * 3.0
+    z = y.sum()
+    z.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0].reshape(1, 2),))
+    z.backward()
+    assert x.grad.shape == (2,) and x.grad.tolist() == [3.0, 3.0]
+
+
+def test_lean_path_keeps_saved_tensor_rules(device):
+    x = T([1.0, 2.0])
+    a = x * 1
+    b = a * a                                    # saves both operands
+    assert type(b.grad_fn)._direct_backward is not None
+    b.sum().backward(retain_graph=True)
+    assert x.grad.tolist() == [2.0, 4.0]
+    b.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        b.sum().backward()
+    with clgrad.inference_mode():
+        frozen = clgrad.ones(2)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved"):
+        T([1.0, 2.0]) * frozen

@@ -228,14 +228,25 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
     stack.append(_Run(seen, needed, capture))
     prev_mode = _state.grad_enabled
     _state.grad_enabled = create_graph
+    # nodes with a direct backward (see Node._direct_backward) skip _call when nothing could
+    # intervene: no inputs= to capture, no profiler or anomaly mode, no hooks on the node
+    plain = capture is None and F.hooks.node is None
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._num_outputs
-            outs = _call(node, grads, keep_graph, create_graph, capture, captured, needed,
-                         accumulate, targets)
+            direct = node._direct_backward
+            if direct is not None and plain and grads[0] is not None and \
+                    node._tensor_pre_hooks is None and node._retain is None and \
+                    node._pre_hooks is None and node._post_hooks is None:
+                outs = direct(node, grads[0])
+                if not keep_graph:
+                    node._release()
+            else:
+                outs = _call(node, grads, keep_graph, create_graph, capture, captured, needed,
+                             accumulate, targets)
             nf = node.next_functions
             for i, (nxt, nr) in enumerate(nf):
                 if nxt is None:

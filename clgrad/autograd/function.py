@@ -151,6 +151,10 @@ class Node:
     _in_meta = None               # ((shape, dtype, device) per tensor input)
     materialize_grads = True
     _handles_none = False
+    # direct(node, grad) -> gradients along next_functions, for single-output built-in nodes
+    # whose gradients need no checking (elementwise ops on operands of one shape and dtype); the
+    # engine calls it instead of the general path when the node has no hooks
+    _direct_backward = None
 
     def __init__(self):
         self._sequence_nr = next(_sequence)

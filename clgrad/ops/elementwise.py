@@ -9,12 +9,14 @@ cl_kernels/elementwise.mako. The kernels of each arity and dtype are one program
 import math
 
 from .. import dtypes
-from ..autograd.function import Op, _null_ctx
+from ..autograd.function import (Op, SavedTensor, _edge, _null_ctx, _validate, hooks,
+                                 run_node)
 from ..autograd.grad_mode import state as _state
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime import kernels as _kernels
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
-from ..tensor import Tensor, empty_tensor, numel_of
+from ..runtime.memory import Storage
+from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
 from ._base import (broadcast_shapes, cast_raw, check_dims, check_fp64, collapse, expand_strides,
                     full_raw, launch_walk, pack8_right, same_device, scalar_for, size_repr)
 
@@ -39,7 +41,9 @@ class Entry:
         self.saves = saves                # which of x, y, z, out backward reads
         self.cls_name = cls_name or "".join(w.capitalize() for w in name.split("_"))
         self.patterns = ["tt", "ts", "st"] if operands == "TT" else ["t" * self.arity]
-        self.kernels = {}                 # (device, dtype, variant) -> cl.Kernel, for the fast path
+        # (device, dtype, variant) -> (cl.Kernel, vector width, {numel: launch geometry}), for
+        # the fast path
+        self.kernels = {}
 
 
 def kinds(spec, expr):
@@ -410,27 +414,32 @@ def _run_fast(e, variant, operands, params, out):
     dt = a._dtype
     dev = a._storage.device
     shape = a._shape
+    n, strides = layout_of(shape)
     if out is None:
-        out = empty_tensor(shape, dtypes.bool_ if e.out == "bool" else dt, dev)
-    n = 1
-    for d in shape:
-        n *= d
+        odt = dtypes.bool_ if e.out == "bool" else dt
+        out = make_tensor(Storage(dev, n * odt.itemsize), shape, strides, 0, odt, True)
     if n == 0:
         return out
     plan = e.kernels.get((dev, dt, variant))
     if plan is None:
         k = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
         vec = 1 if dt.kind in e.novec else vec_width(dev, dt)
-        plan = e.kernels[(dev, dt, variant)] = (k, vec, dev.wg)
-    k, vec, wg = plan
-    items = -(-n // vec)
-    if items >= wg:
-        gs, ls = (-(-items // wg) * wg,), (wg,)
-    else:
-        ls = 1
-        while ls < items:
-            ls <<= 1
-        gs = ls = (ls,)
+        plan = e.kernels[(dev, dt, variant)] = (k, vec, {})
+    k, vec, sizes = plan
+    geometry = sizes.get(n)
+    if geometry is None:
+        # global and local size for n elements, and whether the launch is tiny enough to defer
+        items = -(-n // vec)
+        wg = dev.wg
+        if items >= wg:
+            gs, ls = (-(-items // wg) * wg,), (wg,)
+        else:
+            ls = 1
+            while ls < items:
+                ls <<= 1
+            gs = ls = (ls,)
+        geometry = sizes[n] = (gs, ls, items <= dev.TINY_ITEMS)
+    gs, ls, tiny = geometry
     if variant == "ts":
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, operands[1],
                 *params, n)
@@ -440,7 +449,7 @@ def _run_fast(e, variant, operands, params, out):
                 b._offset, 1, *params, n)
     else:
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, *params, n)
-    if _kernels.profile_hook is None and items <= dev.TINY_ITEMS:
+    if tiny and _kernels.profile_hook is None:
         dev.defer(k, gs, ls, args)
     else:
         evt = k(dev.queue, gs, ls, *args)
@@ -650,7 +659,117 @@ def _make_op(e):
     if e.vjp is not None:
         attrs["backward"] = staticmethod(backward)
     cls = type(e.cls_name, (Op,), attrs)
+    if e.vjp is None or e.out == "bool" or e.nparams:
+        return cls
+    generic_apply = cls.apply.__func__
+
+    def direct(node, g):
+        """The backward of a node made by `record`: every operand and g have one shape and
+        dtype, so the formulas' results need no summing or casting."""
+        shape, dt, _ = node._in_meta[0]
+        if g._shape != shape or g._dtype is not dt:      # a hook changed it: the general path
+            return run_node(node, [g])
+        a = _Args()
+        vals = node.operand_values
+        a.x = vals[0]
+        a.y = vals[1]
+        a.z = None
+        a.out = None
+        slots = node.slots
+        if slots:
+            for s, t in zip(slots, node._unpack_saved()):
+                setattr(a, s, t)
+        a.p = ()
+        needs = node.needs_input_grad
+        res = []
+        fits = True
+        for i in node._tensor_positions:
+            if needs[i] and vjps[i] is not None:
+                gi = vjps[i](g, a)
+                if type(gi) is not Tensor or gi._shape != shape or gi._dtype is not dt:
+                    fits = False
+                res.append(gi)
+            else:
+                res.append(None)
+        return res if fits else _validate(node, res)
+
+    # nodes made by `record` answer to the same name and carry `direct`
+    node_cls = type(cls._backward_cls.__name__, (cls._backward_cls,),
+                    {"_direct_backward": staticmethod(direct)})
+
+    def record(args, variant):
+        # Op._apply_recorded plus forward's bookkeeping, for the operands of the fast variants:
+        # the output has the first operand's shape, dtype and device, so one meta fits all
+        a = args[0]
+        out = _run_fast(e, variant, args, (), None)
+        node = node_cls()
+        meta = (a._shape, a._dtype, a._storage.device)
+        if variant == "ts":
+            node.needs_input_grad = needs = _NEEDS_TS
+            node._tensor_positions = _POS_1
+            node.next_functions = (_edge(a),)
+            node._in_meta = (meta,)
+            node.operand_values = (None, args[1])
+        elif variant == "tt":
+            b = args[1]
+            node.needs_input_grad = needs = (a._requires_grad, b._requires_grad)
+            node._tensor_positions = _POS_2
+            node.next_functions = (_edge(a), _edge(b))
+            node._in_meta = (meta, meta)
+            node.operand_values = _NO_VALUES
+        else:
+            node.needs_input_grad = needs = _NEEDS_T
+            node._tensor_positions = _POS_1
+            node.next_functions = (_edge(a),)
+            node._in_meta = (meta,)
+            node.operand_values = _NO_VALUES
+        node._out_meta = (meta,)
+        node.params = ()
+        plan = plans.get(needs)
+        if plan is None:
+            plan = plans[needs] = save_plan(needs)
+        if plan:
+            slots = []
+            saved = []
+            for slot, idx in plan:
+                if idx is None:
+                    slots.append(slot)
+                    saved.append(None)          # the output: saved once it has its grad_fn
+                else:
+                    v = args[idx]
+                    if type(v) is Tensor:
+                        slots.append(slot)
+                        saved.append(v)
+            node.slots = slots
+        else:
+            node.slots = _NO_SLOTS
+        out._grad_fn = node
+        out._requires_grad = True
+        if plan and saved:
+            node._saved = [SavedTensor(out, 0) if t is None else SavedTensor(t)
+                           for t in saved]
+        return out
+
+    def apply(cls, *args):
+        if hooks.op is None and len(args) == arity:
+            variant = _fast_variant(e, args, ())
+            if variant is not None:
+                if _state.grad_enabled and (args[0]._requires_grad or
+                                            (variant == "tt" and args[1]._requires_grad)):
+                    return record(args, variant)
+                return _run_fast(e, variant, args, (), None)
+        return generic_apply(cls, *args)
+
+    cls.apply = classmethod(apply)
     return cls
+
+
+_NEEDS_TS = (True, False)
+_NEEDS_T = (True,)
+_POS_1 = (0,)
+_POS_2 = (0, 1)
+_NO_VALUES = (None, None, None)
+_NO_SLOTS = ()
 
 
 def _tensor_index(ctx, i):
