@@ -231,9 +231,10 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
     # nodes with a direct backward (see Node._direct_backward) skip _call when nothing could
     # intervene: no inputs= to capture, no profiler or anomaly mode, no hooks on the node
     plain = capture is None and F.hooks.node is None
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            _, _, node = heappop(ready)
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._num_outputs
@@ -262,7 +263,7 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(ready, (-nxt._sequence_nr, counter, nxt))
+                    heappush(ready, (-nxt._sequence_nr, counter, nxt))
                     counter += 1
             outs = grads = g = None     # so that AccumulateGrad can tell whether it owns them
     finally:

@@ -693,61 +693,62 @@ def _make_op(e):
                 res.append(None)
         return res if fits else _validate(node, res)
 
-    # nodes made by `record` answer to the same name and carry `direct`
-    node_cls = type(cls._backward_cls.__name__, (cls._backward_cls,),
-                    {"_direct_backward": staticmethod(direct)})
+    # nodes made by `record` answer to the same name and carry `direct`; one class per variant
+    # holds what is constant for it
+    def lean_node_class(**constants):
+        return type(cls._backward_cls.__name__, (cls._backward_cls,),
+                    {"_direct_backward": staticmethod(direct), "params": (), "slots": (),
+                     **constants})
+
+    node_t = lean_node_class(needs_input_grad=(True,), _tensor_positions=(0,),
+                             operand_values=(None, None))
+    node_ts = lean_node_class(needs_input_grad=(True, False), _tensor_positions=(0,))
+    node_tt = lean_node_class(_tensor_positions=(0, 1), operand_values=(None, None))
 
     def record(args, variant):
         # Op._apply_recorded plus forward's bookkeeping, for the operands of the fast variants:
         # the output has the first operand's shape, dtype and device, so one meta fits all
         a = args[0]
         out = _run_fast(e, variant, args, (), None)
-        node = node_cls()
-        meta = (a._shape, a._dtype, a._storage.device)
-        if variant == "ts":
-            node.needs_input_grad = needs = _NEEDS_TS
-            node._tensor_positions = _POS_1
-            node.next_functions = (_edge(a),)
-            node._in_meta = (meta,)
-            node.operand_values = (None, args[1])
-        elif variant == "tt":
+        meta = ((a._shape, a._dtype, a._storage.device),)
+        fn = a._grad_fn
+        edge = (fn, a._output_nr) if fn is not None and a._base is None else _edge(a)
+        if variant == "tt":
+            node = node_tt()
             b = args[1]
             node.needs_input_grad = needs = (a._requires_grad, b._requires_grad)
-            node._tensor_positions = _POS_2
-            node.next_functions = (_edge(a), _edge(b))
-            node._in_meta = (meta, meta)
-            node.operand_values = _NO_VALUES
+            node.next_functions = (edge, _edge(b))
+            node._in_meta = meta * 2
         else:
-            node.needs_input_grad = needs = _NEEDS_T
-            node._tensor_positions = _POS_1
-            node.next_functions = (_edge(a),)
-            node._in_meta = (meta,)
-            node.operand_values = _NO_VALUES
-        node._out_meta = (meta,)
-        node.params = ()
+            if variant == "ts":
+                node = node_ts()
+                node.operand_values = (None, args[1])
+            else:
+                node = node_t()
+            needs = node.needs_input_grad
+            node.next_functions = (edge,)
+            node._in_meta = meta
+        node._out_meta = meta
         plan = plans.get(needs)
         if plan is None:
             plan = plans[needs] = save_plan(needs)
+        out._grad_fn = node
+        out._requires_grad = True
         if plan:
             slots = []
             saved = []
             for slot, idx in plan:
-                if idx is None:
+                if idx is None:                 # the output
                     slots.append(slot)
-                    saved.append(None)          # the output: saved once it has its grad_fn
+                    saved.append(SavedTensor(out, 0))
                 else:
                     v = args[idx]
                     if type(v) is Tensor:
                         slots.append(slot)
-                        saved.append(v)
-            node.slots = slots
-        else:
-            node.slots = _NO_SLOTS
-        out._grad_fn = node
-        out._requires_grad = True
-        if plan and saved:
-            node._saved = [SavedTensor(out, 0) if t is None else SavedTensor(t)
-                           for t in saved]
+                        saved.append(SavedTensor(v))
+            if slots:
+                node.slots = slots
+                node._saved = saved
         return out
 
     def apply(cls, *args):
@@ -764,12 +765,6 @@ def _make_op(e):
     return cls
 
 
-_NEEDS_TS = (True, False)
-_NEEDS_T = (True,)
-_POS_1 = (0,)
-_POS_2 = (0, 1)
-_NO_VALUES = (None, None, None)
-_NO_SLOTS = ()
 
 
 def _tensor_index(ctx, i):
