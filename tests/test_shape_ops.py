@@ -182,8 +182,8 @@ def test_errors(device):
         clgrad.constant_pad_nd(x, (-2, -2))
     with pytest.raises(RuntimeError, match="Padding length must be divisible by 2"):
         pad(x, (1,))
-    with pytest.raises(NotImplementedError, match="reflect"):
-        pad(x, (1, 1), mode="reflect")
+    with pytest.raises(NotImplementedError, match="Unrecognised padding mode wrap"):
+        pad(x, (1, 1), mode="wrap")
 
 
 def test_forward_mode(device):
@@ -199,3 +199,102 @@ def test_forward_mode(device):
         with fwAD.dual_level():
             tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, t))).tangent
         assert_close(tangent, (f(x + t) - f(x)).numpy(), dt)
+
+
+# ---- pad's reflect, replicate and circular modes ------------------------------------------------
+_NP_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _np_pad_mode(a, p, mode):
+    """numpy's reference: negative pads crop (for circular before wrapping, as torch does)."""
+    k = len(p) // 2
+    widths = [(0, 0)] * (a.ndim - k) + [(max(p[2 * i], 0), max(p[2 * i + 1], 0))
+                                        for i in reversed(range(k))]
+    crops = [slice(None)] * (a.ndim - k) + [slice(max(-p[2 * i], 0),
+                                                   (a.shape[a.ndim - 1 - i] + max(p[2 * i], 0) +
+                                                    max(p[2 * i + 1], 0)) - max(-p[2 * i + 1], 0))
+                                            for i in reversed(range(k))]
+    if mode == "circular":
+        crops = [slice(None)] * (a.ndim - k) + [slice(max(-p[2 * i], 0),
+                                                       a.shape[a.ndim - 1 - i] - max(-p[2 * i + 1], 0))
+                                                for i in reversed(range(k))]
+        return np.pad(a[tuple(crops)], widths, mode="wrap")
+    return np.pad(a, widths, mode=_NP_MODE[mode])[tuple(crops)]
+
+
+PAD_CASES = [((2, 5), (2, 1)), ((2, 3, 5), (0, 3)), ((2, 3, 5), (-1, 2)),
+             ((1, 4, 5), (1, 2, 3, 0)), ((2, 1, 4, 5), (-2, 1, 1, -1)),
+             ((1, 3, 4, 5), (1, 1, 2, 2, 1, 0)), ((2, 1, 3, 4, 5), (0, 2, 1, 0, 2, 1))]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_against_numpy(device, mode):
+    rng = np.random.default_rng(5)
+    for dt in all_dtypes(device):
+        for shape, p in PAD_CASES:
+            h = random_array(shape, dt, rng)
+            for layout in LAYOUTS:
+                out = pad(make(h, dt, device, layout), p, mode=mode)
+                assert out.dtype == dt
+                assert_close(out, _np_pad_mode(rounded(h, dt), p, mode), dt)
+    # an empty batch is fine; a padding of zero leaves the dim alone
+    assert pad(clgrad.zeros(0, 2, 3, device=device), (1, 1), mode=mode).shape == (0, 2, 5)
+    assert pad(clgrad.ones(1, 2, 3, device=device), (0, 0, 1, 0), mode=mode).shape == (1, 3, 3)
+
+
+def test_pad_modes_gradients(device):
+    dt = grad_dtype(device)
+    rng = np.random.default_rng(6)
+    x = make(rng.uniform(-1, 1, (2, 3, 4)), dt, device, "transposed", requires_grad=True)
+    for mode in ("reflect", "replicate", "circular"):
+        for p in ((2, 1), (1, -1, 2, 2)):
+            f = (lambda a, p=p, mode=mode: pad(a, p, mode=mode))
+            assert clgrad.autograd.gradcheck(f, (x,), **grad_tols(device))
+        assert clgrad.autograd.gradgradcheck(f, (x,), **grad_tols(device))
+    # every padded copy of an element adds its gradient back into it
+    y = clgrad.tensor([[1.0, 2.0, 3.0]], device=device, requires_grad=True)
+    pad(y, (2, 2), mode="reflect").sum().backward()
+    assert y.grad.tolist() == [[2.0, 3.0, 2.0]]
+
+
+def test_pad_mode_errors(device):
+    x = clgrad.ones(1, 2, 3, device=device)
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 1D input"):
+        pad(clgrad.ones(3, device=device), (1, 1), mode="reflect")
+    with pytest.raises(NotImplementedError, match="Padding size 4 is not supported for 2D input"):
+        pad(clgrad.ones(2, 3, device=device), (1, 1, 1, 1), mode="replicate")
+    with pytest.raises(RuntimeError, match=r"padding \(3, 0\) at dimension 2 of input \[1, 2, 3\]"):
+        pad(x, (3, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around more than once"):
+        pad(x, (4, 0), mode="circular")
+    with pytest.raises(RuntimeError, match="empty dimension"):
+        pad(x, (-3, 1), mode="circular")
+    with pytest.raises(RuntimeError, match=r"input \(W: 3\) is too small. Calculated output W: 0"):
+        pad(x, (-2, -1), mode="replicate")
+    with pytest.raises(RuntimeError, match="possibly 0 batch size and other non-zero dimensions"):
+        pad(clgrad.ones(1, 2, 0, device=device), (1, 1), mode="replicate")
+    with pytest.raises(RuntimeError, match='Padding mode "reflect" doesn\'t take in value'):
+        pad(x, (1, 1), mode="reflect", value=1.0)
+    assert pad(x, (1, 1), mode="reflect", value=0.0).shape == (1, 2, 5)
+    assert pad(x, (-2, -1), mode="circular").shape == (1, 2, 0)
+
+
+def test_padding_layers(device):
+    from clgrad import nn
+    x = clgrad.arange(24.0, device=device).view(1, 2, 3, 4)
+    h = x.numpy()
+    assert_close(nn.ReflectionPad2d((1, 2, 2, 1))(x), _np_pad_mode(h, (1, 2, 2, 1), "reflect"),
+                 clgrad.float32)
+    assert_close(nn.ReplicationPad1d(2)(x[0]), _np_pad_mode(h[0], (2, 2), "replicate"),
+                 clgrad.float32)
+    assert_close(nn.CircularPad3d(1)(x), _np_pad_mode(h, (1,) * 6, "circular"), clgrad.float32)
+    assert nn.ConstantPad2d(1, 3.5)(x)[0, 0, 0].tolist() == [3.5] * 6
+    assert nn.ZeroPad1d((0, 1))(x)[..., -1].abs().sum().item() == 0.0
+    assert repr(nn.ReflectionPad2d(1)) == "ReflectionPad2d((1, 1, 1, 1))"
+    assert repr(nn.ConstantPad1d(2, 1.0)) == "ConstantPad1d(padding=(2, 2), value=1.0)"
+    with pytest.raises(ValueError, match="padding must be an int or 4 ints"):
+        nn.ReflectionPad2d((1, 1))
+    # convolutions take the same modes through padding_mode
+    conv = nn.Conv2d(2, 3, 3, padding=1, padding_mode="circular").to(device)
+    ref = clgrad.nn.functional.conv2d(nn.CircularPad2d(1)(x), conv.weight, conv.bias)
+    assert_close(conv(x), ref.detach().numpy(), clgrad.float32)

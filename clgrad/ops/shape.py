@@ -447,17 +447,19 @@ def constant_pad_nd(input, pad, value=0):
 
 
 def pad(input, pad, mode="constant", value=None):
-    """torch.nn.functional.pad for mode="constant": pad = (left, right) for the last dim, then the
-    one before, and so on; negative pads crop.
+    """torch.nn.functional.pad: pad = (left, right) for the last dim, then the one before, and so
+    on; negative pads crop. mode "constant" fills with `value` (any number of dims); "reflect",
+    "replicate" and "circular" repeat the input's own elements and pad the last 1 to 3 dims of
+    an input with one or two leading (batch, channel) dims.
 
     >>> import clgrad
     >>> from clgrad.ops.shape import pad
     >>> pad(clgrad.tensor([1.0, 2.0]), (2, 1), value=9.0).tolist()
     [9.0, 9.0, 1.0, 2.0, 9.0]
+    >>> x = clgrad.tensor([[1.0, 2.0, 3.0]])
+    >>> [pad(x, (2, 1), mode=m).tolist() for m in ("reflect", "replicate", "circular")]
+    [[[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]], [[1.0, 1.0, 1.0, 2.0, 3.0, 3.0]], [[2.0, 3.0, 1.0, 2.0, 3.0, 1.0]]]
     """
-    if mode != "constant":
-        raise NotImplementedError(f"pad(): mode {mode!r} is not implemented in clgrad; only "
-                                  f"'constant' is")
     pad_ = _ints((pad,), "pad")
     if len(pad_) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -465,7 +467,72 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError(f"Padding length should be less than or equal to two times the input "
                            f"dimension but got padding length {len(pad_)} and input of dimension "
                            f"{len(input._shape)}")
-    return constant_pad_nd(input, pad_, 0 if value is None else value)
+    if mode == "constant":
+        return constant_pad_nd(input, pad_, 0 if value is None else value)
+    if mode not in _SOURCE_INDEX:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    return _pad_from_input(input, pad_, mode)
+
+
+def _circular_source(size, n, lo, hi):
+    # as torch does it: negative pads crop first, positive ones then wrap within what is left
+    start = max(-lo, 0)
+    kept = n - start - max(-hi, 0)
+    if kept <= 0 and size > 0:
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    return start + (np.arange(size, dtype=np.int64) - max(lo, 0)) % max(kept, 1)
+
+
+# the input position that each output position of a padded dim of size n reads from
+_SOURCE_INDEX = {
+    "reflect": lambda size, n, lo, hi:
+        (n - 1) - np.abs((n - 1) - np.abs(np.arange(size, dtype=np.int64) - lo)),
+    "replicate": lambda size, n, lo, hi: np.clip(np.arange(size, dtype=np.int64) - lo, 0, n - 1),
+    "circular": _circular_source,
+}
+
+
+def _pad_from_input(x, pad, mode):
+    """The non-constant pad modes: one index_select per padded dim, with indices made on the
+    host (so the gradient is index_select's: padded copies add back into their source)."""
+    k = len(pad) // 2
+    nd = len(x._shape)
+    if not k + 1 <= nd <= k + 2:
+        raise NotImplementedError(
+            f"Padding size {2 * k} is not supported for {nd}D input tensor.\n"
+            f"Supported combinations for non-constant padding:\n"
+            f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if 0 in x._shape[nd - k - 1:] and (mode != "circular" or 0 in x._shape[nd - k:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"{list(x._shape)}")
+    out = x
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = x._shape[d]
+        size = n + lo + hi
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} "
+                               f"of input {list(x._shape)}")
+        if mode == "circular":
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if size < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        elif size < 1:
+            raise RuntimeError(f"input ({'WHD'[i]}: {n}) is too small. Calculated output "
+                               f"{'WHD'[i]}: {size}")
+        if lo == 0 and hi == 0:
+            continue
+        index = _SOURCE_INDEX[mode](size, n, lo, hi)
+        out = index_select(out, d, upload(index, dtypes.int64, x._storage.device))
+    return out
 
 
 FUNCTIONS = {

@@ -11,6 +11,8 @@ from .sparse import Embedding
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax,
                          Softplus, Tanh)
 from .flatten import Flatten, Unflatten
+from . import padding as _padding
+from .padding import *  # noqa: F401,F403
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
                    NLLLoss, SmoothL1Loss)
 
@@ -21,4 +23,4 @@ __all__ = [
     "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
-]
+] + _padding.__all__
