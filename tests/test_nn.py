@@ -391,6 +391,25 @@ def test_modulelist_and_moduledict():
     assert [p.shape for p in pl] == [(2,), (1,), (3,)] and all(
         type(p) is nn.Parameter for p in pl)
     assert len(list(pl.parameters())) == 3
+    pd = nn.ParameterDict({"w": clgrad.zeros(2)})
+    pd.update([("b", nn.Parameter(clgrad.ones(1)))])
+    pd["none"] = None
+    assert list(pd) == ["w", "b", "none"] and "b" in pd and len(pd) == 3
+    assert type(pd["w"]) is nn.Parameter and pd["w"].requires_grad
+    assert [n for n, _ in pd.named_parameters()] == ["w", "b"]
+    assert pd.get("missing") is None and pd.pop("none") is None and len(pd) == 2
+    holder = nn.Module()
+    holder.params = pd
+    assert [n for n, _ in holder.named_parameters()] == ["params.w", "params.b"]
+    assert set(holder.state_dict()) == {"params.w", "params.b"}
+    with pytest.raises(TypeError, match="ParameterDict holds tensors"):
+        pd["x"] = 3.0
+    with pytest.raises(KeyError, match=r'contain "\."'):
+        pd["a.b"] = clgrad.zeros(1)
+    with pytest.raises(ValueError, match="element #0 should be a"):
+        pd.update([("x",)])
+    pd.clear()
+    assert len(pd) == 0
 
 
 # ---- initialisation ----------------------------------------------------------------------------

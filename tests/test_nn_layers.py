@@ -318,6 +318,45 @@ def test_dropout(device):
               device=device)
 
 
+@pytest.mark.parametrize("layer, shape, lead", [
+    (nn.Dropout1d, (16, 32, 5), 2), (nn.Dropout1d, (32, 5), 1), (nn.Dropout2d, (16, 32, 3, 3), 2),
+    (nn.Dropout2d, (16, 32, 5), 2), (nn.Dropout3d, (4, 16, 2, 2, 2), 2),
+    (nn.Dropout3d, (32, 2, 2, 2), 1)])
+def test_channel_dropout(device, layer, shape, lead):
+    drop = layer(0.25)
+    x = clgrad.ones(*shape, requires_grad=True)
+    clgrad.manual_seed(3)
+    y = drop(x)
+    per_channel = to_np(y).reshape(shape[:lead] + (-1,))
+    # each channel is dropped or kept (and scaled) whole
+    dropped = (per_channel == 0).all(-1)
+    kept = np.isclose(per_channel, 1 / 0.75).all(-1)
+    assert (dropped | kept).all() and dropped.any() and kept.any()
+    assert abs(kept.mean() - 0.75) < 0.2
+    y.sum().backward()
+    np.testing.assert_array_equal(to_np(x.grad), to_np(y))
+    clgrad.manual_seed(3)
+    assert drop(x).tolist() == y.tolist()
+    assert drop.eval()(x) is x and repr(drop) == f"{layer.__name__}(p=0.25, inplace=False)"
+    for dt in float_dtypes(device):
+        assert layer(0.5)(clgrad.ones(*shape, dtype=dt)).dtype is dt
+
+
+def test_channel_dropout_errors(device):
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D"):
+        F.dropout1d(clgrad.ones(2, 2, 2, 2))
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        assert F.dropout2d(clgrad.ones(4, 3), 0.5).shape == (4, 3)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        F.dropout3d(clgrad.ones(3))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout2d(clgrad.ones(1, 2, 2), 2.0)
+    x = clgrad.ones(2, 3, 4)
+    assert F.dropout1d(x, 0.5, inplace=True) is x
+    assert F.dropout2d(x, 1.0).abs().sum().item() == 0
+    assert F.dropout3d(clgrad.ones(1, 1, 1, 1), 0.0).item() == 1.0
+
+
 # ---- embedding and one_hot ---------------------------------------------------------------------
 def test_embedding(device, precise):
     rng = np.random.default_rng(10)

@@ -24,8 +24,8 @@ from ..tensor import Tensor
 
 __all__ = [
     "linear", "relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", "softplus",
-    "logsigmoid", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "batch_norm",
-    "layer_norm", "group_norm", "normalize", "embedding", "one_hot", "pad", "conv1d", "conv2d",
+    "logsigmoid", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "dropout1d",
+    "dropout2d", "dropout3d", "batch_norm", "layer_norm", "group_norm", "normalize", "embedding", "one_hot", "pad", "conv1d", "conv2d",
     "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -222,6 +222,75 @@ def dropout(input, p=0.5, training=True, inplace=False):
         mask = empty_like(input).bernoulli_(1.0 - p)
         mask.div_(1.0 - p)
     return input.mul_(mask) if inplace else input * mask
+
+
+def _channel_dropout(input, p, training, inplace, batched):
+    """Dropout of whole channels: one mask value per (batch, channel), or per channel for an
+    unbatched input."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    lead = 2 if batched else 1
+    mask_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    with no_grad():
+        mask = input.new_empty(mask_shape).bernoulli_(1.0 - p)
+        mask.div_(1.0 - p)
+    return input.mul_(mask) if inplace else input * mask
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (rows of L values) of an (N, C, L) or (C, L) input with probability p,
+    scaling the rest by 1/(1-p) (training only).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> y = F.dropout1d(clgrad.ones(4, 100, 3), 0.5)
+    >>> sorted({v for v in y.sum(-1).flatten().tolist()})
+    [0.0, 6.0]
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout on "
+                           f"inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           f"batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, input.ndim == 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of an (N, C, H, W) input (or (N, C, L), as torch reads a 3-D one)
+    with probability p, scaling the rest by 1/(1-p) (training only).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.dropout2d(clgrad.ones(1, 2, 2, 2), 0.3, training=False).shape
+    clgrad.Size([1, 2, 2, 2])
+    """
+    _check_feature_dropout("dropout2d", input, (3, 4))
+    return _channel_dropout(input, p, training, inplace, True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability p,
+    scaling the rest by 1/(1-p) (training only).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.dropout3d(clgrad.ones(2, 1, 1, 1), 1.0).sum().item()
+    0.0
+    """
+    _check_feature_dropout("dropout3d", input, (4, 5))
+    return _channel_dropout(input, p, training, inplace, input.ndim == 5)
+
+
+def _check_feature_dropout(name, input, dims):
+    # torch warns about other ranks (and goes on) but cannot drop channels of fewer than 2 dims
+    if input.ndim < 2:
+        raise RuntimeError(f"{name}: Feature dropout requires at least 2 dimensions in the "
+                           f"input, got {list(input.shape)}")
+    if input.ndim not in dims:
+        warnings.warn(f"{name}: Received a {input.ndim}-D input to {name}, which is deprecated "
+                      f"and will result in an error in a future release: {name} expects a "
+                      f"{dims[0]}-D or {dims[1]}-D input", stacklevel=3)
 
 
 # ---- normalisation -----------------------------------------------------------------------------

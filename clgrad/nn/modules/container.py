@@ -1,13 +1,14 @@
-"""Containers: Sequential, ModuleList, ModuleDict, ParameterList."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import chain, islice
 
+from ...tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 class Sequential(Module):
@@ -329,6 +330,91 @@ class ParameterList(Module):
     def extra_repr(self):
         lines = []
         for k, p in enumerate(self):
+            size = "x".join(str(s) for s in p.size())
+            lines.append(f"  ({k}): Parameter containing: [clgrad.{p.dtype.name} of size {size}]")
+        return "\n".join(lines)
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters that registers them (tensors are wrapped as Parameters).
+
+    >>> import clgrad
+    >>> ps = clgrad.nn.ParameterDict({"scale": clgrad.ones(2), "shift": clgrad.zeros(2)})
+    >>> [n for n, _ in ps.named_parameters()], "scale" in ps, type(ps["shift"]).__name__
+    (['scale', 'shift'], True, 'Parameter')
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        if value is not None and not isinstance(value, Parameter):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"ParameterDict holds tensors (made Parameters) or None, not "
+                                f"{type(value).__name__}")
+            value = Parameter(value)
+        self.register_parameter(key, value)
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def get(self, key, default=None):
+        """The parameter at key, or default."""
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        """Remove and return the parameter at key."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def clear(self):
+        """Remove every parameter."""
+        self._parameters.clear()
+
+    def update(self, parameters):
+        """Add parameters from a mapping or an iterable of (key, tensor) pairs."""
+        if isinstance(parameters, (Mapping, ParameterDict)):
+            pairs = parameters.items()
+        elif isinstance(parameters, Iterable):
+            pairs = []
+            for j, kv in enumerate(parameters):
+                if not isinstance(kv, Iterable) or len(kv) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} should be a "
+                                     f"(key, value) pair")
+                pairs.append(kv)
+        else:
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            "key/value pairs, but got " + type(parameters).__name__)
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self):
+        lines = []
+        for k, p in self._parameters.items():
             size = "x".join(str(s) for s in p.size())
             lines.append(f"  ({k}): Parameter containing: [clgrad.{p.dtype.name} of size {size}]")
         return "\n".join(lines)
