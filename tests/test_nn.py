@@ -397,6 +397,9 @@ def test_modulelist_and_moduledict():
     assert list(pd) == ["w", "b", "none"] and "b" in pd and len(pd) == 3
     assert type(pd["w"]) is nn.Parameter and pd["w"].requires_grad
     assert [n for n, _ in pd.named_parameters()] == ["w", "b"]
+    assert repr(pd).splitlines()[1:] == [
+        "    (w): Parameter containing: [clgrad.float32 of size 2]",
+        "    (b): Parameter containing: [clgrad.float32 of size 1]", "    (none): None", ")"]
     assert pd.get("missing") is None and pd.pop("none") is None and len(pd) == 2
     holder = nn.Module()
     holder.params = pd

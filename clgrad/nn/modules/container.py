@@ -328,11 +328,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        lines = []
-        for k, p in enumerate(self):
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [clgrad.{p.dtype.name} of size {size}]")
-        return "\n".join(lines)
+        return _parameter_lines(enumerate(self))
 
 
 class ParameterDict(Module):
@@ -413,8 +409,16 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self):
-        lines = []
-        for k, p in self._parameters.items():
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"  ({k}): Parameter containing: [clgrad.{p.dtype.name} of size {size}]")
-        return "\n".join(lines)
+        return _parameter_lines(self._parameters.items())
+
+
+def _parameter_lines(pairs):
+    """torch's listing of a parameter container: one line per (key, parameter)."""
+    lines = []
+    for k, p in pairs:
+        if p is None:
+            lines.append(f"  ({k}): None")
+            continue
+        size = "x".join(str(s) for s in p.size())
+        lines.append(f"  ({k}): Parameter containing: [clgrad.{p.dtype.name} of size {size}]")
+    return "\n".join(lines)
