@@ -601,16 +601,8 @@ def _make_op(e):
 
     vjps = e.vjp
 
-    def backward(ctx, g):
-        needs = ctx.needs_input_grad
-        if all(vjps[i] is same or not needs[i] for i in range(arity)):
-            # only pass-through gradients wanted (add, and the like): no formula to evaluate
-            grads = [None] * len(needs)
-            for i in range(arity):
-                if needs[i]:
-                    shape = ctx._in_meta[ctx._tensor_positions.index(i)][0]
-                    grads[i] = g if g._shape == shape else sum_to(g, shape)
-            return grads
+    def formula_args(ctx):
+        """What the gradient formulas read, from what forward kept on the node."""
         a = _Args()
         vals = ctx.operand_values
         a.x = vals[0]
@@ -622,6 +614,19 @@ def _make_op(e):
             for s, t in zip(slots, ctx._unpack_saved()):
                 setattr(a, s, t)
         a.p = ctx.params
+        return a
+
+    def backward(ctx, g):
+        needs = ctx.needs_input_grad
+        if all(vjps[i] is same or not needs[i] for i in range(arity)):
+            # only pass-through gradients wanted (add, and the like): no formula to evaluate
+            grads = [None] * len(needs)
+            for i in range(arity):
+                if needs[i]:
+                    shape = ctx._in_meta[ctx._tensor_positions.index(i)][0]
+                    grads[i] = g if g._shape == shape else sum_to(g, shape)
+            return grads
+        a = formula_args(ctx)
         positions = ctx._tensor_positions
         grads = [None] * (arity + len(ctx.params))
         for i in range(arity):
@@ -669,17 +674,7 @@ def _make_op(e):
         shape, dt, _ = node._in_meta[0]
         if g._shape != shape or g._dtype is not dt:      # a hook changed it: the general path
             return run_node(node, [g])
-        a = _Args()
-        vals = node.operand_values
-        a.x = vals[0]
-        a.y = vals[1]
-        a.z = None
-        a.out = None
-        slots = node.slots
-        if slots:
-            for s, t in zip(slots, node._unpack_saved()):
-                setattr(a, s, t)
-        a.p = ()
+        a = formula_args(node)
         needs = node.needs_input_grad
         res = []
         fits = True
