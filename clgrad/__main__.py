@@ -1,5 +1,6 @@
-"""`python -m clgrad`: list the OpenCL devices with what they can do, then run a short self-check
-on the default device (forward against numpy, a backward pass) with timings."""
+"""`python -m clgrad`: list the OpenCL devices of every installed implementation with what they
+can do, then run a short self-check on each (forward against numpy, a backward pass) with
+timings."""
 import sys
 import time
 
@@ -25,12 +26,26 @@ def main(argv=None):
               f"memory, {c['local_mem_bytes'] // 1024} KiB local, work-groups up to "
               f"{c['max_work_group_size']}, fp64 {'yes' if c['fp64'] else 'no'}, fp16 "
               f"{'yes' if c['fp16'] else 'no (half storage only)'}")
-    dev = clgrad.runtime.default_device()
-    print(f"\nself-check on cl:{dev.index} ({dev.name}):")
+    default = clgrad.runtime.default_device()
+    print(f"default device: cl:{default.index}"
+          + ("  (CLGRAD_GPU_PATHS=1: every device takes the GPU code paths)"
+             if clgrad.runtime.device.gpu_paths_forced() else ""))
+    ok = True
+    for dev in devs:
+        ok &= self_check(clgrad, dev)
+    print("\nall good" if ok else "\nSOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+def self_check(clgrad, dev):
+    """Forward against numpy and one backward pass on `dev`, with first-use and warm timings.
+    A simulator gets small sizes and no repeats."""
+    n, reps = (32, 0) if dev.is_simulator else (256, 10)
+    print(f"\nself-check on cl:{dev.index} ({dev.name}, {dev.platform_name}):")
     ok = True
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((256, 256)).astype(np.float32)
-    b = rng.standard_normal((256, 256)).astype(np.float32)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
 
     def check(name, fn, ref, tol=1e-4):
         nonlocal ok
@@ -38,22 +53,22 @@ def main(argv=None):
         out = fn()
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
-        for _ in range(10):
+        for _ in range(reps):
             out = fn()
-        warm = (time.perf_counter() - t0) / 10
+        warm = (time.perf_counter() - t0) / max(reps, 1)
         err = float(np.max(np.abs(np.asarray(out, dtype=np.float64) - ref)))
         good = err <= tol * max(1.0, float(np.max(np.abs(ref))))
         ok &= good
+        then = f"then {warm * 1e3:7.3f} ms" if reps else " " * 16
         print(f"  {'ok  ' if good else 'FAIL'} {name:34s} first use {first * 1e3:7.1f} ms, "
-              f"then {warm * 1e3:7.3f} ms   (max error {err:.1e})")
+              f"{then}   (max error {err:.1e})")
 
-    x, y = clgrad.tensor(a), clgrad.tensor(b)
+    x, y = clgrad.tensor(a, device=dev), clgrad.tensor(b, device=dev)
     check("elementwise (x * y + 1).tanh()", lambda: ((x * y + 1).tanh()).numpy(),
           np.tanh(a * b + 1))
     check("reduction x.sum(1)", lambda: x.sum(1).numpy(), a.sum(1, dtype=np.float64))
-    if hasattr(clgrad, "matmul"):
-        check("matmul x @ y", lambda: (x @ y).numpy(), a.astype(np.float64) @ b)
-    w = clgrad.tensor(a, requires_grad=True)
+    check("matmul x @ y", lambda: (x @ y).numpy(), a.astype(np.float64) @ b)
+    w = clgrad.tensor(a, requires_grad=True, device=dev)
 
     def backward():
         w.grad = None
@@ -62,8 +77,7 @@ def main(argv=None):
         return w.grad.numpy()
     s = 1 / (1 + np.exp(-(a * b)))
     check("backward of ((w * y).sigmoid() * 2).sum()", backward, 2 * s * (1 - s) * b)
-    print("\nall good" if ok else "\nSOME CHECKS FAILED")
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from clgrad.runtime.device import default_device  # noqa: E402
 
 
 def packed_candidates(device, quick):
-    vws = (4, 8) if device.is_cpu else (2, 4)
+    vws = (4, 8) if device.cpu_paths else (2, 4)
     out = []
     for mr, nv, vw in itertools.product((4, 6, 8), (1, 2, 3), vws):
         if mr * nv > 16 or mr * nv < 6:      # accumulators must fit 16 vector registers
@@ -59,7 +59,7 @@ def candidates(device, quick):
     """Both kernels everywhere; the one a device is unlikely to like gets a few tries only
     (tiled kernels cost ~0.6 s each to compile on PoCL)."""
     packed, tiled = packed_candidates(device, quick), tiled_candidates(device, quick)
-    if device.is_cpu:
+    if device.cpu_paths:
         tiled = tiled[::max(1, len(tiled) // 3)]
     else:
         packed = packed[::max(1, len(packed) // 3)]

@@ -89,7 +89,7 @@ def pack8_right(values, fill=0):
 def launch_walk(dev, kernel, n, cshape, *args):
     """Launch a kernel that walks the collapsed iteration shape `cshape` (common.mako's walk):
     each work-item takes a run of `chunk` elements on CPUs, one on GPUs."""
-    chunk = 32 if dev.is_cpu else 1
+    chunk = 32 if dev.cpu_paths else 1
     gs, ls = grid(dev, -(-n // chunk))
     launch(dev, kernel, gs, ls, *args, n, chunk, len(cshape), pack8_right(cshape, 1))
 

@@ -79,7 +79,7 @@ def _plan(dev, dt):
     device's vector width (VEC, or VEC8 for float64) unless the config sets one."""
     plan = _PLANS.get((dev, dt))
     if plan is None:
-        kind = "cpu" if dev.is_cpu else "gpu"
+        kind = "cpu" if dev.cpu_paths else "gpu"
         cfg = CONFIGS[kind]
         vw = cfg.get("VW") or (dev.vec8 if dt is dtypes.float64 else dev.vec)
         if dt is dtypes.float64 and "VW" in cfg:
@@ -163,7 +163,7 @@ def _conv_fwd(out, xp, xo, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH,
     N = out._shape[0]
     MB = _ceil(Cog, cfg["MR"])
     ntiles = VR * tiles
-    if dev.is_cpu:
+    if dev.cpu_paths:
         # a CPU runs a work-group on one core: LY blocks of output channels share the input
         lx, ly = 1, min(cfg["LY"], MB, dev.max_work_group_size)
     else:
@@ -308,7 +308,7 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
                       (Co * OH * OWv, OH * OWv, OWv, 1), 0)
     JB, CB = _ceil(K, cfg["TJ"]), _ceil(Cog, cfg["MW"])
     # split the batch when there are too few blocks of sums to keep every core busy
-    want = 16 * dev.compute_units * (1 if dev.is_cpu else 16)
+    want = 16 * dev.compute_units * (1 if dev.cpu_paths else 16)
     NC = max(1, min(N, want // (JB * CB * G)))
     part = empty_tensor((NC, Co, Cig, KH, KW), cdt, dev)
     lx = min(cfg["LX"], JB, dev.max_work_group_size)

@@ -67,7 +67,7 @@ def vendor_of(device):
     >>> vendor_of(default_device()) in VENDOR_DEFAULTS
     True
     """
-    if device.is_cpu:
+    if device.cpu_paths:
         return "cpu"
     words = f"{device.vendor} {device.platform_name} {device.name}".lower()
     if "nvidia" in words:
@@ -251,7 +251,7 @@ def _ceil(a, b):
 
 
 def _is_small(dev, M, N, K, a_sk, b_sk):
-    rows = SMALL_ROWS_CPU if dev.is_cpu else 1
+    rows = SMALL_ROWS_CPU if dev.cpu_paths else 1
     return M * N * K <= SMALL_WORK or (min(M, N) <= rows and a_sk == 1 and b_sk == 1)
 
 
@@ -352,7 +352,7 @@ def _reshaped(t, shape):
 
 
 def _dot_limit(dev):
-    return None if dev.is_cpu else DOT_REDUCE_GPU
+    return None if dev.cpu_paths else DOT_REDUCE_GPU
 
 
 def _dot_raw(a, b):

@@ -165,7 +165,7 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
         return _cast_out(rest, out_dtype)
     if not rshape:
         rshape, rst = [1], [0]
-    cpu = dev.is_cpu
+    cpu = dev.cpu_paths
     contiguous_rows = len(rshape) == 1 and rst[0] == 1
     column = (not contiguous_rows and len(rshape) == 1 and kshape and kst[-1] == 1
               and M >= 64)

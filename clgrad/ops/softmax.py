@@ -54,7 +54,7 @@ def _grid(dev, n):
     """(global, local size) for n work-items. A CPU runs each work-group on one core, so there a
     launch of few items gets groups small enough for every core to take some."""
     gs, ls = grid(dev, n)
-    if dev.is_cpu:
+    if dev.cpu_paths:
         ls = (min(ls[0], -(-n // (4 * dev.compute_units))),)
         gs = (-(-n // ls[0]) * ls[0],)
     return gs, ls
@@ -83,7 +83,7 @@ def use_group(dev, L, inner, sl):
     """Whether lines go to a work-group each (local-memory reductions) rather than a work-item:
     on GPUs, for long contiguous rows. A CPU runs a work-group on one core, so there the
     work-item per line, with vector loads, is the fast way."""
-    return not dev.is_cpu and inner == 1 and sl == 1 and L >= 128
+    return not dev.cpu_paths and inner == 1 and sl == 1 and L >= 128
 
 
 def _group_size(dev, L):
@@ -306,7 +306,7 @@ SCAN = {dt: Program("scan", dt.short, render("scan.mako", dt=dt, scans=list(SCAN
 def block_size(dev, lines, L):
     """Elements per block of a scan: the whole line when there are lines enough to fill the
     device, else blocks enough that lines * blocks does (but not tiny ones)."""
-    want, least = (dev.compute_units * 4, 4096) if dev.is_cpu else (dev.compute_units * 256, 256)
+    want, least = (dev.compute_units * 4, 4096) if dev.cpu_paths else (dev.compute_units * 256, 256)
     if lines >= want or L < 2 * least:
         return L
     return max(least, -(-L // -(-want // lines)))

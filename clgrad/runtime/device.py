@@ -10,6 +10,7 @@ import threading
 
 import pyopencl as cl
 
+from .icd import register_pip_drivers
 from .memory import MemoryPool
 
 NO_DEVICE_HELP = (
@@ -45,6 +46,13 @@ class Device:
             "pocl" in self.platform_name.lower()
         self.is_cpu = bool(d.type & cl.device_type.CPU)
         self.is_gpu = bool(d.type & cl.device_type.GPU)
+        # Oclgrind simulates a device to check kernels (races, out-of-bounds accesses): it is
+        # thousands of times slower, so it is used only when asked for by name.
+        self.is_simulator = "oclgrind" in f"{self.platform_name} {self.name}".lower()
+        # The code paths a kernel takes (launch geometry, local-memory variants, tile and vector
+        # configurations) follow cpu_paths, not the device type: CLGRAD_GPU_PATHS=1 makes every
+        # device take the GPU paths, so that they are proven on CPUs and simulators too.
+        self.cpu_paths = self.is_cpu and not gpu_paths_forced()
         self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
         self.has_fp16 = "cl_khr_fp16" in ext
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext
@@ -60,8 +68,8 @@ class Device:
         # Contiguous elementwise kernels handle VEC elements per work-item: CPUs need explicit
         # vectors to use SIMD (PoCL does not vectorise these kernels across work-items), GPUs
         # only want wide enough loads.
-        self.vec = 8 if self.is_cpu else 4          # elements of up to 4 bytes
-        self.vec8 = 4 if self.is_cpu else 2         # 8-byte elements: at most 256-bit vectors
+        self.vec = 8 if self.cpu_paths else 4          # elements of up to 4 bytes
+        self.vec8 = 4 if self.cpu_paths else 2         # 8-byte elements: at most 256-bit vectors
         self.wg = min(256, self.max_work_group_size)
         self.pool = MemoryPool(self.context, self.global_mem_size, self.max_alloc)
         self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
@@ -133,6 +141,11 @@ class Device:
         }
 
 
+def gpu_paths_forced():
+    """Whether CLGRAD_GPU_PATHS asks every device to take the GPU code paths."""
+    return os.environ.get("CLGRAD_GPU_PATHS", "").strip().lower() in ("1", "yes", "true", "on")
+
+
 _lock = threading.Lock()
 _devices = None
 _discovery_error = None
@@ -142,6 +155,7 @@ _default_index = None
 def _discover():
     global _devices, _discovery_error
     found = []
+    register_pip_drivers()
     try:
         platforms = cl.get_platforms()
     except Exception as e:             # no ICD loader, or no platform behind it
@@ -184,7 +198,8 @@ def _match(spec, devs):
             raise NoDeviceError(f"CLGRAD_DEVICE={spec!r}: there are {len(devs)} OpenCL devices "
                                 f"(cl:0 to cl:{len(devs) - 1})")
         return devs[i]
-    for d in devs:
+    # real devices first: "cpu" or "amd" must not pick the simulator
+    for d in sorted(devs, key=lambda d: d.is_simulator):
         words = f"{d.platform_name} {d.vendor} {d.name} {d.kind}".lower()
         if spec in words or (spec == "pocl" and d.is_pocl):
             return d
@@ -193,8 +208,9 @@ def _match(spec, devs):
 
 
 def default_device():
-    """The device tensors go to when none is named: CLGRAD_DEVICE, else the first GPU, else the
-    first device."""
+    """The device tensors go to when none is named: CLGRAD_DEVICE, else the first GPU, else PoCL's
+    CPU device, else the first other device that is not a simulator (Oclgrind is used only when
+    named)."""
     global _default_index
     if _default_index is not None:
         return _devices[_default_index]
@@ -206,9 +222,17 @@ def default_device():
     if spec:
         dev = _match(spec, devs)
     else:
-        dev = next((d for d in devs if d.is_gpu), devs[0])
+        dev = preferred(devs)
     _default_index = dev.index
     return dev
+
+
+def preferred(devs):
+    """The first GPU, else the PoCL CPU device, else the first device that is not a simulator,
+    else the first device."""
+    real = [d for d in devs if not d.is_simulator] or devs
+    return next((d for d in real if d.is_gpu), None) or \
+        next((d for d in real if d.is_pocl), None) or real[0]
 
 
 def set_default_device(spec):

@@ -134,7 +134,7 @@ class Program:
         return f"<Program {self.name}: {len(self.signatures)} kernels>"
 
     def options_for(self, device):
-        return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.is_cpu)} "
+        return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.cpu_paths)} "
                 f"{self.options}").strip()
 
     def build(self, device):
