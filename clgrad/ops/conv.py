@@ -27,6 +27,7 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Op
+from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, empty_tensor, numel_of
 from . import views
@@ -60,7 +61,7 @@ def _compute_dtype(dt):
     return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
-_PLANS = {}             # (device, dtype) -> (config, vector width, Program)
+_PLANS = path_dependent({})  # (device, dtype) -> (config, vector width, Program)
 _PROGRAMS = {}          # (dtype, build options) -> Program
 
 

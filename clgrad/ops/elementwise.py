@@ -14,6 +14,7 @@ from ..autograd.function import (Op, SavedTensor, _edge, _null_ctx, _validate, h
 from ..autograd.grad_mode import state as _state
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime import kernels as _kernels
+from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..runtime.memory import Storage
 from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
@@ -43,7 +44,7 @@ class Entry:
         self.patterns = ["tt", "ts", "st"] if operands == "TT" else ["t" * self.arity]
         # (device, dtype, variant) -> (cl.Kernel, vector width, {numel: launch geometry}), for
         # the fast path
-        self.kernels = {}
+        self.kernels = path_dependent({})
 
 
 def kinds(spec, expr):

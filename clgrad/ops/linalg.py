@@ -23,6 +23,7 @@ import tempfile
 from .. import dtypes
 from .._version import __version__
 from ..autograd.function import Op
+from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, cache_dir, get_kernel, launch, render
 from ..tensor import Tensor, contiguous_strides, empty_tensor, make_tensor, numel_of
 from . import views
@@ -161,8 +162,8 @@ def save_tuned(device, cfg):
     return path
 
 
-_CONFIGS = {}           # device -> config dict
-_PLANS = {}             # (device, dtype) -> (config, Program)
+_CONFIGS = path_dependent({})  # device -> config dict
+_PLANS = path_dependent({})  # (device, dtype) -> (config, Program)
 _PROGRAMS = {}          # (dtype, config items) -> Program
 
 

@@ -52,7 +52,7 @@ class Device:
         # The code paths a kernel takes (launch geometry, local-memory variants, tile and vector
         # configurations) follow cpu_paths, not the device type: CLGRAD_GPU_PATHS=1 makes every
         # device take the GPU paths, so that they are proven on CPUs and simulators too.
-        self.cpu_paths = self.is_cpu and not gpu_paths_forced()
+        self.set_code_paths(cpu=self.is_cpu and not gpu_paths_forced())
         self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
         self.has_fp16 = "cl_khr_fp16" in ext
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext
@@ -65,16 +65,32 @@ class Device:
         self.version = d.version.strip()
         self.driver_version = d.driver_version.strip()
         self.extensions = ext
+        self.wg = min(256, self.max_work_group_size)
+        self.pool = MemoryPool(self.context, self.global_mem_size, self.max_alloc)
+        self.lock = threading.RLock()
+
+    def set_code_paths(self, cpu):
+        """Take the CPU code paths (cpu=True) or the GPU ones from now on. Build options depend
+        on them, so the kernels built so far are dropped. The Oclgrind check and the tests use it
+        to run both families of paths on one device.
+
+        >>> import clgrad
+        >>> d = clgrad.runtime.default_device(); was = d.cpu_paths
+        >>> d.set_code_paths(cpu=False); d.cpu_paths, d.vec
+        (False, 4)
+        >>> d.set_code_paths(cpu=was)
+        """
+        self.cpu_paths = bool(cpu)
         # Contiguous elementwise kernels handle VEC elements per work-item: CPUs need explicit
         # vectors to use SIMD (PoCL does not vectorise these kernels across work-items), GPUs
         # only want wide enough loads.
         self.vec = 8 if self.cpu_paths else 4          # elements of up to 4 bytes
         self.vec8 = 4 if self.cpu_paths else 2         # 8-byte elements: at most 256-bit vectors
-        self.wg = min(256, self.max_work_group_size)
-        self.pool = MemoryPool(self.context, self.global_mem_size, self.max_alloc)
         self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
         self.programs = {}                # program id -> cl.Program
-        self.lock = threading.RLock()
+        for cache in PATH_CACHES:         # plans chosen for the other paths
+            for key in [k for k in cache if k is self or (isinstance(k, tuple) and self in k)]:
+                del cache[key]
 
     @property
     def queue(self):
@@ -139,6 +155,20 @@ class Device:
             "max_work_group_size": self.max_work_group_size, "fp64": self.has_fp64,
             "fp16": self.has_fp16, "int64_atomics": self.has_int64_atomics,
         }
+
+
+# Per-device memos of the ops layer whose contents depend on the code paths (GEMM and convolution
+# plans, ...): set_code_paths drops the device's entries. Register one with path_dependent().
+PATH_CACHES = []
+
+
+def path_dependent(cache):
+    """Register a dict keyed by device (or by tuples holding one) as path-dependent; returns it.
+
+    >>> plans = path_dependent({})
+    """
+    PATH_CACHES.append(cache)
+    return cache
 
 
 def gpu_paths_forced():
