@@ -70,38 +70,50 @@ def _existing_icds(vendors):
     return out
 
 
-def register_pip_drivers():
-    """Point the ICD loader at a vendors folder that also names the pip-installed drivers.
-    Returns the folder, or None when there was nothing to add (or it is turned off).
+def vendors_folder(drivers, vendors, base):
+    """Write (under `base`) a vendors folder holding the .icd files of the folder `vendors` plus
+    one per driver in `drivers` ({icd name: library path}) that `vendors` does not already name.
+    Returns the folder, or None when there is nothing to add.
 
-    >>> register_pip_drivers() is None or os.path.isdir(os.environ["OCL_ICD_VENDORS"])
+    >>> import tempfile
+    >>> vendors_folder({}, "/nonexistent", tempfile.gettempdir()) is None
     True
     """
+    icds = _existing_icds(vendors)
+    listed = {os.path.basename(v) for v in icds.values()}
+    # a driver the system already lists (by library name) is not added twice
+    add = {n: lib for n, lib in drivers.items() if os.path.basename(lib) not in listed}
+    if not add:
+        return None
+    icds.update(add)
+    text = "\n".join(f"{n}={v}" for n, v in sorted(icds.items()))
+    folder = Path(base) / ("clgrad-icd-" + hashlib.sha256(text.encode()).hexdigest()[:16])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, contents in icds.items():
+        path = folder / name
+        if not path.exists() or path.read_text().strip() != contents:
+            tmp = folder / f".{name}.{os.getpid()}"        # atomic: other processes may read it
+            tmp.write_text(contents + "\n")
+            os.replace(tmp, path)
+    return str(folder)
+
+
+def register_pip_drivers():
+    """Point the ICD loader at a vendors folder that also names the pip-installed drivers (see
+    the module's docstring). Returns the folder, or None when there was nothing to add, when
+    OCL_ICD_VENDORS names a single library (the user's choice) or when it is turned off."""
     if os.environ.get("CLGRAD_PIP_DRIVERS", "1").strip().lower() in ("0", "off", "no", "false"):
         return None
     drivers = find_pip_drivers()
     if not drivers:
         return None
     vendors = os.environ.get("OCL_ICD_VENDORS") or SYSTEM_VENDORS
-    icds = _existing_icds(vendors)
-    listed = {os.path.basename(v) for v in icds.values()}
-    # a driver the system already lists (by library name) is not added twice
-    add = {n: lib for n, lib in drivers.items() if os.path.basename(lib) not in listed}
-    if not add or not (os.path.isdir(vendors) or vendors == SYSTEM_VENDORS):
-        return None          # OCL_ICD_VENDORS names one library: the user chose it
-    icds.update(add)
-    text = "\n".join(f"{n}={v}" for n, v in sorted(icds.items()))
-    folder = Path(tempfile.gettempdir()) / (
-        "clgrad-icd-" + hashlib.sha256(text.encode()).hexdigest()[:16])
+    if vendors != SYSTEM_VENDORS and not os.path.isdir(vendors):
+        return None
     try:
-        folder.mkdir(exist_ok=True)
-        for name, contents in icds.items():
-            path = folder / name
-            if not path.exists() or path.read_text().strip() != contents:
-                tmp = folder / f".{name}.{os.getpid()}"
-                tmp.write_text(contents + "\n")
-                os.replace(tmp, path)
+        folder = vendors_folder(drivers, vendors, tempfile.gettempdir())
     except OSError:
         return None          # an unwritable temp folder: the driver stays invisible
-    os.environ["OCL_ICD_VENDORS"] = str(folder)
-    return str(folder)
+    if folder is not None:
+        os.environ["OCL_ICD_VENDORS"] = folder
+    return folder

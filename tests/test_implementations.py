@@ -1,0 +1,186 @@
+"""Several OpenCL implementations side by side: pip-installed drivers found without a hand-written
+.icd, the rule that picks the default device, simulators used only when named, and the switch
+that puts any device on the GPU code paths."""
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.runtime import device as _device
+from clgrad.runtime import icd
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(code, env=None):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, env=e, timeout=600)
+
+
+# ---- the vendors folder for pip-installed drivers ------------------------------------------------
+
+def test_vendors_folder_keeps_the_system_icds_and_adds_the_pip_driver(tmp_path):
+    system = tmp_path / "vendors"
+    system.mkdir()
+    (system / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    (system / "notes.txt").write_text("not an icd")
+    lib = tmp_path / "lib" / "libintelocl.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    folder = icd.vendors_folder({"clgrad-intel-cpu.icd": str(lib)}, str(system), tmp_path / "out")
+    files = sorted(os.listdir(folder))
+    assert files == ["clgrad-intel-cpu.icd", "nvidia.icd"]
+    assert open(os.path.join(folder, "clgrad-intel-cpu.icd")).read().strip() == str(lib)
+    assert open(os.path.join(folder, "nvidia.icd")).read().strip() == "libnvidia-opencl.so.1"
+    # the same inputs give the same folder (processes share it), other inputs another one
+    again = icd.vendors_folder({"clgrad-intel-cpu.icd": str(lib)}, str(system), tmp_path / "out")
+    assert again == folder
+    other = icd.vendors_folder({"clgrad-intel-cpu.icd": str(lib) + "x"}, str(system),
+                               tmp_path / "out")
+    assert other != folder
+
+
+def test_a_driver_the_system_already_lists_is_not_added_twice(tmp_path):
+    system = tmp_path / "vendors"
+    system.mkdir()
+    (system / "intel.icd").write_text("/opt/intel/lib/libintelocl.so\n")
+    assert icd.vendors_folder({"clgrad-intel-cpu.icd": "/venv/lib/libintelocl.so"},
+                              str(system), tmp_path) is None
+    assert icd.vendors_folder({}, str(system), tmp_path) is None
+
+
+def test_pip_drivers_are_found_in_the_environment(tmp_path, monkeypatch):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    assert "clgrad-intel-cpu.icd" not in icd.find_pip_drivers() or \
+        not icd.find_pip_drivers()["clgrad-intel-cpu.icd"].startswith(str(tmp_path))
+    (lib / "libintelocl.so").write_bytes(b"")
+    assert icd.find_pip_drivers()["clgrad-intel-cpu.icd"] == str((lib / "libintelocl.so").resolve())
+
+
+def test_the_intel_runtime_appears_exactly_when_it_is_installed():
+    # In an environment with `clgrad[intel]` its device must be listed with no set-up at all;
+    # without it, it must not be.
+    r = _run("""
+        import clgrad
+        names = [d.platform_name for d in clgrad.cl.devices()]
+        print("INTEL" if any("Intel(R) OpenCL" in n for n in names) else "NONE")
+    """, {"OCL_ICD_VENDORS": ""})
+    assert r.returncode == 0, r.stderr
+    installed = bool(icd.find_pip_drivers())
+    assert r.stdout.strip() == ("INTEL" if installed else "NONE"), r.stdout + r.stderr
+    r = _run("""
+        import clgrad
+        print(any("Intel(R) OpenCL" in d.platform_name for d in clgrad.cl.devices()))
+    """, {"OCL_ICD_VENDORS": "", "CLGRAD_PIP_DRIVERS": "0"})
+    assert r.stdout.strip() == "False", r.stdout + r.stderr
+
+
+# ---- which device is the default -----------------------------------------------------------------
+
+def _fake(index, gpu=False, pocl=False, simulator=False):
+    return types.SimpleNamespace(index=index, is_gpu=gpu, is_pocl=pocl, is_simulator=simulator)
+
+
+def test_default_device_rule():
+    grind = _fake(0, gpu=True, simulator=True)        # Oclgrind calls itself a GPU
+    intel = _fake(1)
+    pocl = _fake(2, pocl=True)
+    gpu = _fake(3, gpu=True)
+    assert _device.preferred([grind, intel, pocl, gpu]) is gpu
+    assert _device.preferred([grind, intel, pocl]) is pocl
+    assert _device.preferred([grind, intel]) is intel
+    assert _device.preferred([grind]) is grind
+
+
+def test_simulators_only_when_named():
+    r = _run("""
+        import clgrad
+        from clgrad.runtime import device
+        print(device.default_device().is_simulator)
+        sims = [d for d in clgrad.cl.devices() if d.is_simulator]
+        if sims:
+            print(device.get_device("oclgrind").is_simulator)
+            print(device.get_device(f"cl:{sims[0].index}").is_simulator)
+        else:
+            print(True); print(True)
+    """, {"CLGRAD_DEVICE": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "True"], r.stdout
+
+
+# ---- the GPU code paths on any device ------------------------------------------------------------
+
+def test_clgrad_gpu_paths_puts_every_device_on_the_gpu_paths():
+    r = _run("""
+        import clgrad
+        for d in clgrad.cl.devices():
+            print(d.cpu_paths, d.vec, d.vec8)
+    """, {"CLGRAD_GPU_PATHS": "1"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")[:-1]
+    assert lines and all(line == "False 4 2" for line in lines), r.stdout
+    r = _run("""
+        import clgrad
+        print(all(d.cpu_paths == d.is_cpu for d in clgrad.cl.devices()))
+    """, {"CLGRAD_GPU_PATHS": "0"})
+    assert r.stdout.strip() == "True", r.stdout + r.stderr
+
+
+@pytest.fixture
+def both_paths(device):
+    """Run the test body on both code paths of the device, restoring its own paths after."""
+    was = device.cpu_paths
+    yield lambda cpu: device.set_code_paths(cpu=cpu)
+    device.set_code_paths(cpu=was)
+
+
+def test_both_code_paths_give_the_same_numbers(device, both_paths):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((37, 53)).astype(np.float32)
+    b = rng.standard_normal((53, 29)).astype(np.float32)
+    img = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    results = {}
+    for cpu in (True, False):
+        both_paths(cpu)
+        assert device.cpu_paths is cpu and device.vec == (8 if cpu else 4)
+        x, y = clgrad.tensor(a), clgrad.tensor(b)
+        conv = clgrad.nn.functional.conv2d(clgrad.tensor(img), clgrad.tensor(w), padding=1)
+        results[cpu] = [(x @ y).numpy(), x.sum(0).numpy(), x.amax(1).numpy(),
+                        x.softmax(1).numpy(), (x * 2 + 1).exp().numpy(), conv.numpy()]
+    ref = [a.astype(np.float64) @ b, a.sum(0), a.max(1), None, np.exp(a * 2 + 1), None]
+    for cpu_r, gpu_r, r in zip(results[True], results[False], ref):
+        np.testing.assert_allclose(cpu_r, gpu_r, rtol=1e-4, atol=1e-4)
+        if r is not None:
+            np.testing.assert_allclose(gpu_r, r, rtol=1e-4, atol=1e-4)
+
+
+def test_switching_paths_drops_path_dependent_plans(device, both_paths):
+    plans = _device.path_dependent({})
+    plans[device] = "cpu plan"
+    plans[(device, "float32")] = "cpu plan"
+    plans["other"] = "kept"
+    both_paths(not device.cpu_paths)
+    assert plans == {"other": "kept"}
+    _device.PATH_CACHES.remove(plans)
+
+
+def test_python_dash_m_clgrad_checks_the_named_devices(device):
+    r = subprocess.run([sys.executable, "-m", "clgrad", f"cl:{device.index}"],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("self-check on") == 1
+    assert f"self-check on cl:{device.index}" in r.stdout and "all good" in r.stdout
+    for d in clgrad.cl.devices():              # every device is listed, checked or not
+        assert f"cl:{d.index}  {d.name}" in r.stdout
