@@ -24,7 +24,8 @@ def _run(code, env=None):
 
 
 def test_import_without_any_opencl_platform(tmp_path):
-    # pyopencl's loader also looks in PYOPENCL_HOME (where its wheel ships PoCL): empty both
+    # pyopencl's loader also looks in PYOPENCL_HOME (where its wheel ships PoCL): empty both, and
+    # keep clgrad from adding a pip-installed Intel runtime
     r = _run("""
         import os, pyopencl
         os.environ["PYOPENCL_HOME"] = os.environ["OCL_ICD_VENDORS"]
@@ -35,7 +36,7 @@ def test_import_without_any_opencl_platform(tmp_path):
             clgrad.zeros(2)
         except RuntimeError as e:
             print("ERROR:", e)
-    """, {"OCL_ICD_VENDORS": str(tmp_path)})
+    """, {"OCL_ICD_VENDORS": str(tmp_path), "CLGRAD_PIP_DRIVERS": "0"})
     assert r.returncode == 0, r.stderr
     assert "ERROR: clgrad found no OpenCL device" in r.stdout
     assert "pip install clgrad[pocl]" in r.stdout
