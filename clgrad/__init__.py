@@ -18,6 +18,7 @@ from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_ena
                                    set_anomaly_enabled)
 from . import _face
 from . import cl
+from . import cuda
 
 float = float32
 double = float64
@@ -26,6 +27,33 @@ long = int64
 int = int32
 
 globals().update(_face.FUNCTIONS)
+
+
+def set_default_device(device):
+    """Make `device` ("cpu", "cuda:0", "cl:1", a clgrad.device) where tensors go when none is
+    named; None restores clgrad's rule (CLGRAD_DEVICE, else the first GPU, else the CPU).
+
+    >>> import clgrad
+    >>> clgrad.set_default_device("cpu"); clgrad.zeros(1).device
+    device(type='cpu')
+    >>> clgrad.set_default_device(None)
+    """
+    from .runtime import device as _d
+    if device is None:
+        _d._default_index = None
+    else:
+        _d.set_default_device(device)
+
+
+def get_default_device():
+    """The device tensors go to when none is named.
+
+    >>> import clgrad
+    >>> isinstance(clgrad.get_default_device(), clgrad.device)
+    True
+    """
+    from .runtime.device import default_device
+    return device(default_device())
 
 
 def is_tensor(obj):

@@ -63,7 +63,8 @@ def _set_data(t, v):
 
 # ---- dtype conversions ----------------------------------------------------------------------------
 def to(self, *args, **kwargs):
-    """Convert dtype (and/or device): x.to(clgrad.float64), x.to("cl:0"), x.to(other).
+    """Convert dtype (and/or device): x.to(clgrad.float64), x.to("cpu"), x.to("cuda:0"),
+    x.to("cl:1"), x.to(other).
 
     >>> import clgrad
     >>> clgrad.tensor([1, 2]).to(clgrad.float32).tolist()
@@ -71,6 +72,8 @@ def to(self, *args, **kwargs):
     """
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = f"cuda:{device}"
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
@@ -82,7 +85,9 @@ def to(self, *args, **kwargs):
         elif isinstance(a, dtypes.dtype) or (not isinstance(a, (str, bool)) and a in
                                              (float, int, bool)):
             dtype = a
-        elif isinstance(a, (str, int)) or hasattr(a, "index"):
+        elif isinstance(a, int) and not isinstance(a, bool):
+            device = f"cuda:{a}"               # torch: x.to(0) is x.to("cuda:0")
+        elif isinstance(a, str) or hasattr(a, "index"):
             device = a
         elif isinstance(a, bool):
             pass
@@ -102,6 +107,13 @@ def to(self, *args, **kwargs):
     elif copy and out is self:
         out = views.clone(out)
     return out
+
+
+def _cuda_spec(device):
+    """What x.cuda(device) moves to: "cuda" (the current GPU), "cuda:K" for an int K."""
+    if device is None:
+        return "cuda"
+    return f"cuda:{device}" if isinstance(device, int) else device
 
 
 def _to_device(t, dev):
@@ -143,7 +155,10 @@ register(methods={
     "int": _caster(dtypes.int32), "long": _caster(dtypes.int64), "byte": _caster(dtypes.uint8),
     "bool": _caster(dtypes.bool_), "type": type_,
     "type_as": lambda self, other: views.to_dtype(self, other._dtype),
-    "cpu": lambda self: self, "cl": lambda self, device=None: to(self, device or "cl"),
+    "cpu": lambda self, memory_format=None: to(self, "cpu"),
+    "cuda": lambda self, device=None, non_blocking=False, memory_format=None:
+        to(self, _cuda_spec(device)),
+    "cl": lambda self, device=None: to(self, device or "cl"),
 })
 
 # ---- elementwise -------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import dtypes
-from .runtime.device import Device, devices, get_device
+from .runtime.device import Device, get_device
 from .tensor import Size, Tensor, empty_tensor
 
 __all__ = ["save", "load"]
@@ -221,17 +221,16 @@ class _Reader:
                 return self._saved_device(saved)
         if ml is None or callable(ml) and not isinstance(ml, (str, Device)):
             return self._saved_device(saved)
-        if isinstance(ml, str) and ml.strip().lower() == "cpu":
-            return get_device(None)          # clgrad tensors live on OpenCL devices
         return get_device(ml)
 
     @staticmethod
     def _saved_device(saved):
+        # "cpu", "cuda:K" or "cl:N" as the saving process named it; a device this machine does
+        # not have means the default device
         try:
-            idx = int(str(saved).partition(":")[2])
-        except ValueError:
+            return get_device(saved)
+        except (RuntimeError, ValueError, TypeError):
             return get_device(None)
-        return devices()[idx] if 0 <= idx < len(devices()) else get_device(None)
 
     def blob(self, i, kind):
         _check(isinstance(i, int) and 0 <= i < len(self.blobs) and
@@ -353,9 +352,8 @@ def _read(f, name, map_location):
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **kwargs):
     """Read what clgrad.save wrote, from a path or a readable, seekable binary file. Tensors go
     to the device they were saved from (when it exists; else the default device), or to
-    map_location: a device ("cl:1"; "cpu" means the default device, as clgrad tensors live on
-    OpenCL devices), a dict from saved to wanted device names, or a callable(tensor, saved
-    device name) returning the tensor to use.
+    map_location: a device ("cpu", "cuda:0", "cl:1", ...), a dict from saved to wanted device
+    names, or a callable(tensor, saved device name) returning the tensor to use.
 
     >>> import clgrad, io
     >>> buf = io.BytesIO()

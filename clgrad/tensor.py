@@ -7,7 +7,7 @@ import pyopencl as cl
 
 from . import dtypes
 from ._grad_state import state as _grad_state
-from .runtime.device import get_device
+from .runtime.device import get_device, torch_name
 from .runtime.memory import Storage
 
 
@@ -30,32 +30,49 @@ class Size(tuple):
 
 
 class device:
-    """A device name as tensors report it: type 'cl' and an index.
+    """A device as torch names it: `device("cpu")` (the CPU OpenCL device), `device("cuda:0")`
+    (the first GPU OpenCL device), `device("cuda", 1)`; clgrad's own `device("cl:N")` (index N
+    over every OpenCL device) and implementation words (`device("pocl")`) are resolved to the
+    name tensors report: "cpu", "cuda:K", or "cl:N" for a device with no torch name (a second
+    CPU implementation, a simulator). Like torch's, making one checks nothing; using it does.
 
     >>> import clgrad
-    >>> str(clgrad.device("cl:0"))
-    'cl:0'
+    >>> clgrad.device("cuda:1")
+    device(type='cuda', index=1)
+    >>> clgrad.device("cpu").type, str(clgrad.device("cuda", 0))
+    ('cpu', 'cuda:0')
     """
 
     __slots__ = ("type", "index")
 
-    def __init__(self, spec, index=None):
-        if isinstance(spec, device):
-            self.type, self.index = spec.type, spec.index
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
             return
-        if hasattr(spec, "index") and not isinstance(spec, str):
-            self.type, self.index = "cl", spec.index
+        if not isinstance(type, (str, int)) and hasattr(type, "platform_name"):   # a Device
+            self.type, self.index = torch_name(type)
             return
-        if isinstance(spec, int):
-            self.type, self.index = "cl", spec
+        if isinstance(type, int):                      # torch: device(0) is cuda:0
+            self.type, self.index = "cuda", type
             return
-        typ, _, idx = str(spec).partition(":")
-        if typ != "cl":
-            get_device(spec)                      # raises the explanatory error for cpu/cuda
-            self.type, self.index = "cl", get_device(spec).index
-            return
-        self.type = "cl"
-        self.index = int(idx) if idx else index
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({type.__class__.__name__})")
+        typ, colon, num = type.strip().partition(":")
+        if colon and not num.isdigit():
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        if index is not None and colon:
+            raise RuntimeError(f"type (string) must not include an index because index was "
+                               f"passed explicitly: {type}")
+        idx = int(num) if colon else index
+        if idx is not None and idx < 0:
+            raise RuntimeError(f"Device index must not be negative, got {idx}")
+        typ = typ.lower()
+        if typ in ("cpu", "cuda"):
+            self.type, self.index = typ, idx
+        else:                                          # "cl", "cl:N", "pocl", "intel", ...
+            spec = typ if idx is None else f"{typ}:{idx}"
+            self.type, self.index = torch_name(get_device(spec))
 
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
@@ -68,12 +85,13 @@ class device:
             other = device(other)
         if not isinstance(other, device):
             return NotImplemented
-        a = self.index if self.index is not None else get_device(None).index
-        b = other.index if other.index is not None else get_device(None).index
-        return a == b
+        return self.type == other.type and self.index == other.index
 
     def __hash__(self):
-        return hash(("cl", self.index))
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return device, (self.type, self.index)
 
 
 _STRIDES = {}
@@ -226,7 +244,11 @@ class Tensor:
 
     @property
     def device(self):
-        return device(self._storage.device.index)
+        dev = self._storage.device
+        name = dev.torch_device
+        if name is None:
+            name = dev.torch_device = device(dev)
+        return name
 
     @property
     def _device(self):
@@ -234,11 +256,13 @@ class Tensor:
 
     @property
     def is_cuda(self):
-        return False
+        """Whether the tensor is on a GPU OpenCL device (a "cuda" device)."""
+        return self.device.type == "cuda"
 
     @property
     def is_cpu(self):
-        return False
+        """Whether the tensor is on the CPU OpenCL device (the "cpu" device)."""
+        return self.device.type == "cpu"
 
     @property
     def layout(self):

@@ -236,7 +236,7 @@ def test_to_and_dtype_casts(device):
         assert net.bn.num_batches_tracked.dtype is clgrad.int64     # integers are left alone
     assert all(a is b for a, b in zip(net.parameters(), params))     # the same objects
     assert net.to(clgrad.float32) is net
-    net.to(device=str(clgrad.device(device.index)))
+    net.to(device=str(clgrad.device(device)))
     net.to(clgrad.zeros(1))                         # device and dtype of a tensor
     with pytest.raises(TypeError, match="only accepts floating point"):
         net.to(clgrad.int64)

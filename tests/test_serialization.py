@@ -120,10 +120,12 @@ def test_module_and_optimizer_checkpoint(tmp_path):
 
 def test_map_location(device):
     t = clgrad.arange(3).float()
-    saved = str(clgrad.device(device.index))
-    for ml in (None, "cpu", saved, clgrad.device(device.index), {saved: saved}):
+    saved = str(clgrad.device(device))
+    for ml in (None, saved, f"cl:{device.index}", clgrad.device(device), {saved: saved}):
         out = round_trip(t, map_location=ml)
         assert out.tolist() == [0.0, 1.0, 2.0] and out._storage.device is device
+    out = round_trip(t, map_location="cpu")
+    assert out.device == clgrad.device("cpu") and out.is_cpu
     out = round_trip(t, map_location=lambda tensor, where: tensor * 2)
     assert out.tolist() == [0.0, 2.0, 4.0]
     out = round_trip({"w": t}, map_location="cl", weights_only=True)

@@ -71,8 +71,8 @@ def progress(iterable, total, desc):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="train a small network with clgrad on drawn shapes")
-    p.add_argument("--device", default=None, help="cl:N, pocl, nvidia, amd, intel (default: "
-                   "CLGRAD_DEVICE, else the first GPU, else the first device)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:K, cl:N, pocl, intel, nvidia, "
+                   "amd (default: CLGRAD_DEVICE, else the first GPU, else the CPU)")
     p.add_argument("--model", choices=["cnn", "mlp"], default="cnn")
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=64)

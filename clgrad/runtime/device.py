@@ -66,6 +66,7 @@ class Device:
         self.driver_version = d.driver_version.strip()
         self.extensions = ext
         self.wg = min(256, self.max_work_group_size)
+        self.torch_device = None          # its clgrad.device ("cpu", "cuda:K", "cl:N"), memoised
         self.pool = MemoryPool(self.context, self.global_mem_size, self.max_alloc)
         self.lock = threading.RLock()
 
@@ -228,10 +229,9 @@ def _match(spec, devs):
             raise NoDeviceError(f"CLGRAD_DEVICE={spec!r}: there are {len(devs)} OpenCL devices "
                                 f"(cl:0 to cl:{len(devs) - 1})")
         return devs[i]
-    # real devices first: "cpu" or "amd" must not pick the simulator
+    # real devices first: "gpu" or "amd" must not pick the simulator
     for d in sorted(devs, key=lambda d: d.is_simulator):
-        words = f"{d.platform_name} {d.vendor} {d.name} {d.kind}".lower()
-        if spec in words or (spec == "pocl" and d.is_pocl):
+        if spec in _words(d) or (spec == "pocl" and d.is_pocl):
             return d
     names = ", ".join(f"cl:{d.index} {d.name} ({d.platform_name})" for d in devs)
     raise NoDeviceError(f"CLGRAD_DEVICE={spec!r} matches none of the OpenCL devices: {names}")
@@ -250,7 +250,8 @@ def default_device():
         raise NoDeviceError(NO_DEVICE_HELP.format(why=why))
     spec = os.environ.get("CLGRAD_DEVICE")
     if spec:
-        dev = _match(spec, devs)
+        torch_word = spec.strip().lower().split(":")[0] in ("cpu", "cuda")
+        dev = get_device(spec) if torch_word else _match(spec, devs)
     else:
         dev = preferred(devs)
     _default_index = dev.index
@@ -271,29 +272,127 @@ def set_default_device(spec):
     _default_index = get_device(spec).index
 
 
+# torch's device types that clgrad does not have; naming one is an error, as in torch for a type
+# it was not built with
+_OTHER_TYPES = ("mps", "xpu", "xla", "meta", "hip", "ve", "ipu", "mtia", "hpu", "lazy", "vulkan",
+                "opengl", "opencl", "ideep", "mkldnn", "fpga", "maia", "privateuseone")
+_cuda_current = 0           # the GPU that "cuda" with no index means (clgrad.cuda.set_device)
+
+
+def gpus():
+    """The GPU devices in the order "cuda:0", "cuda:1", ... number them (simulators excluded).
+
+    >>> isinstance(gpus(), list)
+    True
+    """
+    return [d for d in devices() if d.is_gpu and not d.is_simulator]
+
+
+def cpu_device():
+    """The OpenCL device that is "cpu": the CPU device CLGRAD_DEVICE names, else PoCL's, else the
+    first other CPU device; None when there is no CPU device.
+
+    >>> cpu_device() is None or cpu_device().is_cpu
+    True
+    """
+    devs = [d for d in devices() if d.is_cpu and not d.is_simulator]
+    spec = os.environ.get("CLGRAD_DEVICE", "").strip().lower()
+    if spec and spec not in ("cpu", "cuda", "cl") and not spec.startswith(("cuda:", "cl:")):
+        named = [d for d in devs if _words(d).find(spec) >= 0 or (spec == "pocl" and d.is_pocl)]
+        if named:
+            return named[0]
+    if spec.startswith("cl:") and spec[3:].isdigit():
+        named = [d for d in devs if d.index == int(spec[3:])]
+        if named:
+            return named[0]
+    return next((d for d in devs if d.is_pocl), None) or (devs[0] if devs else None)
+
+
+def torch_name(dev):
+    """(type, index) of a device in torch's vocabulary: ("cpu", None) for the CPU device,
+    ("cuda", k) for the k-th GPU, ("cl", N) for any other device (another CPU implementation, a
+    simulator), which only clgrad's own "cl:N" names."""
+    if dev.is_gpu and not dev.is_simulator:
+        return "cuda", gpus().index(dev)
+    if dev is cpu_device():
+        return "cpu", None
+    return "cl", dev.index
+
+
+def _words(d):
+    return f"{d.platform_name} {d.vendor} {d.name} {d.kind}".lower()
+
+
+def _no_gpu():
+    names = ", ".join(f"cl:{d.index} {d.name}" for d in devices()) or "none"
+    return RuntimeError("No CUDA GPUs are available: 'cuda' names GPU OpenCL devices and clgrad "
+                        f"found none (OpenCL devices: {names}). Use 'cpu', or install the GPU's "
+                        "OpenCL driver.")
+
+
 def get_device(spec=None):
-    """Resolve a device argument (None, "cl", "cl:N", an int, a Device, a clgrad.device)."""
+    """Resolve a device argument to a Device: None (the default device), torch's names ("cpu",
+    "cuda", "cuda:N", a clgrad.device), clgrad's "cl" / "cl:N" (an index over every OpenCL
+    device) or an int N (the same as "cl:N"), a word naming an implementation ("pocl",
+    "intel", "oclgrind"), or a Device.
+
+    >>> get_device("cl") is default_device()
+    True
+    """
     if spec is None:
         return default_device()
     if isinstance(spec, Device):
         return spec
-    idx = getattr(spec, "index", spec) if not isinstance(spec, str) else None
+    if not isinstance(spec, (str, int)) and hasattr(spec, "type"):
+        spec = str(spec)                   # a clgrad.device or a torch.device
     if isinstance(spec, str):
         s = spec.strip().lower()
-        if s == "cl":
-            return default_device()
-        if s.startswith("cl:") and s[3:].isdigit():
-            idx = int(s[3:])
-        elif s in ("cpu", "cuda") or s.startswith("cuda:"):
-            raise RuntimeError(f"clgrad tensors live on OpenCL devices ('cl' or 'cl:N'), not "
-                               f"{spec!r}; use .numpy() to bring data to the host")
-        else:
-            return _match(s, devices() or [])
-    if idx is None:
-        return default_device()
+        typ, _, num = s.partition(":")
+        if num and not num.isdigit():
+            raise RuntimeError(f"Invalid device string: '{spec}'")
+        if typ == "cl":
+            if not num:
+                return default_device()
+            return get_device(int(num))
+        if typ == "cpu":
+            if num not in ("", "0"):
+                raise RuntimeError(f"Invalid device string: '{spec}': 'cpu' has only index 0")
+            dev = cpu_device()
+            if dev is None:
+                if not devices():
+                    default_device()       # raises the helpful no-device error
+                raise RuntimeError("clgrad found no CPU OpenCL device for 'cpu'. Install PoCL: "
+                                   "`pip install clgrad[pocl]`")
+            return dev
+        if typ == "cuda":
+            g = gpus()
+            if not g:
+                if not devices():
+                    default_device()
+                raise _no_gpu()
+            k = int(num) if num else _cuda_current
+            if not 0 <= k < len(g):
+                raise RuntimeError(f"CUDA error: invalid device ordinal: {spec!r}, but there "
+                                   f"{'is' if len(g) == 1 else 'are'} {len(g)} GPU OpenCL "
+                                   f"device{'s' if len(g) != 1 else ''}")
+            return g[k]
+        if typ in _OTHER_TYPES:
+            raise RuntimeError(f"clgrad runs on OpenCL devices ('cpu', 'cuda:N' for GPUs, "
+                               f"'cl:N'), not {spec!r}")
+        return _match(s, devices() or [])
     devs = devices()
     if not devs:
         default_device()               # raises the helpful error
-    if not 0 <= int(idx) < len(devs):
+    idx = int(spec)
+    if not 0 <= idx < len(devs):
         raise RuntimeError(f"invalid device cl:{idx}: there are {len(devs)} OpenCL devices")
-    return devs[int(idx)]
+    return devs[idx]
+
+
+def set_cuda_device(spec):
+    """Make `spec` the GPU that "cuda" with no index means (clgrad.cuda.set_device)."""
+    global _cuda_current
+    dev = get_device(f"cuda:{spec}" if isinstance(spec, int) else spec)
+    if not dev.is_gpu or dev.is_simulator:
+        raise ValueError(f"Expected a cuda device, but got: {spec}")
+    _cuda_current = gpus().index(dev)

@@ -563,20 +563,33 @@ class Module:
         return self._cast_floats(dtypes.bfloat16)
 
     def cpu(self):
-        """A no-op kept for ported code: clgrad tensors live on OpenCL devices.
+        """Move parameters and buffers to the CPU OpenCL device ("cpu"); returns self.
 
         >>> import clgrad
-        >>> m = clgrad.nn.ReLU(); m.cpu() is m
+        >>> clgrad.nn.Linear(1, 1).cpu().weight.device
+        device(type='cpu')
+        """
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device=None):
+        """Move parameters and buffers to a GPU OpenCL device ("cuda", or "cuda:K" for an int
+        K); returns self. Raises RuntimeError where there is no GPU.
+
+        >>> import clgrad
+        >>> m = clgrad.nn.Linear(1, 1)
+        >>> m.cuda() is m if clgrad.cuda.is_available() else True
         True
         """
-        return self
+        return self._apply(lambda t: t.cuda(device))
 
     def cl(self, device=None):
-        """Move parameters and buffers to an OpenCL device (default: the default device).
+        """Move parameters and buffers to an OpenCL device by clgrad's name ("cl:N", an index over
+        every OpenCL device; default: the default device); returns self.
 
         >>> import clgrad
-        >>> clgrad.nn.Linear(1, 1).cl("cl:0").weight.device
-        device(type='cl', index=0)
+        >>> dev = clgrad.cl.devices()[-1]
+        >>> clgrad.nn.Linear(1, 1).cl(f"cl:{dev.index}").weight.device == clgrad.device(dev)
+        True
         """
         return self._apply(lambda t: t.cl(device))
 
@@ -856,6 +869,8 @@ def _parse_to(args, kwargs):
             continue                       # non_blocking given positionally
         elif a is not None:
             device = a
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = f"cuda:{device}"          # torch: module.to(0) is module.to("cuda:0")
     if device is not None:
         device = get_device(device)
     if dtype is not None:

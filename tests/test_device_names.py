@@ -1,0 +1,144 @@
+"""torch's device vocabulary over OpenCL: the CPU OpenCL device is "cpu", GPU OpenCL devices are
+"cuda:0", "cuda:1", ...; clgrad's "cl:N" indexes every device; clgrad.cuda mirrors torch.cuda."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.runtime import device as _device
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAS_GPU = bool(_device.gpus())
+
+
+def _run(code, env):
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=e, timeout=600)
+
+
+def test_device_objects_as_torch_makes_them():
+    assert repr(clgrad.device("cuda:1")) == "device(type='cuda', index=1)"
+    assert clgrad.device("cuda", 2) == clgrad.device("cuda:2")
+    assert clgrad.device(0) == clgrad.device("cuda:0")            # an int is a GPU index
+    assert clgrad.device("cpu").type == "cpu" and clgrad.device("cpu").index is None
+    assert clgrad.device("cuda") != clgrad.device("cuda:0")       # as torch: no index != 0
+    assert clgrad.device(clgrad.device("cuda:3")) == "cuda:3"
+    assert {clgrad.device("cpu"), clgrad.device("cpu")} == {clgrad.device("cpu")}
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        clgrad.device("cuda:one")
+    with pytest.raises(RuntimeError, match="must not be negative"):
+        clgrad.device("cuda", -1)
+    with pytest.raises(RuntimeError, match="index was passed explicitly"):
+        clgrad.device("cuda:0", 1)
+    with pytest.raises(TypeError):
+        clgrad.device(1.5)
+
+
+def test_every_device_has_one_name_and_cl_n_resolves_to_it(device):
+    name = clgrad.device(device)
+    assert clgrad.device(f"cl:{device.index}") == name
+    assert _device.get_device(name) is device
+    assert _device.get_device(str(name)) is device
+    if device.is_gpu and not device.is_simulator:
+        assert name.type == "cuda" and _device.gpus()[name.index] is device
+    elif device is _device.cpu_device():
+        assert name == clgrad.device("cpu")
+    else:
+        assert name == clgrad.device("cl", device.index) and name.type == "cl"
+    x = clgrad.ones(2, device=device)
+    assert x.device == name
+    assert x.is_cuda == (name.type == "cuda") and x.is_cpu == (name.type == "cpu")
+
+
+def test_the_cpu_device_is_pocl_unless_clgrad_device_names_another():
+    cpus = [d for d in clgrad.cl.devices() if d.is_cpu and not d.is_simulator]
+    assert cpus, "the test machine has PoCL"
+    assert _device.cpu_device() is (next((d for d in cpus if d.is_pocl), cpus[0])
+                                    if "CLGRAD_DEVICE" not in os.environ else
+                                    _device.cpu_device())
+    for d in cpus:
+        r = _run("""
+            import clgrad
+            x = clgrad.zeros(1, device="cpu")
+            print(x._storage.device.index, x.device, clgrad.zeros(1).device)
+        """, {"CLGRAD_DEVICE": f"cl:{d.index}"})
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [str(d.index), "cpu", "cpu"], r.stdout
+
+
+def test_moving_between_names(device):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = clgrad.tensor(a, device=device, requires_grad=True)
+    y = x.cpu()
+    assert y.device == clgrad.device("cpu") and y.is_cpu
+    assert y._storage.device is _device.cpu_device()
+    np.testing.assert_array_equal(y.detach().numpy(), a)
+    assert x.to("cpu").device == x.to(device="cpu").device == clgrad.device("cpu")
+    back = y.to(f"cl:{device.index}")
+    assert back._storage.device is device and back.device == x.device
+    m = clgrad.nn.Linear(3, 2).to(device)
+    assert m.cpu() is m and m.weight.device == clgrad.device("cpu")
+    assert m.to(x.device).weight.device == x.device
+
+
+def test_cuda_names_gpus_and_errors_like_torch_without_one():
+    assert clgrad.cuda.is_available() is HAS_GPU
+    assert clgrad.cuda.device_count() == len(_device.gpus())
+    x = clgrad.ones(2, device="cpu")
+    if HAS_GPU:
+        y = x.cuda()
+        assert y.is_cuda and y.device == clgrad.device("cuda:0") and y.tolist() == [1.0, 1.0]
+        assert x.to(0).device == clgrad.device("cuda:0")
+        assert clgrad.cuda.get_device_name(0) == _device.gpus()[0].name
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            x.to(f"cuda:{clgrad.cuda.device_count()}")
+    else:
+        for move in (lambda: x.cuda(), lambda: x.to("cuda"), lambda: x.to(0),
+                     lambda: clgrad.zeros(1, device="cuda:0"), lambda: clgrad.cuda.synchronize()):
+            with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+                move()
+    with pytest.raises(RuntimeError, match="'mps'"):
+        x.to("mps")
+
+
+def test_the_torch_idiom_runs_unchanged():
+    torch = clgrad
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = torch.nn.Linear(4, 1).to(device)
+    xb = torch.randn(8, 4).to(device)
+    loss = model(xb).pow(2).mean()
+    loss.backward()
+    assert model.weight.grad.device == torch.device(device) or \
+        model.weight.grad.device == torch.device("cuda:0")
+    assert loss.cpu().item() >= 0
+    assert torch.device(device).type == device
+
+
+def test_default_device_by_torch_name():
+    was = _device._default_index
+    try:
+        clgrad.set_default_device("cpu")
+        assert clgrad.zeros(1).device == clgrad.device("cpu")
+        assert clgrad.get_default_device() == clgrad.device("cpu")
+    finally:
+        _device._default_index = was
+
+
+def test_checkpoints_name_devices_by_torch_name(tmp_path):
+    t = clgrad.arange(3).float().cpu()
+    path = tmp_path / "t.pt"
+    clgrad.save(t, path)
+    assert clgrad.load(path).device == clgrad.device("cpu")
+    out = clgrad.load(path, map_location={"cpu": "cl:%d" % _device.cpu_device().index})
+    assert out.tolist() == [0.0, 1.0, 2.0]
+    # a checkpoint from a machine with more devices: a missing one means the default device
+    from clgrad.serialization import _Reader
+    missing = f"cuda:{len(_device.gpus())}"
+    assert _Reader._saved_device(missing) is _device.default_device()
+    assert _Reader._saved_device("cl:999") is _device.default_device()
