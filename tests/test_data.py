@@ -130,6 +130,21 @@ def test_samplers():
         RandomSampler(range(3), num_samples=0)
 
 
+def test_random_sampler_with_replacement_draws_lazily():
+    # a common idiom for an endless stream: nothing may be drawn up front
+    import itertools
+    g = clgrad.Generator().manual_seed(0)
+    sampler = RandomSampler(range(5), replacement=True, num_samples=int(1e10), generator=g)
+    assert len(sampler) == int(1e10)
+    first = list(itertools.islice(iter(sampler), 100))
+    assert len(first) == 100 and set(first) <= set(range(5)) and len(set(first)) > 1
+    loader = DataLoader(TensorDataset(clgrad.arange(5)), batch_size=4, sampler=sampler)
+    (batch,) = next(iter(loader))
+    assert batch.shape == (4,)
+    # chunked draws end exactly at num_samples
+    assert len(list(RandomSampler(range(3), replacement=True, num_samples=70, generator=g))) == 70
+
+
 def test_dataloader_argument_errors():
     ds = TensorDataset(clgrad.arange(4))
     with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):

@@ -52,6 +52,8 @@ class RandomSampler(Sampler):
     [0, 1, 2, 3, 4]
     """
 
+    CHUNK = 32                        # indices drawn at a time with replacement
+
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
         self.replacement = replacement
@@ -71,7 +73,13 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+            # drawn lazily in chunks, as torch does: num_samples may be astronomically large
+            # (int(1e10) is a common way to say "forever")
+            for _ in range(self.num_samples // self.CHUNK):
+                yield from randint(0, n, (self.CHUNK,), generator=self.generator).tolist()
+            rest = self.num_samples % self.CHUNK
+            if rest:
+                yield from randint(0, n, (rest,), generator=self.generator).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=self.generator).tolist()
