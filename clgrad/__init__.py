@@ -19,6 +19,8 @@ from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_ena
 from . import _face
 from . import cl
 from . import cuda
+from . import backends
+from ._legacy import CPU_TYPES as _CPU_TYPES, CUDA_TYPES as _CUDA_TYPES
 
 float = float32
 double = float64
@@ -27,6 +29,29 @@ long = int64
 int = int32
 
 globals().update(_face.FUNCTIONS)
+globals().update(_CPU_TYPES)
+for _n, _t in _CUDA_TYPES.items():
+    setattr(cuda, _n, _t)
+
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted as torch's ("highest", "high", "medium"); GEMM accumulates in float32 always.
+
+    >>> import clgrad
+    >>> clgrad.set_float32_matmul_precision("high"); clgrad.get_float32_matmul_precision()
+    'high'
+    """
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or "
+                           f"'medium'")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision
 
 
 def set_default_device(device):

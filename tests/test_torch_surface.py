@@ -1,0 +1,52 @@
+"""Pieces of torch's surface that ported programs touch: the legacy tensor types and
+torch.backends' switches."""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.runtime import device as _device
+
+
+def test_legacy_tensor_types(device):
+    x = clgrad.LongTensor([[1, 2], [3, 4]])
+    assert x.dtype is clgrad.int64 and x.tolist() == [[1, 2], [3, 4]]
+    assert isinstance(x, clgrad.LongTensor) and not isinstance(x, clgrad.FloatTensor)
+    assert not isinstance([1], clgrad.LongTensor)
+    assert clgrad.FloatTensor(2, 3).shape == (2, 3)
+    assert clgrad.FloatTensor(clgrad.Size([4])).shape == (4,)
+    assert clgrad.FloatTensor().shape == (0,)
+    assert clgrad.BoolTensor([1, 0]).tolist() == [True, False]
+    y = clgrad.DoubleTensor(x)
+    assert y.dtype is clgrad.float64 and y.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_array_equal(clgrad.ByteTensor(np.array([7, 255])).numpy(), [7, 255])
+    for name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "IntTensor",
+                 "LongTensor", "ByteTensor", "BoolTensor"):
+        assert isinstance(getattr(clgrad, name)([1]), getattr(clgrad, name))
+        assert hasattr(clgrad.cuda, name)
+
+
+def test_cuda_legacy_types_need_a_gpu():
+    if _device.gpus():
+        t = clgrad.cuda.FloatTensor([1.0])
+        assert t.is_cuda and isinstance(t, clgrad.cuda.FloatTensor)
+    else:
+        with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+            clgrad.cuda.FloatTensor([1.0])
+        assert not isinstance(clgrad.FloatTensor([1.0]), clgrad.cuda.FloatTensor)
+
+
+def test_backends_switches_are_accepted():
+    b = clgrad.backends
+    b.cudnn.benchmark = True
+    b.cudnn.deterministic = True
+    b.cuda.matmul.allow_tf32 = True
+    assert b.cudnn.benchmark is True and b.cuda.matmul.allow_tf32 is True
+    assert b.mps.is_available() is False and b.mps.is_built() is False
+    assert b.cuda.is_built() is True and b.cudnn.is_available() is False
+    with pytest.raises(AttributeError):
+        b.cudnn.no_such_switch
+    clgrad.set_float32_matmul_precision("medium")
+    assert clgrad.get_float32_matmul_precision() == "medium"
+    with pytest.raises(RuntimeError, match="Invalid precision"):
+        clgrad.set_float32_matmul_precision("low")
+    clgrad.set_float32_matmul_precision("highest")
