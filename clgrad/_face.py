@@ -427,3 +427,39 @@ def _add_inplace_raw(old, g):
 
 
 _h.add_inplace_raw = _add_inplace_raw
+
+
+# ---- numpy's argument names --------------------------------------------------------------------
+# torch accepts numpy's `axis=` for `dim=` and `keepdims=` for `keepdim=` wherever an op takes a
+# dim; every function and method with a `dim` or `keepdim` parameter gets the same aliases.
+def _numpy_aliases(fn):
+    def with_aliases(*args, **kwargs):
+        if kwargs:
+            for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {name!r} and its alias "
+                                        f"{alias!r}")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    _functools.update_wrapper(with_aliases, fn)
+    return with_aliases
+
+
+def _takes_dim(fn):
+    try:
+        params = _inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return ("dim" in params or "keepdim" in params) and "axis" not in params
+
+
+import functools as _functools  # noqa: E402
+import inspect as _inspect  # noqa: E402
+
+for _table, _bind in ((FUNCTIONS, None), (METHODS, Tensor)):
+    for _name, _fn in list(_table.items()):
+        if callable(_fn) and _takes_dim(_fn):
+            _table[_name] = _numpy_aliases(_fn)
+            if _bind is not None:
+                setattr(_bind, _name, _table[_name])

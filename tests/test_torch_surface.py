@@ -50,3 +50,16 @@ def test_backends_switches_are_accepted():
     with pytest.raises(RuntimeError, match="Invalid precision"):
         clgrad.set_float32_matmul_precision("low")
     clgrad.set_float32_matmul_precision("highest")
+
+
+def test_numpy_argument_names(device):
+    x = clgrad.arange(6.0, device=device).reshape(2, 3)
+    assert x.sum(axis=1).tolist() == [3.0, 12.0]
+    assert clgrad.sum(x, axis=0, keepdims=True).shape == (1, 3)
+    assert x.mean(axis=0, keepdims=True).tolist() == [[1.5, 2.5, 3.5]]
+    assert clgrad.amax(x, axis=1).tolist() == [2.0, 5.0]
+    assert clgrad.cat([x, x], axis=0).shape == (4, 3)
+    assert x.argmax(axis=1).tolist() == [2, 2]
+    assert x.softmax(axis=1).shape == (2, 3)
+    with pytest.raises(TypeError, match="alias"):
+        x.sum(dim=0, axis=1)
