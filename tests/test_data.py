@@ -208,3 +208,89 @@ def test_training_loop_over_a_loader():
             clgrad.nn.functional.mse_loss(model(xb), yb).backward()
             opt.step()
     np.testing.assert_allclose(model.weight.detach().numpy()[0], [1.0, -2.0, 0.5], atol=1e-2)
+
+
+class _Squares(Dataset):
+    """Host samples (numpy, numbers, strings) and which worker loaded them."""
+
+    def __len__(self):
+        return 11
+
+    def __getitem__(self, i):
+        from clgrad.utils.data import get_worker_info
+        info = get_worker_info()
+        return {"x": np.full(3, i * i, np.float32), "i": i, "half": i / 2,
+                "name": f"s{i}", "worker": -1 if info is None else info.id}
+
+
+class _Shards(IterableDataset):
+    def __iter__(self):
+        from clgrad.utils.data import get_worker_info
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(start, 9, step))
+
+
+def test_dataloader_workers_give_the_same_batches():
+    single = list(DataLoader(_Squares(), batch_size=4))
+    multi = list(DataLoader(_Squares(), batch_size=4, num_workers=2, prefetch_factor=1))
+    assert len(single) == len(multi) == 3
+    for a, b in zip(single, multi):
+        assert a["x"].tolist() == b["x"].tolist() and a["i"].tolist() == b["i"].tolist()
+        assert a["half"].dtype is b["half"].dtype and a["name"] == b["name"]
+        assert b["x"].device == clgrad.get_default_device()
+    assert {w for b in multi for w in b["worker"].tolist()} == {0, 1}
+    assert all(w == -1 for b in single for w in b["worker"].tolist())
+    # no batching: samples one by one, converted as default_convert does
+    one = list(DataLoader(_Squares(), batch_size=None, num_workers=2))
+    assert [s["i"] for s in one] == list(range(11)) and one[3]["x"].tolist() == [9.0] * 3
+
+
+def test_dataloader_workers_options():
+    seen = []
+    loader = DataLoader(_Squares(), batch_size=5, num_workers=2, persistent_workers=True,
+                        worker_init_fn=lambda wid: np.random.seed(wid),
+                        collate_fn=lambda samples: clgrad.tensor([s["i"] for s in samples]))
+    for _ in range(2):                                  # a custom collate runs in this process
+        seen.append([b.tolist() for b in loader])
+    assert seen[0] == seen[1] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10]]
+    assert loader._pool is not None
+    loader._pool.shutdown()
+    batches = [b.tolist() for b in DataLoader(_Shards(), batch_size=2, num_workers=2)]
+    assert batches == [[0, 2], [1, 3], [4, 6], [5, 7], [8]]        # workers in turn, as torch
+    ds = TensorDataset(clgrad.arange(6))
+    assert [b.tolist() for (b,) in DataLoader(ds, batch_size=4, num_workers=2)] == \
+        [[0, 1, 2, 3], [4, 5]]
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        DataLoader(ds, prefetch_factor=2)
+    with pytest.raises(ValueError, match="persistent_workers"):
+        DataLoader(ds, persistent_workers=True)
+
+
+class _Failing(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 2:
+            raise KeyError("no sample 2")
+        return i
+
+
+class _OnDevice(Dataset):
+    def __init__(self):
+        self.data = clgrad.arange(4)
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.data[i]
+
+
+def test_dataloader_worker_errors_reach_the_main_process():
+    with pytest.raises(KeyError, match="Caught KeyError in DataLoader worker process"):
+        list(DataLoader(_Failing(), batch_size=1, num_workers=2))
+    with pytest.raises(RuntimeError, match="cannot use OpenCL devices"):
+        list(DataLoader(_OnDevice(), batch_size=2, num_workers=1))
+    assert [b.tolist() for b in DataLoader(_OnDevice(), batch_size=2)] == [[0, 1], [2, 3]]

@@ -1,5 +1,6 @@
-"""clgrad.utils.data: datasets, samplers and DataLoader with torch.utils.data's API. Loading
-happens in the calling process; batches are collated into tensors on the default device.
+"""clgrad.utils.data: datasets, samplers and DataLoader with torch.utils.data's API. Samples
+are loaded in the calling process, or in worker processes with num_workers > 0; batches are
+collated into tensors on the default device.
 
 >>> import clgrad
 >>> from clgrad.utils.data import DataLoader, TensorDataset
@@ -10,7 +11,8 @@ happens in the calling process; batches are collated into tensors on the default
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from .dataloader import DataLoader, default_collate, default_convert
+from ._worker import WorkerInfo, get_worker_info
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-           "DataLoader", "default_collate", "default_convert"]
+           "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]

@@ -93,8 +93,10 @@ class DataLoader:
     """Iterate over a dataset in batches: batch_size samples at a time (None: one sample, not
     collated into a batch), shuffled each epoch by `generator` (or clgrad's default generator,
     so clgrad.manual_seed makes the order reproducible), the last short batch dropped with
-    drop_last, and samples collated by collate_fn. Samples are loaded in this process:
-    num_workers and pin_memory are accepted for ported code and have no effect.
+    drop_last, and samples collated by collate_fn. With num_workers > 0, worker processes load
+    the samples (see clgrad/utils/data/_worker.py: they run on the host only, and the batches
+    are uploaded here); worker_init_fn, prefetch_factor, persistent_workers, timeout and
+    multiprocessing_context work as in torch. pin_memory is accepted and has no effect.
 
     >>> import clgrad
     >>> from clgrad.utils.data import DataLoader, TensorDataset
@@ -115,8 +117,18 @@ class DataLoader:
                              "disable multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
         self.num_workers = num_workers
+        self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self._pool = None
         self.pin_memory = pin_memory
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
@@ -188,7 +200,9 @@ class DataLoader:
             yield self.collate_fn(batch)
 
     def __iter__(self):
-        if isinstance(self.dataset, IterableDataset):
+        if self.num_workers and type(self.dataset) is not TensorDataset:
+            yield from self._iter_workers()
+        elif isinstance(self.dataset, IterableDataset):
             yield from self._iter_iterable()
         elif self._auto_collation:
             for indices in self.batch_sampler:
@@ -196,6 +210,38 @@ class DataLoader:
         else:
             for index in self.sampler:
                 yield self.collate_fn(self.dataset[index])
+
+    def _iter_workers(self):
+        from . import _worker
+        iterable = isinstance(self.dataset, IterableDataset)
+        auto = self.batch_size is not None if iterable else self._auto_collation
+        on_host = self.collate_fn is default_collate
+        pool = self._pool
+        if pool is None or not self.persistent_workers or iterable:
+            fetch = _worker.Fetcher(self.dataset, on_host, auto, self.batch_size, self.drop_last)
+            pool = _worker.WorkerPool(self, fetch, iterable)
+        self._pool = None
+        complete = False
+        try:
+            if iterable:
+                results = _worker.iterate_iterable(pool)
+            else:
+                results = _worker.iterate_map_style(
+                    pool, self.batch_sampler if auto else self.sampler, self.prefetch_factor)
+            for data in results:
+                yield _worker.to_device(data) if on_host else self.collate_fn(data)
+            complete = True
+        finally:
+            # a pool is kept only after a whole epoch: one left midway has batches in flight
+            if complete and self.persistent_workers and not iterable:
+                self._pool = pool
+            else:
+                pool.shutdown()
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
 
     def __len__(self):
         if isinstance(self.dataset, IterableDataset):
