@@ -63,3 +63,44 @@ def test_numpy_argument_names(device):
     assert x.softmax(axis=1).shape == (2, 3)
     with pytest.raises(TypeError, match="alias"):
         x.sum(dim=0, axis=1)
+
+
+def test_tensor_unfold(device):
+    from numpy.lib.stride_tricks import sliding_window_view
+    a = np.arange(60.0).reshape(3, 4, 5)
+    x = clgrad.tensor(a, device=device)
+    for dim, size, step in ((2, 3, 1), (1, 2, 2), (0, 3, 3), (-1, 5, 2), (2, 0, 1)):
+        d = dim % a.ndim
+        win = sliding_window_view(a, size, axis=d)
+        win = np.take(win, range(0, win.shape[d], step), axis=d)
+        np.testing.assert_array_equal(x.unfold(dim, size, step).numpy(), win)
+    assert x.transpose(0, 2).unfold(0, 2, 2).shape == (2, 4, 3, 2)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 2 is 5"):
+        x.unfold(2, 6, 1)
+    with pytest.raises(RuntimeError, match="step is 0"):
+        x.unfold(2, 2, 0)
+    from clgrad.autograd import gradcheck
+    from helpers import grad_dtype, grad_tols
+    g = clgrad.tensor(a[0] / 60, dtype=grad_dtype(device), device=device, requires_grad=True)
+    assert gradcheck(lambda t: t.unfold(1, 3, 1) * 2, (g,), **grad_tols(device))
+
+
+def test_view_dtype_reinterprets_bits(device):
+    f = np.array([[1.0, -2.5], [3.0, 0.5]], np.float32)
+    x = clgrad.tensor(f, device=device)
+    np.testing.assert_array_equal(x.view(clgrad.int32).numpy(), f.view(np.int32))
+    np.testing.assert_array_equal(x.view(clgrad.uint8).numpy(), f.view(np.uint8))
+    assert x.view(clgrad.uint8).shape == (2, 8)
+    b = clgrad.arange(16, dtype=clgrad.uint8, device=device).reshape(2, 8)
+    np.testing.assert_array_equal(b.view(clgrad.int32).numpy(),
+                                  np.arange(16, dtype=np.uint8).reshape(2, 8).view(np.int32))
+    np.testing.assert_array_equal(b[:, 4:].view(clgrad.float32).numpy(),
+                                  np.arange(16, dtype=np.uint8).reshape(2, 8)[:, 4:].copy()
+                                  .view(np.float32))
+    y = clgrad.zeros(3, device=device)
+    y.view(clgrad.int32).fill_(0x3F800000)                  # writes through the view
+    assert y.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="stride"):
+        x.t().view(clgrad.uint8)
+    with pytest.raises(RuntimeError, match="divisible"):
+        clgrad.zeros(3, dtype=clgrad.uint8, device=device).view(clgrad.int32)

@@ -34,6 +34,32 @@ def movedim(input, source, destination):
     return input.permute(*perm) if nd else input.view(())
 
 
+def unfold(input, dimension, size, step):
+    """All slices of length `size` along `dimension`, `step` apart, as a new last dim (a view;
+    Tensor.unfold).
+
+    >>> import clgrad
+    >>> clgrad.arange(5).unfold(0, 2, 2).tolist()
+    [[0, 1], [2, 3]]
+    """
+    d = input._wrap_dim(dimension) if input.dim() else 0
+    n = input.shape[d] if input.dim() else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    shape, strides = list(input.shape), list(input.stride())
+    if not shape:
+        return input.as_strided((size,), (1,), input.storage_offset())
+    st = strides[d]
+    shape[d] = (n - size) // step + 1
+    strides[d] = st * step
+    return input.as_strided(tuple(shape) + (size,), tuple(strides) + (st,),
+                            input.storage_offset())
+
+
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees k times in the plane of `dims` (from the first towards the second).
 
@@ -202,4 +228,5 @@ FUNCTIONS = {"movedim": movedim, "moveaxis": movedim, "rot90": rot90, "diff": di
              "meshgrid": meshgrid, "cartesian_prod": cartesian_prod,
              "tril_indices": tril_indices, "triu_indices": triu_indices, "vander": vander,
              "logspace": logspace}
-METHODS = {"movedim": movedim, "moveaxis": movedim, "rot90": rot90, "diff": diff}
+METHODS = {"movedim": movedim, "moveaxis": movedim, "rot90": rot90, "diff": diff,
+           "unfold": unfold}

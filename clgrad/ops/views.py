@@ -493,8 +493,8 @@ def view(x, *shape):
     >>> clgrad.arange(6).view(2, 3).shape
     clgrad.Size([2, 3])
     """
-    if len(shape) == 1 and (isinstance(shape[0], dtypes.dtype) or isinstance(shape[0], str)):
-        raise NotImplementedError("view(dtype) reinterprets bits, which clgrad does not support")
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        return view_dtype(x, shape[0])
     shape = infer_size(_shape_arg(shape), numel_of(x._shape))
     strides = view_strides(x._shape, x._strides, shape)
     if strides is None:
@@ -503,6 +503,45 @@ def view(x, *shape):
                            f".reshape(...) instead. (input {size_repr(x._shape)} with strides "
                            f"{size_repr(x._strides)}, requested {size_repr(shape)})")
     return View.apply(x, shape, strides)
+
+
+def view_dtype(x, dt):
+    """The same bytes read as dtype dt (x.view(dt)): a view, not a copy. A wider or narrower
+    dtype changes the size of the last dim, which must be contiguous, as in torch. The result
+    does not carry gradients.
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0]).view(clgrad.int32).tolist()
+    [1065353216]
+    """
+    old, new = x._dtype.itemsize, dt.itemsize
+    shape, strides, offset = list(x._shape), list(x._strides), x._offset
+    if old != new:
+        if not shape:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {x._dtype} as {dt} (different "
+                               f"element sizes)")
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {x._dtype} as {dt} "
+                               f"(different element sizes), but got {strides[-1]}")
+        if old > new:
+            r = old // new
+            shape[-1] *= r
+            strides = [s * r for s in strides[:-1]] + [1]
+            offset *= r
+        else:
+            r = new // old
+            if shape[-1] % r:
+                raise RuntimeError(f"self.size(-1) must be divisible by {r} to view {x._dtype} "
+                                   f"as {dt} (different element sizes), but got {shape[-1]}")
+            if any(s % r for s in strides[:-1]) or offset % r:
+                raise RuntimeError(f"self.stride(k) and the storage offset must be divisible by "
+                                   f"{r} to view {x._dtype} as {dt} (different element sizes)")
+            shape[-1] //= r
+            strides = [s // r for s in strides[:-1]] + [1]
+            offset //= r
+    shape, strides = tuple(shape), tuple(strides)
+    return make_tensor(x._storage, shape, strides, offset, dt,
+                       is_contiguous_layout(shape, strides), x._vc)
 
 
 def reshape(x, *shape):
