@@ -2,9 +2,11 @@
 
 A file is a fixed prefix (magic number, format version, header length), a JSON header that
 describes the saved object and every tensor in it (dtype, shape, where its bytes are, their
-CRC-32), then the raw little-endian bytes of the tensors, each block 64-byte aligned. Only
-tensors, numbers, strings, bytes, None, bools, dtypes and dicts / lists / tuples of them are
-stored: no pickle, so loading a file never imports or calls anything. Loading checks the whole
+CRC-32), then the raw little-endian bytes of the tensors, each block 64-byte aligned. Tensors,
+numbers, strings, bytes, None, bools, dtypes and dicts / lists / tuples of them (state dicts,
+the usual checkpoint) are stored as JSON: loading them never imports or calls anything. Any
+other object (a whole module) is stored as a pickle whose tensors live in blobs beside it;
+loading it needs weights_only=False or its classes allow-listed. Loading checks the whole
 file before it makes a single tensor: a truncated, corrupted or foreign file raises a
 RuntimeError naming the file and the problem.
 
@@ -22,6 +24,7 @@ import io
 import json
 import math
 import os
+import pickle
 import struct
 import tempfile
 import zlib
@@ -33,7 +36,8 @@ from . import dtypes
 from .runtime.device import Device, get_device
 from .tensor import Size, Tensor, empty_tensor
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals"]
 
 MAGIC = b"\x89clgrad\n"        # a non-ASCII byte and a newline catch text-mode mangling
 VERSION = 1
@@ -110,15 +114,36 @@ class _Writer:
             return {"tuple": [self.encode(v) for v in obj]}
         if isinstance(obj, list):
             return [self.encode(v) for v in obj]
-        hint = " (save its state_dict() instead)" if hasattr(obj, "state_dict") else ""
-        raise TypeError(f"clgrad.save cannot store an object of type {type(obj).__name__}"
-                        f"{hint}: only tensors, numbers, strings, bytes, None, bools, dtypes and "
-                        f"dicts, lists and tuples of them, so that loading can never run code")
+        return {"pickle": self.pickled(obj)}
+
+    def pickled(self, obj):
+        """Any other object (a whole module, an optimizer, a set): pickled, with its tensors
+        and arrays kept out of the pickle as blobs of their own. Loading it needs
+        weights_only=False, or its classes allow-listed with add_safe_globals."""
+        buf = io.BytesIO()
+        writer = self
+
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, o):
+                if isinstance(o, Tensor):
+                    return ("tensor", writer.tensor(o))
+                if isinstance(o, np.ndarray) and o.dtype.kind in "biuf":
+                    return ("ndarray", writer.ndarray(o))
+                return None
+        try:
+            Pickler(buf, protocol=4).dump(obj)
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise TypeError(f"clgrad.save cannot store an object of type "
+                            f"{type(obj).__name__}: {e}") from None
+        data = buf.getvalue()
+        return self._add_blob(buf, {"kind": "pickle", "shape": [len(data)]}, data)
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
     """Write obj (tensors of any dtype, numbers, strings, None, bools, and dicts / lists /
     tuples of them: state dicts of modules and optimizers) to a path or a writable binary file.
+    Any other object (a whole module) is pickled with its tensors stored beside the pickle;
+    loading it needs weights_only=False or allow-listed classes.
     Written to a temporary file first, so an interrupted save never leaves half a checkpoint.
 
     >>> import clgrad, os, tempfile
@@ -157,6 +182,90 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
         raise
 
 
+# ---- the allow-list of weights_only loading ------------------------------------------------------
+# What a pickle may name when loaded with weights_only=True: containers that cannot run code, the
+# two helpers pickle uses to rebuild a plain object (they only build classes that are themselves
+# allow-listed), and what the user adds.
+_DEFAULT_SAFE = {("collections", "OrderedDict"), ("collections", "defaultdict"),
+                 ("collections", "Counter"), ("builtins", "set"), ("builtins", "frozenset"),
+                 ("builtins", "slice"), ("builtins", "range"), ("builtins", "complex"),
+                 ("builtins", "object"), ("copyreg", "_reconstructor")}
+_user_safe = set()
+
+
+def _key(obj):
+    if isinstance(obj, tuple):                 # (object, "module.name") as torch accepts
+        obj, full = obj
+        module, _, name = full.rpartition(".")
+        return module, name
+    return obj.__module__, obj.__qualname__
+
+
+def _allowed_globals():
+    return _DEFAULT_SAFE | _user_safe
+
+
+def _weights_only_message(module, name):
+    return (f"Weights only load failed. This file can still be loaded, to do so you have two "
+            f"options, do those steps only if you trust the source of the checkpoint. (1) "
+            f"Re-running `clgrad.load` with `weights_only` set to `False` will likely succeed, "
+            f"but it can result in arbitrary code execution. (2) Alternatively, to load with "
+            f"`weights_only=True` please check the recommended steps in the following error "
+            f"message.\nWeightsUnpickler error: Unsupported global: GLOBAL {module}.{name} was "
+            f"not an allowed global by default. Please use `clgrad.serialization."
+            f"add_safe_globals([{name}])` or the `clgrad.serialization.safe_globals([{name}])` "
+            f"context manager to allowlist this global if you trust this class/function.")
+
+
+def add_safe_globals(safe_globals):
+    """Allow these classes and functions in checkpoints loaded with weights_only=True.
+
+    >>> import clgrad
+    >>> clgrad.serialization.add_safe_globals([clgrad.nn.Linear])
+    >>> clgrad.nn.Linear in clgrad.serialization.get_safe_globals()
+    True
+    >>> clgrad.serialization.clear_safe_globals()
+    """
+    for g in safe_globals:
+        _user_safe.add(_key(g))
+    _user_objects.extend(safe_globals)
+
+
+_user_objects = []
+
+
+def get_safe_globals():
+    return list(_user_objects)
+
+
+def clear_safe_globals():
+    _user_safe.clear()
+    _user_objects.clear()
+
+
+class safe_globals:
+    """Context manager: allow these globals within the block only.
+
+    >>> import clgrad
+    >>> with clgrad.serialization.safe_globals([clgrad.nn.ReLU]):
+    ...     clgrad.nn.ReLU in clgrad.serialization.get_safe_globals()
+    True
+    """
+
+    def __init__(self, safe_globals):
+        self.globals = list(safe_globals)
+
+    def __enter__(self):
+        self.saved = (set(_user_safe), list(_user_objects))
+        add_safe_globals(self.globals)
+
+    def __exit__(self, *exc):
+        _user_safe.clear()
+        _user_safe.update(self.saved[0])
+        _user_objects[:] = self.saved[1]
+        return False
+
+
 # ---- loading -----------------------------------------------------------------------------------
 class _Bad(Exception):
     """Something wrong with the file: turned into a RuntimeError that names it."""
@@ -179,11 +288,13 @@ def _describe_foreign(head):
 def _validate_blob(i, e, data_bytes):
     _check(isinstance(e, dict), f"blob {i} is not an object")
     kind = e.get("kind")
-    _check(kind in ("tensor", "ndarray"), f"blob {i} has unknown kind {kind!r}")
+    _check(kind in ("tensor", "ndarray", "pickle"), f"blob {i} has unknown kind {kind!r}")
     shape = e.get("shape")
     _check(isinstance(shape, list) and all(isinstance(s, int) and not isinstance(s, bool) and
                                           s >= 0 for s in shape), f"blob {i} has a bad shape")
-    if kind == "tensor":
+    if kind == "pickle":
+        itemsize = 1
+    elif kind == "tensor":
         _check(e.get("dtype") in dtypes.BY_NAME, f"blob {i} has unknown dtype {e.get('dtype')!r}")
         itemsize = dtypes.BY_NAME[e["dtype"]].itemsize
     else:
@@ -207,7 +318,8 @@ def _validate_blob(i, e, data_bytes):
 class _Reader:
     """Decodes the header's form back into objects, creating tensors on first use."""
 
-    def __init__(self, blobs, raw, map_location):
+    def __init__(self, blobs, raw, map_location, weights_only=True):
+        self.weights_only = weights_only
         self.blobs = blobs
         self.raw = raw               # index -> bytes, already checked
         self.map_location = map_location
@@ -263,6 +375,23 @@ class _Reader:
             t.requires_grad_(True)
         return t
 
+    def unpickle(self, i):
+        _check(isinstance(i, int) and 0 <= i < len(self.blobs) and
+               self.blobs[i]["kind"] == "pickle", f"refers to a missing pickle ({i!r})")
+        reader = self
+
+        class Unpickler(pickle.Unpickler):
+            def persistent_load(self, pid):
+                _check(isinstance(pid, tuple) and len(pid) == 2 and pid[0] in
+                       ("tensor", "ndarray"), "has a malformed reference in a pickle")
+                return reader.blob(pid[1], pid[0])
+
+            def find_class(self, module, name):
+                if reader.weights_only and (module, name) not in _allowed_globals():
+                    raise pickle.UnpicklingError(_weights_only_message(module, name))
+                return super().find_class(module, name)
+        return Unpickler(io.BytesIO(self.raw[i])).load()
+
     def decode(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
@@ -272,6 +401,8 @@ class _Reader:
         (tag, body), = v.items()
         if tag == "tensor":
             return self.blob(body, "tensor")
+        if tag == "pickle":
+            return self.unpickle(body)
         if tag == "ndarray":
             return self.blob(body, "ndarray")
         if tag in ("dict", "counter"):
@@ -305,7 +436,7 @@ class _Reader:
         raise _Bad(f"has an unknown value tag {tag!r}")
 
 
-def _read(f, name, map_location):
+def _read(f, name, map_location, weights_only=True):
     f.seek(0, io.SEEK_END)
     size = f.tell()
     f.seek(0)
@@ -342,7 +473,7 @@ def _read(f, name, map_location):
         _check(len(data) == e["nbytes"], f"is truncated in blob {i}")
         _check(zlib.crc32(data) == e["crc32"], f"is corrupted: blob {i} fails its checksum")
         raw[i] = data
-    reader = _Reader(blobs, raw, map_location)
+    reader = _Reader(blobs, raw, map_location, weights_only)
     try:
         return reader.decode(header.get("root"))
     except RecursionError:
@@ -355,6 +486,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     map_location: a device ("cpu", "cuda:0", "cl:1", ...), a dict from saved to wanted device
     names, or a callable(tensor, saved device name) returning the tensor to use.
 
+    Other objects (a whole module saved with clgrad.save(model)) are stored pickled. As in torch
+    2.6 and later, `weights_only=True` is the default and never runs code: such an object loads
+    only if every class it names is allow-listed (add_safe_globals / safe_globals), else
+    pickle.UnpicklingError says which; `weights_only=False` is the caller's explicit choice to
+    unpickle a file they trust.
+
     >>> import clgrad, io
     >>> buf = io.BytesIO()
     >>> clgrad.save([clgrad.tensor([1.5], dtype=clgrad.bfloat16), (1, None)], buf)
@@ -362,15 +499,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     >>> clgrad.load(buf, map_location="cpu")
     [tensor([1.5000], dtype=clgrad.bfloat16), (1, None)]
     """
+    weights_only = True if weights_only is None else bool(weights_only)
     if hasattr(f, "read"):
         name = getattr(f, "name", None) or type(f).__name__
         try:
-            return _read(f, name, map_location)
+            return _read(f, name, map_location, weights_only)
         except _Bad as e:
             raise RuntimeError(f"clgrad.load: {name!r} {e}") from None
     name = os.fspath(f)
     with open(name, "rb") as fh:
         try:
-            return _read(fh, name, map_location)
+            return _read(fh, name, map_location, weights_only)
         except _Bad as e:
             raise RuntimeError(f"clgrad.load: {name!r} {e}") from None
