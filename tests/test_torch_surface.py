@@ -104,3 +104,93 @@ def test_view_dtype_reinterprets_bits(device):
         x.t().view(clgrad.uint8)
     with pytest.raises(RuntimeError, match="divisible"):
         clgrad.zeros(3, dtype=clgrad.uint8, device=device).view(clgrad.int32)
+
+
+def test_inplace_variants_and_view_changes(device):
+    a = np.arange(6.0).reshape(2, 3)
+    x = clgrad.tensor(a, device=device)
+    v = x._version
+    assert x.clamp_min_(2.0) is x and x.tolist() == np.maximum(a, 2).tolist()
+    assert x._version > v
+    x.cumsum_(1)
+    np.testing.assert_array_equal(x.numpy(), np.cumsum(np.maximum(a, 2), 1))
+    x.greater_(5.0)
+    assert x.dtype is clgrad.float64 or x.dtype is clgrad.float32
+    assert x.tolist() == (np.cumsum(np.maximum(a, 2), 1) > 5).astype(float).tolist()
+    leaf = clgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        leaf.deg2rad_()
+    y = clgrad.zeros(1, 3, device=device)
+    assert y.squeeze_() is y and y.shape == (3,)
+    y.unsqueeze_(1)
+    assert y.shape == (3, 1)
+    y.t_()
+    assert y.shape == (1, 3)
+    z = clgrad.arange(6, device=device).reshape(2, 3)
+    z.transpose_(0, 1)
+    assert z.tolist() == [[0, 3], [1, 4], [2, 5]]
+
+
+def test_splits_and_small_composites(device):
+    t = clgrad.arange(7, device=device)
+    assert [p.tolist() for p in t.tensor_split(3)] == [[0, 1, 2], [3, 4], [5, 6]]
+    assert [p.tolist() for p in t.tensor_split([1, 5])] == [[0], [1, 2, 3, 4], [5, 6]]
+    m = clgrad.zeros(4, 6, 2, device=device)
+    assert [p.shape for p in m.hsplit(3)] == [(4, 2, 2)] * 3
+    assert [p.shape for p in m.vsplit([1])] == [(1, 6, 2), (3, 6, 2)]
+    assert [p.shape for p in m.dsplit(2)] == [(4, 6, 1)] * 2
+    with pytest.raises(RuntimeError, match="not divisible"):
+        m.hsplit(4)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 5))
+    A = clgrad.tensor(a, device=device)
+    np.testing.assert_allclose(A.cov().numpy(), np.cov(a), rtol=1e-6)
+    np.testing.assert_allclose(A.cov(correction=0).numpy(), np.cov(a, bias=True), rtol=1e-6)
+    fw = np.array([1, 2, 1, 3, 1])
+    np.testing.assert_allclose(A.cov(fweights=clgrad.tensor(fw, device=device)).numpy(),
+                               np.cov(a, fweights=fw), rtol=1e-6)
+    np.testing.assert_allclose(A.corrcoef().numpy(), np.corrcoef(a), rtol=1e-6)
+    sq = rng.standard_normal((3, 3))
+    S = clgrad.tensor(sq, device=device)
+    for n in range(5):
+        np.testing.assert_allclose(S.matrix_power(n).numpy(), np.linalg.matrix_power(sq, n),
+                                   rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(clgrad.addr(S, S[0], S[1], beta=2, alpha=3).numpy(),
+                               2 * sq + 3 * np.outer(sq[0], sq[1]))
+    b1, b2 = rng.standard_normal((4, 3, 2)), rng.standard_normal((4, 2, 3))
+    np.testing.assert_allclose(clgrad.addbmm(S, clgrad.tensor(b1), clgrad.tensor(b2)).numpy(),
+                               sq + np.einsum("bij,bjk->ik", b1, b2), rtol=1e-6)
+    p = clgrad.zeros(2, 3, device=device)
+    p.put_(clgrad.tensor([0, -1, 4], device=device), clgrad.tensor([1.0, 2.0, 3.0], device=device))
+    assert p.tolist() == [[1.0, 0.0, 0.0], [0.0, 3.0, 2.0]]
+    p.put_(clgrad.tensor([0, 0], device=device), clgrad.tensor([1.0, 1.0], device=device),
+           accumulate=True)
+    assert p[0, 0].item() == 3.0
+    base = clgrad.zeros(3, 4, device=device)
+    assert base.select_scatter(clgrad.ones(4), 0, 1).sum(1).tolist() == [0.0, 4.0, 0.0]
+    assert base.slice_scatter(clgrad.ones(3, 2), 1, 0, 4, 2)[:, ::2].sum().item() == 6.0
+    assert base[:3, :3].diagonal_scatter(clgrad.ones(3)).trace().item() == 3.0
+    assert base.sum().item() == 0.0                                # the copies left it alone
+    d = clgrad.zeros(3, 3, 3, device=device).fill_diagonal_(2.0)
+    assert d.sum().item() == 6.0 and d[2, 2, 2].item() == 2.0
+    wrapped = clgrad.zeros(7, 3, device=device).fill_diagonal_(1.0, wrap=True).numpy()
+    ref = np.zeros((7, 3))
+    np.fill_diagonal(ref, 1.0, wrap=True)
+    np.testing.assert_array_equal(wrapped, ref)
+
+
+def test_predicates_and_real_only_no_ops(device):
+    x = clgrad.tensor([1.0, float("inf"), -float("inf")], device=device)
+    assert x.isposinf().tolist() == [False, True, False]
+    assert x.isneginf().tolist() == [False, False, True]
+    assert x.conj() is x and x.resolve_conj() is x and not x.is_conj() and x.isreal().all()
+    assert x.is_signed() and not clgrad.tensor([1], dtype=clgrad.uint8).is_signed()
+    assert clgrad.tensor([2.0]).is_nonzero()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        clgrad.ones(2).is_nonzero()
+    assert x.get_device() == (-1 if x.is_cpu else x.device.index)
+    assert clgrad.ldexp(clgrad.tensor([1.5]), clgrad.tensor([2])).item() == 6.0
+    s = x.new_empty_strided((2, 2), (1, 2))
+    assert s.shape == (2, 2) and s.stride() == (1, 2)
+    assert x.pin_memory() is x and not x.is_pinned()
+    assert clgrad.vdot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])).item() == 11.0
