@@ -79,8 +79,8 @@ def check_config(cfg, device):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"convolution config {k} must be a positive int, got {v!r}")
         out[k] = v
-    if out.get("VW", 2) not in (1, 2, 4, 8):
-        raise ValueError("convolution config VW must be 1, 2, 4 or 8")
+    if out.get("VW", 2) not in (2, 4, 8):
+        raise ValueError("convolution config VW must be 2, 4 or 8 (conv.mako uses vector types)")
     # the launches clip LX and LY to the device's limit, but a config that needs clipping was
     # not measured on this device
     for k in ("LX", "LY"):
