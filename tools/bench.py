@@ -202,11 +202,12 @@ def first_use(table):
     """First use of each kernel family in a fresh process: with empty caches, then with the
     caches the first process filled (PoCL's program cache, or clgrad's binary cache)."""
     with tempfile.TemporaryDirectory() as d:
-        dev = clgrad.runtime.default_device()
         env = dict(os.environ, CLGRAD_CACHE_DIR=os.path.join(d, "clgrad"),
-                   CLGRAD_DEVICE=f"cl:{dev.index}",
                    POCL_CACHE_DIR=os.path.join(d, "pocl"),
                    PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if DEVICE_SPEC is not None:
+            # by name: the order of OpenCL devices (cl:N) may differ in the new process
+            env["CLGRAD_DEVICE"] = DEVICE_SPEC
         runs = []
         for _ in range(2):
             r = subprocess.run([sys.executable, "-c", FIRST_USE], env=env, capture_output=True,
@@ -361,6 +362,9 @@ def _tg_sync(TT):
 SECTIONS = {"kernels": kernels_section, "autograd": autograd_section}
 
 
+DEVICE_SPEC = None          # the --device being measured, for the first-use subprocesses
+
+
 def run_device(args, torch, tinygrad):
     """The whole table on the default device; returns its rows."""
     dev = clgrad.runtime.default_device()
@@ -420,9 +424,11 @@ def main():
     tinygrad = try_import_tinygrad()       # before clgrad touches OpenCL: it may set the loader up
     torch = try_import_torch()
     tables, names = [], []
+    global DEVICE_SPEC
     for spec in args.device or [None]:
         if spec is not None:
             clgrad.runtime.device.set_default_device(spec)
+            DEVICE_SPEC = spec
         dev = clgrad.runtime.default_device()
         names.append(spec or dev.name)
         tables.append(run_device(args, torch, tinygrad))
