@@ -120,9 +120,14 @@ def test_vendor_of():
     assert tuning.vendor_of(fake_device(platform="Portable Computing Language")) == "generic"
     assert tuning.vendor_of(fake_device(cpu=False, gpu=True, simulator=True,
                                         vendor="Oclgrind")) == "generic"
-    for family in tuning.DEFAULTS.values():
-        for path in family.values():
+    # every default is a complete configuration, and each path has a generic one
+    roomy = fake_device(wg=1024, local=64 * 1024)
+    checks = {"gemm": linalg.check_config, "conv": conv.check_config}
+    for family, paths in tuning.DEFAULTS.items():
+        for path in paths.values():
             assert "generic" in path
+            for params in path.values():
+                assert checks[family](params, roomy) == params
 
 
 def test_user_file(db):
