@@ -120,6 +120,7 @@ __kernel void pack_b(__global ${T} *P, long p_sb,
         dst[j] = j < cols ? ${c.load(dt, "B", "src + j * b_sn")} : (${T})0;
 }
 
+#ifdef VW
 __kernel void gemm_packed(${out_args()}
     __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
 {
@@ -158,6 +159,53 @@ __kernel void gemm_packed(${out_args()}
                 const long n = n0 + j * VW + e;
                 if (m < M && n < N) ${epilogue("u.s[e]")}
             }
+        }
+    }
+}
+#endif
+#endif
+
+#ifdef NJ
+/* For compilers that vectorise across work-items (Intel's CPU runtime packs LX neighbouring
+   work-items of dimension 0 into SIMD lanes, and gives explicit vectors poor code): scalar code,
+   lane l of group nb computing C[mb * MR + i][nb * NR + j * LX + l] for i < MR, j < NJ. Its loads
+   of the B panel (NR = LX * NJ columns) are contiguous across lanes, those of the A panel the
+   same for every lane (one broadcast), so each SIMD register holds LX columns of one row. */
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
+void gemm_lanes(${out_args()}
+    __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
+{
+    const int l = get_local_id(0), nb = get_group_id(0), mb = get_global_id(1);
+    const long b = get_global_id(2);
+    const int m0 = mb * MR, n0 = nb * NR + l;
+    if (m0 >= M) return;
+    __global const ${T} *pa = PA + b * pa_sb + (long)mb * K * MR;
+    __global const ${T} *pb = PB + b * pb_sb + (long)nb * K * NR;
+    ${T} acc[MR][NJ];
+#pragma unroll
+    for (int i = 0; i < MR; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) acc[i][j] = 0;
+    /* indices as (uniform) + local id, not a per-lane pointer: Intel's vectoriser then sees
+       consecutive loads instead of gathers */
+    for (int k = 0; k < K; ++k) {
+        ${T} bv[NJ];
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) bv[j] = pb[k * NR + j * LX + l];
+#pragma unroll
+        for (int i = 0; i < MR; ++i) {
+            const ${T} av = pa[k * MR + i];
+#pragma unroll
+            for (int j = 0; j < NJ; ++j) acc[i][j] = av * bv[j] + acc[i][j];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            const long n = n0 + j * LX;
+            if (m < M && n < N) ${epilogue("acc[i][j]")}
         }
     }
 }

@@ -100,12 +100,13 @@ def check(out, expected, dt, scale=1.0):
 def blocking(request, device, monkeypatch):
     """Run a test with the device's register blocking, with the GPU one and its launch shapes
     (on any device), or with odd block sizes and 4-wide vectors, so that every edge shows."""
+    configs = {}                         # the configuration is looked up again for the path
     if request.param == "gpu-like":
         monkeypatch.setattr(device, "cpu_paths", False)
     elif request.param == "odd-blocks":
         odd = {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4}
-        monkeypatch.setitem(conv.CONFIGS, "cpu", odd)
-        monkeypatch.setitem(conv.CONFIGS, "gpu", odd)
+        configs[device] = conv.check_config(odd, device)
+    monkeypatch.setattr(conv, "_CONFIGS", configs)
     monkeypatch.setattr(conv, "_PLANS", {})
     return request.param
 

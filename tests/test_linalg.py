@@ -49,19 +49,20 @@ def check(out, expected, dt):
     assert_close(out, expected, rtol=tol, atol=tol)
 
 
-@pytest.fixture(params=["default", "small", "packed", "tiled"])
+@pytest.fixture(params=["default", "small", "packed", "lanes", "tiled"])
 def kernel(request, device, monkeypatch):
     """Run a test through one GEMM kernel: the device's configuration, gemm_small for every
-    product, or a packed / tiled configuration with odd tile sizes (so that edges show)."""
+    product, or a packed / lanes / tiled configuration with odd tile sizes (so that edges
+    show)."""
     which = request.param
     if which == "small":
         monkeypatch.setattr(linalg, "SMALL_WORK", 1 << 62)
     elif which != "default":
         monkeypatch.setattr(linalg, "SMALL_WORK", 0)
         monkeypatch.setattr(linalg, "SMALL_ROWS_CPU", 0)
-        cfg = ({"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2}
-               if which == "packed" else
-               {"kind": "tiled", "TM": 16, "TN": 8, "TK": 4, "WM": 2, "WN": 2})
+        cfg = {"packed": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
+               "lanes": {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2},
+               "tiled": {"kind": "tiled", "TM": 16, "TN": 8, "TK": 4, "WM": 2, "WN": 2}}[which]
         prev = linalg.set_config(device, cfg)
         yield which
         linalg.set_config(device, prev)
@@ -489,7 +490,7 @@ def test_error_types(device):
 
 # ---- configuration -----------------------------------------------------------------------------
 def test_config_checks(device):
-    assert linalg.config(device)["kind"] in ("packed", "tiled")
+    assert linalg.config(device)["kind"] in ("packed", "lanes", "tiled")
     with pytest.raises(ValueError, match="kind"):
         linalg.check_config({"kind": "magic"}, device)
     with pytest.raises(ValueError, match="VW"):
@@ -498,17 +499,22 @@ def test_config_checks(device):
     with pytest.raises(ValueError, match="work-groups"):
         linalg.check_config({"kind": "tiled", "TM": 4096, "TN": 4096, "TK": 1, "WM": 1, "WN": 1},
                             device)
-    assert set(linalg.VENDOR_DEFAULTS) == {"cpu", "nvidia", "amd", "intel", "other"}
+    with pytest.raises(ValueError, match="work-groups"):
+        linalg.check_config({"kind": "lanes", "MR": 4, "NJ": 1, "LX": 1 << 20, "LY": 1}, device)
+    with pytest.raises(ValueError, match="NJ"):
+        linalg.check_config({"kind": "lanes", "MR": 4, "NJ": 0, "LX": 8, "LY": 1}, device)
 
 
 def test_tuned_config_file(device, tmp_path, monkeypatch):
-    """tools/tune_gemm.py's result is stored per device and driver and picked up at first use."""
+    """tools/tune_gemm.py's result is stored per device, driver and code path in the tuning
+    database and picked up at first use."""
     monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
     cfg = {"kind": "packed", "MR": 2, "NV": 1, "VW": 4, "LX": 1, "LY": 4}
     path = linalg.save_tuned(device, cfg)
     table = json.loads(path.read_text())
-    assert table[linalg.device_key(device)] == cfg
-    assert linalg.load_tuned(device) == cfg
+    path_key = "cpu" if device.cpu_paths else "gpu"
+    assert table[device.platform_name][device.name][device.driver_version][path_key]["gemm"] \
+        == cfg
     prev = linalg.set_config(device, None)          # forget: the next use reads the file
     try:
         assert linalg.config(device) == cfg
@@ -516,6 +522,7 @@ def test_tuned_config_file(device, tmp_path, monkeypatch):
         t = clgrad.tensor(a, dtype=clgrad.float32)
         check(t @ t.t(), a @ a.T, clgrad.float32)
         path.write_text("{not json")
-        assert linalg.load_tuned(device) is None
+        linalg.set_config(device, None)
+        assert linalg.config(device) != cfg
     finally:
         linalg.set_config(device, prev)

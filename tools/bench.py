@@ -3,11 +3,14 @@
     python tools/bench.py                 # the default device (CLGRAD_DEVICE picks another)
     python tools/bench.py --quick         # smaller repeat counts
     python tools/bench.py --only kernels  # one section: kernels, autograd, training
+    python tools/bench.py --device pocl --device intel   # the table for each, then side by side
 
 Memory-bound kernels are reported as GB/s and as a fraction of the device's ceiling, which is the
 GB/s of clgrad's own copy kernel on the same buffers. Where torch (CPU) or tinygrad (on the same
 OpenCL device) is installed, the same workloads run there in the same process and the ratio is
-printed (clgrad time / other time: below 1 means clgrad is faster).
+printed (clgrad time / other time: below 1 means clgrad is faster). With several --device, the
+table is printed for each device in turn, then clgrad's figures side by side with their ratio to
+the first device's.
 """
 import argparse
 import os
@@ -202,6 +205,9 @@ def first_use(table):
         env = dict(os.environ, CLGRAD_CACHE_DIR=os.path.join(d, "clgrad"),
                    POCL_CACHE_DIR=os.path.join(d, "pocl"),
                    PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if DEVICE_SPEC is not None:
+            # by name: the order of OpenCL devices (cl:N) may differ in the new process
+            env["CLGRAD_DEVICE"] = DEVICE_SPEC
         runs = []
         for _ in range(2):
             r = subprocess.run([sys.executable, "-c", FIRST_USE], env=env, capture_output=True,
@@ -356,16 +362,14 @@ def _tg_sync(TT):
 SECTIONS = {"kernels": kernels_section, "autograd": autograd_section}
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", choices=sorted(SECTIONS) + ["training"])
-    args = p.parse_args()
-    tinygrad = try_import_tinygrad()       # before clgrad touches OpenCL: it may set the loader up
+DEVICE_SPEC = None          # the --device being measured, for the first-use subprocesses
+
+
+def run_device(args, torch, tinygrad):
+    """The whole table on the default device; returns its rows."""
     dev = clgrad.runtime.default_device()
-    torch = try_import_torch()
-    print(f"clgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name}), "
-          f"{dev.compute_units} compute units")
+    print(f"\nclgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name}), "
+          f"{dev.compute_units} compute units, {'CPU' if dev.cpu_paths else 'GPU'} code paths")
     print(f"compared with: {'torch ' + torch.__version__ + ' on the CPU' if torch else 'no torch'}"
           f"{', tinygrad on its default device' if tinygrad else ', no tinygrad'}")
     table = Table()
@@ -380,6 +384,56 @@ def main():
             training_section = None
         if training_section is not None:
             training_section(table, args, torch, tinygrad)
+    return table.rows
+
+
+def side_by_side(names, tables):
+    """clgrad's figure of every row per device, with its ratio to the first device's."""
+    print("\nclgrad per device (ratio to the first device: for times above 1 is slower, for "
+          "GB/s and GFLOP/s below 1 is slower)")
+    print(f"  {'':46s} " + " ".join(f"{n[:20]:>20s}" for n in names))
+    values, order = [], []
+    for rows in tables:
+        found, label = {}, None
+        for name, value, unit, *_ in rows:
+            label = name or label          # a workload's rows after the first have no name
+            found.setdefault((label, unit), value)
+            if (label, unit) not in order:
+                order.append((label, unit))
+        values.append(found)
+    for key in order:
+        ref = values[0].get(key)
+        cols = []
+        for found in values:
+            x = found.get(key)
+            if x is None:
+                cols.append(" " * 20)
+            else:
+                cols.append(f"{x:10.2f} {x / ref:6.2f}x   " if ref else f"{x:10.2f}{'':10s}")
+        print(f"  {key[0][:46]:46s} " + " ".join(cols) + f" {key[1]}", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", choices=sorted(SECTIONS) + ["training"])
+    p.add_argument("--device", action="append", metavar="SPEC",
+                   help="device to measure (pocl, intel, cl:N...; as CLGRAD_DEVICE); repeat it "
+                        "for several (default: the default device)")
+    args = p.parse_args()
+    tinygrad = try_import_tinygrad()       # before clgrad touches OpenCL: it may set the loader up
+    torch = try_import_torch()
+    tables, names = [], []
+    global DEVICE_SPEC
+    for spec in args.device or [None]:
+        if spec is not None:
+            clgrad.runtime.device.set_default_device(spec)
+            DEVICE_SPEC = spec
+        dev = clgrad.runtime.default_device()
+        names.append(spec or dev.name)
+        tables.append(run_device(args, torch, tinygrad))
+    if len(tables) > 1:
+        side_by_side(names, tables)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python tools/bench_conv.py            # every workload
     python tools/bench_conv.py --rounds 3 # fewer rounds (noisier)
+    python tools/bench_conv.py --device pocl --device intel   # each device in turn
 
 Each workload runs in rounds that alternate clgrad and torch, and the best time of each is kept,
 so that a neighbour's load on shared cores hits both alike. torch runs with as many threads as
@@ -134,14 +135,20 @@ def w5(torch, rounds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--device", action="append", metavar="SPEC",
+                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
     args = ap.parse_args()
     import torch
-    dev = clgrad.runtime.device.default_device()
-    torch.set_num_threads(dev.compute_units)
-    print(f"device: {dev.name}, torch {torch.__version__} with {torch.get_num_threads()} threads")
-    conv_workloads(torch, args.rounds)
-    pool_workloads(torch, args.rounds)
-    w5(torch, args.rounds)
+    for spec in args.device or [None]:
+        if spec is not None:
+            clgrad.runtime.device.set_default_device(spec)
+        dev = clgrad.runtime.device.default_device()
+        torch.set_num_threads(dev.compute_units)
+        print(f"device: {dev.name} ({dev.platform_name}), torch {torch.__version__} with "
+              f"{torch.get_num_threads()} threads")
+        conv_workloads(torch, args.rounds)
+        pool_workloads(torch, args.rounds)
+        w5(torch, args.rounds)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Op
+from ..runtime import tuning
 from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, empty_tensor, numel_of
@@ -41,18 +42,15 @@ _TORCH_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float1
 _C_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
             dtypes.bfloat16: "c10::BFloat16"}
 
-# Register blocking of the kernels, per kind of device (build options of conv.mako). VW is the
-# vector width (the device's VEC / VEC8 unless set); MR x NV*VW the outputs of a conv_fwd
-# work-item, MW x TJ (times VW lanes) the sums of a conv_wgrad one; LY / LX the work-group sizes
-# (on a CPU the work-items of a group run on one core and share their input in its cache).
-# Measured on PoCL (AVX-512 machine, 256-bit vectors) for 3x3 convolutions of 32 and 64
-# channels: 4 x 24 forward (6 x 16 and 4 x 16 within 5%; 8 x 16 and 6 x 24 spill and take twice
-# as long) and 3 x 4 for the weight gradient (2 x 6 within 2%, 4 x 2 and 2 x 4 15-30% slower,
-# 4 x 3 and 3 x 5 spill: 1.7-1.9x). The GPU blocking is a guess: no GPU was at hand to tune it.
-CONFIGS = {
-    "cpu": {"MR": 4, "NV": 3, "MW": 3, "TJ": 4, "LY": 8, "LX": 8},
-    "gpu": {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 4, "LX": 16},
-}
+# Register blocking of the kernels (build options of conv.mako) comes from the tuning database
+# (clgrad.runtime.tuning, family "conv"), per device and code path. VW is the vector width (the
+# device's VEC / VEC8 unless set); MR x NV*VW the outputs of a conv_fwd work-item, MW x TJ (times
+# VW lanes) the sums of a conv_wgrad one; LY / LX the work-group sizes (on a CPU the work-items of
+# a group run on one core and share their input in its cache). Measured on PoCL (AVX-512
+# machine, 256-bit vectors) for 3x3 convolutions of 32 and 64 channels: 4 x 24 forward (6 x 16
+# and 4 x 16 within 5%; 8 x 16 and 6 x 24 spill and take twice as long) and 3 x 4 for the weight
+# gradient (2 x 6 within 2%, 4 x 2 and 2 x 4 15-30% slower, 4 x 3 and 3 x 5 spill: 1.7-1.9x).
+_KEYS = ("MR", "NV", "MW", "TJ", "LY", "LX")
 _SOURCES = {dt: render("conv.mako", dt=dt) for dt in FLOATS}
 _POOL = {dt: Program("pool", dt.short, render("pool.mako", dt=dt)) for dt in FLOATS}
 
@@ -61,16 +59,83 @@ def _compute_dtype(dt):
     return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
+_CONFIGS = path_dependent({})  # device -> config dict
 _PLANS = path_dependent({})  # (device, dtype) -> (config, vector width, Program)
 _PROGRAMS = {}          # (dtype, build options) -> Program
 
 
-def _program(dt, vw, kind):
-    cfg = CONFIGS[kind]
+def check_config(cfg, device):
+    """cfg as a clean dict if `device` can run it, else ValueError saying why.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> check_config({"MR": 4, "NV": 3, "MW": 3, "TJ": 4, "LY": 8, "LX": 8}, default_device())["MR"]
+    4
+    """
+    out = {}
+    for k in _KEYS + ("VW",):
+        v = cfg.get(k)
+        if k == "VW" and v is None:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"convolution config {k} must be a positive int, got {v!r}")
+        out[k] = v
+    if out.get("VW", 2) not in (2, 4, 8):
+        raise ValueError("convolution config VW must be 2, 4 or 8 (conv.mako uses vector types)")
+    # the launches clip LX and LY to the device's limit, but a config that needs clipping was
+    # not measured on this device
+    for k in ("LX", "LY"):
+        if out[k] > device.max_work_group_size:
+            raise ValueError(f"convolution config {k}={out[k]} exceeds the work-group size "
+                             f"{device.max_work_group_size} of {device.name}")
+    return out
+
+
+# Without any fitting entry (a device with tiny work-groups): one work-item per group.
+SMALL_DEVICE = {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 1, "LX": 1}
+
+
+def config(device):
+    """The convolution blocking used on `device` (on its code path): the tuning database's.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> sorted(config(default_device()))[:2]
+    ['LX', 'LY']
+    """
+    cfg = _CONFIGS.get(device)
+    if cfg is None:
+        try:
+            cfg = tuning.lookup(device, "conv", check_config).params
+        except LookupError:
+            cfg = check_config(SMALL_DEVICE, device)
+        _CONFIGS[device] = cfg
+    return cfg
+
+
+def set_config(device, cfg):
+    """Use cfg on `device` from now on in this process (the tuner and the tests); returns the
+    previous one. cfg=None goes back to the tuning database's.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> dev = default_device()
+    >>> prev = set_config(dev, {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4})
+    >>> _ = set_config(dev, prev)
+    """
+    prev = config(device)
+    for key in [k for k in _PLANS if k[0] is device]:
+        del _PLANS[key]
+    if cfg is None:
+        _CONFIGS.pop(device, None)
+    else:
+        _CONFIGS[device] = check_config(cfg, device)
+    return prev
+
+
+def _program(dt, vw, cfg):
     opts = f"-DVW={vw} " + " ".join(f"-D{k}={cfg[k]}" for k in ("MR", "NV", "MW", "TJ"))
     prog = _PROGRAMS.get((dt, opts))
     if prog is None:
-        prog = _PROGRAMS[(dt, opts)] = Program("conv", f"{dt.short}_{kind}{vw}", _SOURCES[dt],
+        tag = "x".join(str(cfg[k]) for k in ("MR", "NV", "MW", "TJ"))
+        prog = _PROGRAMS[(dt, opts)] = Program("conv", f"{dt.short}_{tag}v{vw}", _SOURCES[dt],
                                                opts)
     return prog
 
@@ -80,17 +145,16 @@ def _plan(dev, dt):
     device's vector width (VEC, or VEC8 for float64) unless the config sets one."""
     plan = _PLANS.get((dev, dt))
     if plan is None:
-        kind = "cpu" if dev.cpu_paths else "gpu"
-        cfg = CONFIGS[kind]
+        cfg = config(dev)
         vw = cfg.get("VW") or (dev.vec8 if dt is dtypes.float64 else dev.vec)
         if dt is dtypes.float64 and "VW" in cfg:
             vw = max(2, vw // 2)          # the same register width
-        plan = _PLANS[(dev, dt)] = (cfg, vw, _program(dt, vw, kind))
+        plan = _PLANS[(dev, dt)] = (cfg, vw, _program(dt, vw, cfg))
     return plan
 
 
-for _dt in FLOATS:          # what CPUs use, listed at import for the prebuild tool
-    _program(_dt, 4 if _dt is dtypes.float64 else 8, "cpu")
+for _dt in FLOATS:          # what CPUs use by default, listed at import for the prebuild tool
+    _program(_dt, 4 if _dt is dtypes.float64 else 8, tuning.DEFAULTS["conv"]["cpu"]["generic"])
 
 
 def _ceil(a, b):

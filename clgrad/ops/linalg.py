@@ -6,25 +6,24 @@ They all run one template family, cl_kernels/gemm.mako, which computes
 C[b] = alpha * A[b] @ B[b] + beta * D[b] reading A, B and D through strides (transposed and
 broadcast views are never copied first). Which kernel runs is a per-device configuration:
 
-- "packed" (CPUs): A and B are packed into panels, then each work-item keeps an MR x NV*VW block
-  of C in vector registers (no local memory, no barriers);
+- "packed" (CPUs that need explicit vectors: PoCL): A and B are packed into panels, then each
+  work-item keeps an MR x NV*VW block of C in vector registers (no local memory, no barriers);
+- "lanes" (CPU runtimes that vectorise across work-items: Intel's): the same panels, scalar code,
+  LX neighbouring work-items (SIMD lanes) sharing a panel of B;
 - "tiled" (GPUs): work-groups stage TM x TK / TK x TN tiles in local memory, each work-item
   accumulating WM x WN elements;
 - tiny products, and on CPUs products of a few rows contiguous along K (matrix-vector,
   x @ W.t() for a few x), use gemm_small: one work-item per output element.
 
-The configuration is the one `tools/tune_gemm.py` stored for this device (a JSON file in
-`clgrad.runtime.kernels.cache_dir()`), else a per-vendor default (`VENDOR_DEFAULTS`).
+The configuration comes from the tuning database (clgrad.runtime.tuning, family "gemm"): the
+user's entry that `tools/tune_gemm.py` stored for this device, the shipped one, else the vendor's
+default for the device's code path; each is checked with `check_config` before use.
 """
-import json
-import os
-import tempfile
-
 from .. import dtypes
-from .._version import __version__
 from ..autograd.function import Op
+from ..runtime import tuning
 from ..runtime.device import path_dependent
-from ..runtime.kernels import Program, cache_dir, get_kernel, launch, render
+from ..runtime.kernels import Program, get_kernel, launch, render
 from ..tensor import Tensor, contiguous_strides, empty_tensor, make_tensor, numel_of
 from . import views
 from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, same_device,
@@ -45,15 +44,11 @@ SMALL_ROWS_CPU = 16
 # bandwidth, measured faster than the reduction).
 DOT_REDUCE_GPU = 1 << 12
 
-VENDOR_DEFAULTS = {
-    # 6 x 16 floats in 12 AVX2 registers; 8 work-items per group share one panel of B in cache
-    "cpu": {"kind": "packed", "MR": 6, "NV": 2, "VW": 8, "LX": 1, "LY": 8},
-    "nvidia": {"kind": "tiled", "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4},
-    "amd": {"kind": "tiled", "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4},
-    "intel": {"kind": "tiled", "TM": 32, "TN": 32, "TK": 16, "WM": 4, "WN": 4},
-    "other": {"kind": "tiled", "TM": 32, "TN": 32, "TK": 16, "WM": 4, "WN": 4},
-}
-_KEYS = {"packed": ("MR", "NV", "VW", "LX", "LY"), "tiled": ("TM", "TN", "TK", "WM", "WN")}
+# When no configuration in the database fits a device (tiny work-groups, little local memory):
+# packed needs neither local memory nor more than one work-item per group.
+SMALL_DEVICE = {"kind": "packed", "MR": 6, "NV": 2, "VW": 4, "LX": 1, "LY": 1}
+_KEYS = {"packed": ("MR", "NV", "VW", "LX", "LY"), "lanes": ("MR", "NJ", "LX", "LY"),
+         "tiled": ("TM", "TN", "TK", "WM", "WN")}
 
 _SOURCES = {dt: render("gemm.mako", dt=dt) for dt in GEMM_DTYPES}
 # gemm_small does not depend on the configuration: its own program, listed at import
@@ -61,44 +56,25 @@ _SMALL = {dt: Program("gemm", dt.short, _SOURCES[dt]) for dt in GEMM_DTYPES}
 
 
 # ---- configuration ----------------------------------------------------------------------------
-def vendor_of(device):
-    """Which entry of VENDOR_DEFAULTS a device gets: cpu, nvidia, amd, intel or other.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> vendor_of(default_device()) in VENDOR_DEFAULTS
-    True
-    """
-    if device.cpu_paths:
-        return "cpu"
-    words = f"{device.vendor} {device.platform_name} {device.name}".lower()
-    if "nvidia" in words:
-        return "nvidia"
-    if "amd" in words or "advanced micro" in words:
-        return "amd"
-    if "intel" in words:
-        return "intel"
-    return "other"
-
-
 def check_config(cfg, device):
     """cfg as a clean dict if `device` can run it, else ValueError saying why.
 
     >>> from clgrad.runtime.device import default_device
-    >>> check_config(VENDOR_DEFAULTS["cpu"], default_device())["MR"]
+    >>> check_config(SMALL_DEVICE, default_device())["MR"]
     6
     """
     kind = cfg.get("kind")
     if kind not in _KEYS:
-        raise ValueError(f"GEMM config kind must be 'packed' or 'tiled', got {kind!r}")
+        raise ValueError(f"GEMM config kind must be one of {', '.join(_KEYS)}, got {kind!r}")
     out = {"kind": kind}
     for k in _KEYS[kind]:
         v = cfg.get(k)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"GEMM config {k} must be a positive int, got {v!r}")
         out[k] = v
-    if kind == "packed":
-        if out["VW"] not in (2, 4, 8):
-            raise ValueError("GEMM config VW must be 2, 4 or 8 (wider vectors break PoCL)")
+    if kind == "packed" and out["VW"] not in (2, 4, 8):
+        raise ValueError("GEMM config VW must be 2, 4 or 8 (wider vectors break PoCL)")
+    if kind != "tiled":
         wg = out["LX"] * out["LY"]
     else:
         if out["TM"] % out["WM"] or out["TN"] % out["WN"]:
@@ -114,52 +90,10 @@ def check_config(cfg, device):
     return out
 
 
-def device_key(device):
-    """The key of a device's entry in the tuned-configuration file.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> "clgrad" in device_key(default_device())
-    True
-    """
-    return (f"{device.name} | {device.platform_name} | {device.driver_version} | "
-            f"clgrad {__version__}")
-
-
-def tuned_path():
-    """Where tools/tune_gemm.py stores its results (None when CLGRAD_CACHE_DIR is off)."""
-    d = cache_dir()
-    return None if d is None else d / "gemm_tuned.json"
-
-
-def load_tuned(device):
-    """The configuration tools/tune_gemm.py stored for this device, or None."""
-    path = tuned_path()
-    if path is None or not path.exists():
-        return None
-    try:
-        cfg = json.loads(path.read_text()).get(device_key(device))
-        return None if cfg is None else check_config(cfg, device)
-    except (OSError, ValueError, AttributeError):
-        return None                   # unreadable or stale: the default is always safe
-
-
 def save_tuned(device, cfg):
-    """Store cfg as this device's configuration (read by the next process)."""
-    path = tuned_path()
-    if path is None:
-        raise RuntimeError("CLGRAD_CACHE_DIR is off: nowhere to store the tuned GEMM config")
-    cfg = check_config(cfg, device)
-    try:
-        table = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        table = {}
-    table[device_key(device)] = cfg
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(table, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
-    return path
+    """Store cfg (checked) as the user's GEMM entry for this device, driver and code path in
+    the tuning database; returns the file written. The next process reads it at first use."""
+    return tuning.save(device, "gemm", check_config(cfg, device))
 
 
 _CONFIGS = path_dependent({})  # device -> config dict
@@ -168,28 +102,25 @@ _PROGRAMS = {}          # (dtype, config items) -> Program
 
 
 def config(device):
-    """The GEMM configuration used on `device`: tuned if stored, else the vendor default.
+    """The GEMM configuration used on `device` (on its code path): the tuning database's.
 
     >>> from clgrad.runtime.device import default_device
-    >>> config(default_device())["kind"] in ("packed", "tiled")
+    >>> config(default_device())["kind"] in ("packed", "lanes", "tiled")
     True
     """
     cfg = _CONFIGS.get(device)
     if cfg is None:
-        cfg = load_tuned(device)
-        if cfg is None:
-            cfg = VENDOR_DEFAULTS[vendor_of(device)]
-            try:
-                cfg = check_config(cfg, device)
-            except ValueError:        # a small device: packed needs neither local memory nor
-                cfg = dict(VENDOR_DEFAULTS["cpu"], VW=4, LY=1)   # big work-groups
+        try:
+            cfg = tuning.lookup(device, "gemm", check_config).params
+        except LookupError:
+            cfg = check_config(SMALL_DEVICE, device)
         _CONFIGS[device] = cfg
     return cfg
 
 
 def set_config(device, cfg):
     """Use cfg on `device` from now on in this process (the tuner and the tests); returns the
-    previous one. cfg=None goes back to the stored or default configuration.
+    previous one. cfg=None goes back to the tuning database's.
 
     >>> import clgrad
     >>> from clgrad.runtime.device import default_device
@@ -222,6 +153,10 @@ def _program(dt, cfg):
             vw = _vw(cfg, dt)
             opts = f"-DMR={cfg['MR']} -DNV={cfg['NV']} -DVW={vw} -DNR={cfg['NV'] * vw}"
             tag = f"p{cfg['MR']}x{cfg['NV']}x{vw}"
+        elif cfg["kind"] == "lanes":
+            opts = " ".join(f"-D{k}={cfg[k]}" for k in _KEYS["lanes"]) + \
+                f" -DNR={cfg['NJ'] * cfg['LX']}"
+            tag = "l" + "x".join(str(cfg[k]) for k in _KEYS["lanes"])
         else:
             opts = " ".join(f"-D{k}={cfg[k]}" for k in _KEYS["tiled"])
             tag = "t" + "x".join(str(cfg[k]) for k in _KEYS["tiled"])
@@ -311,8 +246,10 @@ def gemm(a, b, bias=None, beta=0, alpha=1):
         launch(dev, k, (_ceil(N, cfg["TN"]) * rn, _ceil(M, cfg["TM"]) * rm, batch), (rn, rm, 1),
                *cargs, *aargs, *bargs, *tail)
         return out
-    # packed: an operand broadcast over the batch is packed once
-    mr, nr = cfg["MR"], cfg["NV"] * _vw(cfg, dt)
+    # packed and lanes: an operand broadcast over the batch is packed once
+    lanes = cfg["kind"] == "lanes"
+    mr = cfg["MR"]
+    nr = cfg["NJ"] * cfg["LX"] if lanes else cfg["NV"] * _vw(cfg, dt)
     mb, nb = _ceil(M, mr), _ceil(N, nr)
     pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
     cdt = _compute_dtype(dt)
@@ -325,8 +262,10 @@ def gemm(a, b, bias=None, beta=0, alpha=1):
     launch(dev, get_kernel(dev, prog, "pack_b"), (kp, nb, pb_n), (ls, 1, 1),
            pb._storage.buf, nb * K * nr, *bargs, K, N)
     lx, ly = cfg["LX"], cfg["LY"]
-    launch(dev, get_kernel(dev, prog, "gemm_packed"), (_ceil(nb, lx) * lx, _ceil(mb, ly) * ly,
-                                                         batch), (lx, ly, 1),
+    # gemm_lanes: LX work-items (SIMD lanes) per panel of B; gemm_packed: one
+    gx = nb * lx if lanes else _ceil(nb, lx) * lx
+    launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed"),
+           (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1),
            *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, pb._storage.buf,
            nb * K * nr if pb_n > 1 else 0, *tail)
     return out
@@ -880,5 +819,4 @@ FUNCTIONS = {"matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": 
              "mv": mv, "addmv": addmv, "dot": dot, "outer": outer, "ger": ger}
 METHODS = dict(FUNCTIONS, __matmul__=_matmul_op, __rmatmul__=_rmatmul_op)
 
-__all__ = list(FUNCTIONS) + ["gemm", "config", "set_config", "check_config", "load_tuned",
-                             "save_tuned", "vendor_of", "VENDOR_DEFAULTS"]
+__all__ = list(FUNCTIONS) + ["gemm", "config", "set_config", "check_config", "save_tuned"]
