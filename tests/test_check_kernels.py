@@ -1,5 +1,6 @@
 """tools/check_kernels.py: its reading of Oclgrind's output, and Oclgrind catching a race, an
-out-of-bounds write and a divergent barrier (its --self-test) where the simulator is installed."""
+out-of-bounds write, a divergent barrier and a read past a tensor's end (its --self-test) where
+the simulator is installed."""
 import importlib.util
 import os
 import subprocess
@@ -95,7 +96,7 @@ def test_expected_kernels_names_what_is_left_out():
     assert all(("random_bits" in ck.expected_kernels(p)[0]) == (p.variant == "i32") for p in rnd)
 
 
-def test_self_test_catches_race_oob_and_divergence():
+def test_self_test_catches_planted_defects():
     """With Oclgrind installed the simulator must report all three planted defects; without it the
     tool must say how to install it and exit with status 2."""
     have = any(d.is_simulator for d in clgrad.cl.devices())
@@ -105,7 +106,7 @@ def test_self_test_catches_race_oob_and_divergence():
     if have:
         assert r.returncode == 0, r.stdout + r.stderr
         for what in ("Write-write data race in race", "Invalid write in oob",
-                     "Work-group divergence in diverge"):
+                     "Work-group divergence in diverge", "Invalid read in past_end"):
             assert what in r.stdout
     else:
         assert r.returncode == 2 and "pip install clgrad[oclgrind]" in r.stdout

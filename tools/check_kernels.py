@@ -9,15 +9,17 @@ chosen to cross the vector, work-group and tile boundaries, in both code paths
 on any Oclgrind report, on any op that failed, and on any kernel that never ran.
 
     python tools/check_kernels.py               # the full check (a few minutes)
-    python tools/check_kernels.py --self-test   # Oclgrind catches a race and an out-of-bounds write
+    python tools/check_kernels.py --self-test   # Oclgrind catches planted defects
     python tools/check_kernels.py --families reduce,scan --paths gpu
 
 The uninitialised-memory check (OCLGRIND_UNINITIALIZED) stays off: Oclgrind 19.10 aborts on the
 LLVM `freeze` instruction that current compilers emit.
 """
 import argparse
+import atexit
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -157,6 +159,24 @@ def find_oclgrind():
     return None
 
 
+def exact_buffers(pool):
+    """Give every tensor a buffer of its own size on this pool's device. The pool's blocks are at
+    least 512 bytes and up to 1/8 larger than asked, so an access past a tensor's end would
+    usually land in the same block and Oclgrind would not see it. Sizes are rounded up to whole
+    32-bit words only: kernels may touch the word that holds a tensor's last byte (the pool
+    promises whole words; index.mako's acc_add relies on it)."""
+    import pyopencl as cl
+
+    def alloc(nbytes):
+        size = max(4, -(-nbytes // 4) * 4)
+        return cl.Buffer(pool.context, cl.mem_flags.READ_WRITE, size), size
+
+    def free(buf, size):
+        pass                   # the buffer is released with its last reference
+
+    pool.alloc, pool.free = alloc, free
+
+
 # ---- recording launches --------------------------------------------------------------------------
 class _Recorded:
     """A cl.Kernel stand-in that notes each launch, then forwards it."""
@@ -262,6 +282,20 @@ def drive_elementwise(dev, dt, rng):
                                (True if dt.kind == "b" else 2 if dt.kind != "f" else 0.5))
                 _try(f"{e.name} {pat} {'contiguous' if contiguous else 'strided'}",
                      run, e, ops, params, cdt=dt)
+    # several work-groups and a tail; an operand repeated by stride 0 (contiguous kernel) and a
+    # broadcast one (strided kernel)
+    for name in ("add", "neg", "where", "logical_not", "eq"):
+        e = TABLE.get(name)
+        if e is None or dt.kind not in e.exprs:
+            continue
+        big = [_t(dt if k == "T" else dtypes.bool_, (2100,), dev, rng) for k in e.operands]
+        _try(f"{name} of 2100", run, e, big, [], cdt=dt)
+        if e.arity > 1:
+            one = [_t(dt if k == "T" else dtypes.bool_, (1,), dev, rng) for k in e.operands]
+            _try(f"{name} with a repeated operand", run, e, [big[0]] + one[1:], [], cdt=dt)
+            col = [_t(dt if k == "T" else dtypes.bool_, (3, 1), dev, rng) for k in e.operands]
+            row = [_t(dt if k == "T" else dtypes.bool_, (1, 5), dev, rng) for k in e.operands]
+            _try(f"{name} broadcast", run, e, [col[0]] + row[1:], [], cdt=dt)
 
 
 def drive_copy(dev, dt, rng):
@@ -332,7 +366,10 @@ def drive_softmax(dev, dt, rng):
     path of GPUs), contiguous and strided."""
     import clgrad
     import clgrad.nn.functional as F
-    for shape, dim in (((3, 7), -1), ((4, 300), -1), ((5, 6, 3), 1), ((6, 5), 0)):
+    # rows, long rows (one work-group per line on GPUs), lines across vector lanes with a tail,
+    # one work-item per line
+    for shape, dim in (((3, 7), -1), ((4, 300), -1), ((5, 6, 3), 1), ((6, 5), 0), ((2, 5, 10), 1),
+                       ((3, 4, 3), 1)):
         for f in (F.softmax, F.log_softmax):
             x = _t(dt, shape, dev, rng).requires_grad_()
             y = f(x, dim)
@@ -484,30 +521,38 @@ def expected_kernels(prog, path=None):
 
 # ---- the check -----------------------------------------------------------------------------------
 def self_test(dev, log):
-    """Run a racy kernel, an out-of-bounds write and a divergent barrier; return the findings."""
+    """Run a racy kernel, an out-of-bounds write, a divergent barrier and a read one element past
+    the end of a 13-element tensor (which the pool's rounded blocks would hide); return the
+    findings."""
     import pyopencl as cl
+    import clgrad
     src = """
     __kernel void race(__global float *a) { a[0] = (float)get_global_id(0); }
     __kernel void oob(__global float *a) { a[get_global_id(0) + 1] = 1.0f; }
     __kernel void diverge(__global float *a) {
         if (get_local_id(0) < 2) barrier(CLK_LOCAL_MEM_FENCE);
         a[get_global_id(0)] = 1.0f;
-    }"""
+    }
+    __kernel void past_end(__global float *out, __global const float *x) { out[0] = x[13]; }"""
     prog = cl.Program(dev.context, src).build()
     buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 16)
     log.new_text()
     for name in ("race", "oob", "diverge"):
         getattr(prog, name)(dev.queue, (4,), (4,), buf)
+    x = clgrad.zeros(13, device=dev)
+    prog.past_end(dev.queue, (1,), (1,), buf, x._storage.buf)
     dev.queue.finish()
     return parse_log(log.new_text())
+
+
+SELF_TEST_WANT = {("Write-write data race", "race"), ("Invalid write", "oob"),
+                  ("Work-group divergence", "diverge"), ("Invalid read", "past_end")}
 
 
 def run_self_test(dev, log):
     found = self_test(dev, log)
     whats = {(f["what"], f["kernel"]) for f in found}
-    want = {("Write-write data race", "race"), ("Invalid write", "oob"),
-            ("Work-group divergence", "diverge")}
-    missing = want - whats
+    missing = SELF_TEST_WANT - whats
     for f in found:
         if ignored(f):
             continue
@@ -515,7 +560,8 @@ def run_self_test(dev, log):
     if missing:
         print(f"SELF-TEST FAILED: Oclgrind did not report {sorted(missing)}")
         return 1
-    print("self-test passed: Oclgrind reports races, out-of-bounds writes and barrier divergence")
+    print("self-test passed: Oclgrind reports races, out-of-bounds accesses (past a tensor's end "
+          "too) and barrier divergence")
     return 0
 
 
@@ -531,6 +577,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     tmp = tempfile.mkdtemp(prefix="clgrad-oclgrind-")
+    atexit.register(shutil.rmtree, tmp, True)
     setup_oclgrind_env(Path(tmp) / "oclgrind.log")
     log = OclgrindLog(os.environ["OCLGRIND_LOG"], Path(tmp) / "stderr.txt")
     import clgrad
@@ -541,11 +588,12 @@ def main(argv=None):
         print("Oclgrind is not installed: pip install clgrad[oclgrind]")
         return 2
     log.new_text()          # discovery's queries of optional device properties are not findings
+    set_default_device(dev)
+    exact_buffers(dev.pool)
     if args.self_test:
         return run_self_test(dev, log)
     if run_self_test(dev, log):
         return 1
-    set_default_device(dev)
     rec = Recorder()
     families = [f for f in args.families.split(",") if f]
     paths = [p for p in args.paths.split(",") if p]
