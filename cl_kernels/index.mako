@@ -65,12 +65,14 @@ __kernel void scatter(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src,
 ## 32- and 64-bit types: atomic add for ints, a compare-and-swap loop for floats. 16- and 8-bit
 ## types: a compare-and-swap loop on the aligned 32-bit word that holds the element (the pool hands
 ## out blocks of whole words, so that word is always inside the buffer). bool adds as logical or,
-## uint8 wraps, as torch does.
+## uint8 wraps, as torch does. The loops start from a guess (all bits 0) rather than a plain
+## read of the word: the first compare-and-swap reads it atomically, where a plain read would race
+## with the other work-items' updates (Oclgrind reports it).
 #ifdef HAVE_ACC
 % if dt.cl == "float":
 inline void acc_add(__global float *p, long i, float v) {
     volatile __global uint *w = (volatile __global uint *)(p + i);
-    uint old = *w, seen;
+    uint old = 0, seen;
     do {
         seen = old;
         old = atomic_cmpxchg(w, seen, as_uint(as_float(seen) + v));
@@ -79,7 +81,7 @@ inline void acc_add(__global float *p, long i, float v) {
 % elif dt.cl == "double":
 inline void acc_add(__global double *p, long i, double v) {
     volatile __global ulong *w = (volatile __global ulong *)(p + i);
-    ulong old = *w, seen;
+    ulong old = 0, seen;
     do {
         seen = old;
         old = atom_cmpxchg(w, seen, as_ulong(as_double(seen) + v));
@@ -103,7 +105,7 @@ inline void acc_add(${c.ptr(dt)} p, long i, ${dt.ct} v) {
     volatile __global uint *w = (volatile __global uint *)((__global uchar *)p +
                                                            (i * ${dt.itemsize} & ~(long)3));
     uint shift = (uint)(i & ${per_word - 1}) * ${bits};
-    uint old = *w, seen;
+    uint old = 0, seen;
     do {
         seen = old;
         uint e = (seen >> shift) & ${mask};
@@ -174,9 +176,10 @@ __kernel void nz_write(${c.cptr(dt)} x, long xo, __global const long *starts,
     long row = get_global_id(0) * chunk < n ? starts[get_global_id(0)] : 0;
 <%c:walk>
         /* no branch on the data (random masks make CPUs mispredict it): zeros write their
-           coordinates to a spare row past the end, which nothing reads */
+           coordinates to a spare row past the end, which nothing reads; one per work-item, as
+           work-items writing one shared row would race */
         long hit = ${c.load(dt, "x", "xo + i")} != (${dt.ct})0;
-        long r = hit ? row : total;
+        long r = hit ? row : total + (long)get_global_id(0);
 % for k in range(8):
         if (nd > ${7 - k}) out[r * nd + nd - ${8 - k}] = c${k};
 % endfor

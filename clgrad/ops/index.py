@@ -189,7 +189,8 @@ def nonzero_raw(x):
     total = int(host.sum())
     if not (total and nd):
         return empty_tensor((total, nd), dtypes.int64, dev)
-    out = empty_tensor((total + 1, nd), dtypes.int64, dev)      # + the spare row of nz_write
+    # + the spare rows of nz_write, one per work-item
+    out = empty_tensor((total + groups, nd), dtypes.int64, dev)
     starts = upload(np.cumsum(host) - host, dtypes.int64, dev)
     launch(dev, get_kernel(dev, prog, "nz_write"), gs, ls, x._storage.buf, x._offset,
            starts._storage.buf, out._storage.buf, total, n, chunk, nd, pack8_right(x._shape, 1))

@@ -1,0 +1,719 @@
+"""Run every kernel of clgrad under the Oclgrind simulator and fail on anything it reports.
+
+Oclgrind (`pip install clgrad[oclgrind]`) interprets OpenCL kernels work-item by work-item and
+checks every memory access: out-of-bounds reads and writes, data races between work-items
+(OCLGRIND_DATA_RACES), barriers that only part of a work-group reaches, and misuses of the OpenCL
+API (OCLGRIND_CHECK_API). This tool drives every kernel family through clgrad's ops at small sizes
+chosen to cross the vector, work-group and tile boundaries, in both code paths
+(`Device.set_code_paths(cpu=True)` and `cpu=False`), records which kernels ran, and exits non-zero
+on any Oclgrind report, on any op that failed, and on any kernel that never ran.
+
+    python tools/check_kernels.py               # the full check (a few minutes)
+    python tools/check_kernels.py --self-test   # Oclgrind catches planted defects
+    python tools/check_kernels.py --families reduce,scan --paths gpu
+
+The uninitialised-memory check (OCLGRIND_UNINITIALIZED) stays off: Oclgrind 19.10 aborts on the
+LLVM `freeze` instruction that current compilers emit.
+"""
+import argparse
+import atexit
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# ---- Oclgrind's log ------------------------------------------------------------------------------
+# Oclgrind writes one block per finding: a line that says what it is, then indented lines
+# (kernel, work-items, the instruction, the source line).
+_KERNEL = re.compile(r"^\s*Kernel:\s*(\S+)", re.M)
+_FUNCTION = re.compile(r"^\s*Function:\s*(\S+)", re.M)
+_LINE = re.compile(r"^\s*At line (\d+)", re.M)
+_CREATING = re.compile(r"When creating kernel '(\w+)'")
+_WHAT = re.compile(r"(Undefined external function: \S+|Invalid (?:read|write)|[\w-]+ data race"
+                   r"|Work-group divergence|Work-item divergence|Uninitialized value"
+                   r"|Oclgrind - OpenCL runtime error)")
+
+
+def _blocks(text):
+    block = []
+    for line in text.splitlines():
+        if line.strip() and not line[0].isspace() and block and \
+                not line.startswith("When creating kernel"):
+            yield "\n".join(block).rstrip()
+            block = []
+        if line.strip() or block:
+            block.append(line)
+    if block:
+        yield "\n".join(block).rstrip()
+
+
+def parse_log(text):
+    """The findings in a piece of Oclgrind's output, one per distinct (what, kernel or API
+    function, source line): a list of dicts with keys what, kernel, line, count and text (the
+    first block). A block starts at a line that is not indented; every block counts, so nothing
+    Oclgrind says is dropped.
+
+    >>> f = parse_log("Invalid write of size 4 at global memory address 0x10\\n"
+    ...               "\\tKernel: oob\\n\\tAt line 2 (column 61) of input.cl:\\n")
+    >>> f[0]["what"], f[0]["kernel"], f[0]["line"]
+    ('Invalid write', 'oob', '2')
+    """
+    found = {}
+    for block in _blocks(text):
+        head = block.split("\n", 1)[0].strip()
+        m = _WHAT.match(head)
+        what = m.group(1) if m else head
+        k = _KERNEL.search(block) or _FUNCTION.search(block) or _CREATING.search(block)
+        line = _LINE.search(block)
+        key = (what, k.group(1) if k else "?", line.group(1) if line else "?")
+        if key in found:
+            found[key]["count"] += 1
+        else:
+            found[key] = {"what": what, "kernel": key[1], "line": key[2], "count": 1,
+                          "text": block}
+    return list(found.values())
+
+
+# API errors that are pyopencl probing, not clgrad's kernels: (function, text in the block, why)
+IGNORED = [
+    ("clGetDeviceInfo", "CL_INVALID_VALUE",
+     "pyopencl asks for device properties of later OpenCL versions; Oclgrind (OpenCL 1.2) answers "
+     "CL_INVALID_VALUE and pyopencl takes that as 'absent'"),
+    ("clCreateKernel", "Kernel '_source' not found",
+     "pyopencl looks for a `_source` attribute on a program, which its __getattr__ turns into a "
+     "kernel lookup"),
+]
+
+
+def ignored(finding):
+    """The reason a finding is pyopencl's own probing and not a defect, else None."""
+    if not finding["what"].startswith("Oclgrind - OpenCL runtime error"):
+        return None
+    for func, text, why in IGNORED:
+        if finding["kernel"] == func and text in finding["text"]:
+            return why
+    return None
+
+
+class OclgrindLog:
+    """Oclgrind's diagnostics, read back piece by piece. Kernel checks go to the file named by
+    OCLGRIND_LOG; API errors (OCLGRIND_CHECK_API) go to the process's stderr whatever that says,
+    so stderr is sent to a second file (at the descriptor level: the messages come from C++) and
+    whatever in it is not Oclgrind's is passed on to the real stderr."""
+
+    def __init__(self, log_path, err_path):
+        self.files = [Path(log_path), Path(err_path)]
+        self.pos = [0, 0]
+        sys.stderr.flush()
+        self.real_stderr = os.fdopen(os.dup(2), "w", buffering=1)
+        fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+
+    def _read(self, i):
+        try:
+            with open(self.files[i], "rb") as f:
+                f.seek(self.pos[i])
+                data = f.read()
+        except FileNotFoundError:
+            return ""
+        self.pos[i] += len(data)
+        return data.decode("utf-8", "replace")
+
+    def new_text(self):
+        sys.stderr.flush()
+        text = self._read(0)
+        for block in _blocks(self._read(1)):
+            if block.startswith(("Oclgrind", "Undefined external function")):
+                text += "\n" + block + "\n"
+            else:
+                self.real_stderr.write(block + "\n")
+        return text
+
+
+def setup_oclgrind_env(log_path):
+    """Oclgrind reads its settings when the ICD loader loads it, i.e. at the first platform
+    query: this must run before clgrad lists its devices."""
+    os.environ["OCLGRIND_DATA_RACES"] = "1"
+    os.environ["OCLGRIND_CHECK_API"] = "1"
+    os.environ["OCLGRIND_LOG"] = str(log_path)
+    os.environ.pop("OCLGRIND_UNINITIALIZED", None)     # aborts on LLVM's freeze, see above
+    os.environ.pop("OCLGRIND_QUICK", None)
+
+
+def find_oclgrind():
+    """The Oclgrind device, or None when the simulator is not installed."""
+    import clgrad
+    for d in clgrad.cl.devices():
+        if d.is_simulator:
+            return d
+    return None
+
+
+def exact_buffers(pool):
+    """Give every tensor a buffer of its own size on this pool's device. The pool's blocks are at
+    least 512 bytes and up to 1/8 larger than asked, so an access past a tensor's end would
+    usually land in the same block and Oclgrind would not see it. Sizes are rounded up to whole
+    32-bit words only: kernels may touch the word that holds a tensor's last byte (the pool
+    promises whole words; index.mako's acc_add relies on it)."""
+    import pyopencl as cl
+
+    def alloc(nbytes):
+        size = max(4, -(-nbytes // 4) * 4)
+        return cl.Buffer(pool.context, cl.mem_flags.READ_WRITE, size), size
+
+    def free(buf, size):
+        pass                   # the buffer is released with its last reference
+
+    pool.alloc, pool.free = alloc, free
+
+
+# ---- recording launches --------------------------------------------------------------------------
+class _Recorded:
+    """A cl.Kernel stand-in that notes each launch, then forwards it."""
+
+    __slots__ = ("_k", "_key", "_rec")
+
+    def __init__(self, k, key, rec):
+        self._k, self._key, self._rec = k, key, rec
+
+    def __call__(self, *args, **kw):
+        self._rec.launched(self._key)
+        return self._k(*args, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self._k, name)
+
+
+class Recorder:
+    """Which (program, kernel) pairs were launched, per code path. Installs itself by wrapping
+    clgrad.runtime.kernels._make_kernel (called once per kernel and device, off the hot path), so
+    the memoised kernels the ops keep are the recording stand-ins."""
+
+    def __init__(self):
+        from clgrad.runtime import kernels
+        self.kernels = kernels
+        self.path = None
+        self.step = None
+        self.runs = defaultdict(set)           # path -> {(program id, kernel name)}
+        self.step_kernels = defaultdict(set)    # step -> {(program id, kernel name)}
+        self.built = defaultdict(set)           # path -> {program id}
+        orig = kernels._make_kernel
+
+        def make_kernel(device, program, name):
+            k = orig(device, program, name)
+            if isinstance(k, _Recorded):
+                return k
+            rec = _Recorded(k, (program.id, name), self)
+            device.kernels[(program.id, name)] = rec
+            self.built[self.path].add(program.id)
+            return rec
+
+        kernels._make_kernel = make_kernel
+
+    def launched(self, key):
+        self.runs[self.path].add(key)
+        self.step_kernels[(self.path, self.step)].add(key)
+
+
+# ---- driving the ops -----------------------------------------------------------------------------
+FAILURES = []      # (what was called, exception text): ops that raised, kernels that would not run
+
+
+def _try(label, fn, *args, **kw):
+    """fn(*args, **kw), noting instead of raising a failure, so one op that fails does not hide
+    the kernels of the ops after it."""
+    try:
+        return fn(*args, **kw)
+    except Exception as e:
+        FAILURES.append((label, f"{type(e).__name__}: {str(e)[:300]}"))
+        return None
+
+
+def _np_values(dt, shape, rng, low=1):
+    import numpy as np
+    n = int(np.prod(shape)) if shape else 1
+    if dt.kind == "b":
+        v = rng.integers(0, 2, n).astype(bool)
+    elif dt.kind == "f":
+        v = rng.uniform(0.1, 0.9, n)
+    else:                   # small positive ints: no division by zero, no overflow
+        v = rng.integers(low, 6, n)
+    return v.reshape(shape)
+
+
+def _t(dt, shape, dev, rng, low=1):
+    import clgrad
+    return clgrad.tensor(_np_values(dt, shape, rng, low), dtype=dt, device=dev)
+
+
+def _strided(dt, shape, dev, rng):
+    """A non-contiguous tensor of `shape` (the transpose of a contiguous one)."""
+    return _t(dt, shape[::-1], dev, rng).permute(*range(len(shape) - 1, -1, -1))
+
+
+def drive_elementwise(dev, dt, rng):
+    """Every table entry for this dtype, contiguous and strided, tensor-tensor, tensor-scalar and
+    scalar-tensor, through the table's evaluation (what every elementwise op runs)."""
+    from clgrad import dtypes
+    from clgrad.ops.elementwise import TABLE, run
+    n_c = 13 if dt.itemsize < 8 else 7               # not a multiple of the vector width: tails
+    for e in TABLE.values():
+        if dt.kind not in e.exprs:
+            continue
+        params = [2 if dt.kind != "f" else 0.5] * e.nparams
+        for contiguous in (True, False):
+            def arg(kind):
+                d = dt if kind == "T" else dtypes.bool_
+                return _t(d, (n_c,), dev, rng) if contiguous else _strided(d, (3, 5), dev, rng)
+            for pat in e.patterns:
+                ops = []
+                for kind, p in zip(e.operands, pat):
+                    ops.append(arg(kind) if p == "t" else
+                               (True if dt.kind == "b" else 2 if dt.kind != "f" else 0.5))
+                _try(f"{e.name} {pat} {'contiguous' if contiguous else 'strided'}",
+                     run, e, ops, params, cdt=dt)
+    # several work-groups and a tail; an operand repeated by stride 0 (contiguous kernel) and a
+    # broadcast one (strided kernel)
+    for name in ("add", "neg", "where", "logical_not", "eq"):
+        e = TABLE.get(name)
+        if e is None or dt.kind not in e.exprs:
+            continue
+        big = [_t(dt if k == "T" else dtypes.bool_, (2100,), dev, rng) for k in e.operands]
+        _try(f"{name} of 2100", run, e, big, [], cdt=dt)
+        if e.arity > 1:
+            one = [_t(dt if k == "T" else dtypes.bool_, (1,), dev, rng) for k in e.operands]
+            _try(f"{name} with a repeated operand", run, e, [big[0]] + one[1:], [], cdt=dt)
+            col = [_t(dt if k == "T" else dtypes.bool_, (3, 1), dev, rng) for k in e.operands]
+            row = [_t(dt if k == "T" else dtypes.bool_, (1, 5), dev, rng) for k in e.operands]
+            _try(f"{name} broadcast", run, e, [col[0]] + row[1:], [], cdt=dt)
+
+
+def drive_copy(dev, dt, rng):
+    """Casting copies from every dtype (contiguous and strided), fill, arange, linspace."""
+    import clgrad
+    from clgrad.dtypes import ALL
+    for src in ALL:
+        a = _t(src, (37,), dev, rng)
+        clgrad.empty(37, dtype=dt, device=dev).copy_(a)
+        dst = clgrad.empty((3, 5), dtype=dt, device=dev)
+        dst.copy_(_strided(src, (3, 5), dev, rng))
+    clgrad.empty(29, dtype=dt, device=dev).fill_(1)
+    clgrad.empty((4, 6), dtype=dt, device=dev)[:, ::2].fill_(1)
+    if dt.kind != "b":
+        clgrad.arange(0, 21, dtype=dt, device=dev)
+        clgrad.linspace(0, 5, 11, dtype=dt, device=dev)
+
+
+def drive_reduce(dev, dt, rng):
+    """Every reduction of the dtype's program over a whole tensor, rows, columns (vectorised and
+    not) and a strided walk, with sizes crossing the work-group size and the split into partial
+    sums; then the public ops."""
+    from clgrad.ops.reduce import reduce_raw, reductions_for
+    x = _t(dt, (3, 300), dev, rng)
+    cols = _t(dt, (5, 70), dev, rng)            # >= 64 kept columns of stride 1: colv
+    cols2 = _t(dt, (5, 3, 80), dev, rng)[:, :, :70]   # two kept dims of stride 1: col
+    small = _t(dt, (7, 5), dev, rng)            # a column reduction of few outputs: r
+    long_row = _t(dt, (1, 17000), dev, rng)     # few rows, long: partial sums, second stage
+    for R in reductions_for(dt):
+        for t, dims in ((x, (0, 1)), (x, (1,)), (cols, (0,)), (cols2, (0,)), (small, (0,)),
+                        (long_row, (1,))):
+            _try(f"{R.name} over {dims} of {tuple(t.shape)}", reduce_raw, R.name, t, dims, False)
+    if dt.kind == "b":
+        _try("all/any", lambda: (x.all(), x.any(0), cols.all(-1)))
+        return
+    _try("public reductions", lambda: (x.sum(), x.sum(-1), cols.prod(0), small.amax(0),
+                                       small.argmin(0), x.max(-1), cols.min(0), x.argmax(),
+                                       _t(dt, (2, 3, 4, 5), dev, rng).sum((0, 2))))
+
+
+def drive_scan(dev, dt, rng):
+    """Every scan of the dtype's program along the last dim and an outer one, short and blocked,
+    forwards and reversed; the cummax/cummin gradient kernels."""
+    import clgrad
+    from clgrad.ops import softmax as sm
+    long_len = 8300 if dev.cpu_paths else 600   # blocked scans: see softmax.block_size
+    for t in (_t(dt, (3, 9), dev, rng), _t(dt, (2, long_len), dev, rng)):
+        for name in sm.SCANS[dt]:
+            for d in (1, 0):
+                _try(f"{name} dim {d} of {tuple(t.shape)}", sm.scan_raw, name, t, d)
+        _try("reverse", sm.scan_raw, "cumsum", t, 1, reverse=True)
+    _try("public scans", lambda: (t.cumsum(0), t.cummax(1)))
+    if dt.kind != "f":
+        return
+    g = _t(dt, (3, 9), dev, rng)
+    for d in (0, 1):
+        idx = _t(dt, (3, 9), dev, rng).cummax(d)[1]
+        _try("cummax backward", sm.CummaxminBackward.apply, g, idx, d)
+        _try("cummax double backward", sm.CummaxminGather.apply, g, idx, d)
+    x = _t(dt, (3, 9), dev, rng).requires_grad_()
+    v, _ = x.cummin(1)
+    _try("cummin grad", lambda: clgrad.autograd.grad(v.sum(), x, create_graph=True))
+    _try("logcumsumexp grad", lambda: x.logcumsumexp(0).sum().backward())
+
+
+def drive_softmax(dev, dt, rng):
+    """softmax and log_softmax with their gradients over short and long lines (the one-group
+    path of GPUs), contiguous and strided."""
+    import clgrad
+    import clgrad.nn.functional as F
+    # rows, long rows (one work-group per line on GPUs), lines across vector lanes with a tail,
+    # one work-item per line
+    for shape, dim in (((3, 7), -1), ((4, 300), -1), ((5, 6, 3), 1), ((6, 5), 0), ((2, 5, 10), 1),
+                       ((3, 4, 3), 1)):
+        for f in (F.softmax, F.log_softmax):
+            x = _t(dt, shape, dev, rng).requires_grad_()
+            y = f(x, dim)
+            y.backward(clgrad.ones_like(y))
+    x = _strided(dt, (300, 4), dev, rng)
+    F.softmax(x, 0); F.log_softmax(x, 0)
+
+
+def drive_index(dev, dt, rng):
+    """gather, scatter, scatter_add, nonzero, tril/triu, index checks."""
+    import numpy as np
+    import clgrad
+    x = _t(dt, (5, 7), dev, rng)
+    idx = clgrad.tensor(rng.integers(0, 5, (5, 7)), dtype=clgrad.int64, device=dev)
+    x.gather(0, idx)
+    x.t().gather(1, idx.t())
+    src = _t(dt, (5, 7), dev, rng)
+    # scatter writes each target once: with duplicate indices which write wins is undefined
+    # (as in torch), and Oclgrind rightly calls it a race
+    perm = clgrad.tensor(np.argsort(rng.random((5, 7)), axis=0), dtype=clgrad.int64, device=dev)
+    clgrad.zeros((5, 7), dtype=dt, device=dev).scatter(0, perm, src)
+    clgrad.zeros((5, 7), dtype=dt, device=dev).scatter_add(0, idx, src)
+    clgrad.nonzero(_t(dt, (3, 50), dev, rng, low=0))
+    clgrad.nonzero(_t(dt, (200,), dev, rng, low=0))
+    x.tril(); x.triu(1); x.t().tril(-1)
+    x[idx[0, :3]]
+
+
+def drive_random(dev, dt, rng):
+    import clgrad
+    t = clgrad.empty((37,), dtype=dt, device=dev)
+    t[::2].random_(0, 2)
+    t.random_(0, 2)
+    if dt.kind == "f":
+        t.uniform_(); t.normal_(); t.bernoulli_(0.3); t[::3].normal_()
+    if dt is clgrad.int32:
+        clgrad.randperm(40, device=dev)
+
+
+def drive_gemm(dev, dt, rng):
+    """Products of every shape class: small, matrix-vector, dot, batched, and tiled/packed ones
+    whose sizes cross the tile edges."""
+    a = _t(dt, (37, 45), dev, rng)
+    b = _t(dt, (45, 41), dev, rng)
+    a @ b
+    a.t().contiguous().t() @ b.t().contiguous().t()
+    (a.t() @ a)
+    _t(dt, (2, 3, 4), dev, rng) @ _t(dt, (2, 4, 5), dev, rng)
+    a @ _t(dt, (45,), dev, rng)
+    _t(dt, (45,), dev, rng) @ b
+    v = _t(dt, (5000,), dev, rng)
+    if dt.kind == "f":
+        v @ v
+    _t(dt, (3, 45), dev, rng) @ b
+    _t(dt, (17, 45), dev, rng) @ b
+
+
+def drive_conv(dev, dt, rng):
+    """conv2d forward and its gradients, stride 1 and 2, grouped, with and without bias."""
+    import clgrad
+    import clgrad.nn.functional as F
+    for stride, groups, bias in ((1, 1, True), (2, 2, False), (1, 2, True)):
+        x = _t(dt, (2, 4, 9, 11), dev, rng).requires_grad_()
+        w = _t(dt, (6, 4 // groups, 3, 3), dev, rng).requires_grad_()
+        b = _t(dt, (6,), dev, rng).requires_grad_() if bias else None
+        y = F.conv2d(x, w, b, stride=stride, padding=1, groups=groups)
+        y.backward(clgrad.ones_like(y))
+    x = _t(dt, (1, 3, 17, 40), dev, rng).requires_grad_()
+    w = _t(dt, (5, 3, 1, 1), dev, rng).requires_grad_()
+    y = F.conv2d(x, w)
+    y.backward(clgrad.ones_like(y))
+
+
+def drive_pool(dev, dt, rng):
+    import clgrad
+    import clgrad.nn.functional as F
+    for f, kw in ((F.max_pool2d, dict(kernel_size=3, stride=2, padding=1)),
+                  (F.avg_pool2d, dict(kernel_size=3, stride=2, padding=1)),
+                  (F.adaptive_avg_pool2d, dict(output_size=(3, 4)))):
+        x = _t(dt, (2, 3, 9, 11), dev, rng).requires_grad_()
+        y = f(x, **kw)
+        y.backward(clgrad.ones_like(y))
+
+
+def drive_optim(dev, dt, rng):
+    import clgrad
+    for make in (lambda p: clgrad.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+                 lambda p: clgrad.optim.SGD(p, lr=0.1),
+                 lambda p: clgrad.optim.Adam(p, lr=0.1, amsgrad=True, weight_decay=0.1),
+                 lambda p: clgrad.optim.AdamW(p, lr=0.1),
+                 lambda p: clgrad.optim.RMSprop(p, lr=0.1, momentum=0.5, centered=True)):
+        p = _t(dt, (37,), dev, rng).requires_grad_()
+        q = _strided(dt, (3, 5), dev, rng).detach().requires_grad_()
+        opt = make([p, q])
+        for _ in range(2):
+            opt.zero_grad()
+            ((p * p).sum() + (q * q).sum()).backward()
+            opt.step()
+
+
+# family -> the function that drives its ops for one dtype
+DRIVERS = {
+    "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
+    "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
+    "conv": drive_conv, "pool": drive_pool, "optim": drive_optim,
+}
+FLOAT_ONLY = {"softmax", "conv", "pool", "optim"}
+
+# Kernels a program contains but that no op launches for its dtype / code path, with the reason.
+# (program family, kernel name, which programs) -> reason
+UNREACHABLE = [
+    ("copy", "iota", lambda p: p.variant == "b8", "arange of bool is an error, as in torch"),
+    ("random", "random_bits", lambda p: p.variant != "i32",
+     "randperm draws its keys with the int32 program only"),
+]
+
+
+def _gemm_expected(prog):
+    """The kernels of a gemm program that its configuration compiles in."""
+    if prog.options == "":
+        return {"gemm_small"}
+    if "-DMR=" in prog.options:
+        return {"pack_a", "pack_b", "gemm_packed"}
+    return {"gemm_tiled"}
+
+
+# Kernels only one code path launches: (family, kernel, path that never launches it, why)
+PATH_ONLY = [
+    ("softmax", "softmax_group", "cpu", "the one-work-group-per-line softmax is a GPU path"),
+    ("softmax", "softmax_bwd_group", "cpu", "the one-work-group-per-line softmax is a GPU path"),
+]
+
+
+def expected_kernels(prog, path=None):
+    names = set(prog.signatures)
+    if prog.family == "gemm":
+        names &= _gemm_expected(prog)
+    skipped = {}
+    for fam, name, applies, why in UNREACHABLE:
+        if prog.family == fam and name in names and applies(prog):
+            names.discard(name)
+            skipped[name] = why
+    for fam, name, never_path, why in PATH_ONLY:
+        if prog.family == fam and name in names and path == never_path:
+            names.discard(name)
+            skipped[name] = f"{why} (not counted in the {path} path)"
+    return names, skipped
+
+
+# ---- the check -----------------------------------------------------------------------------------
+def self_test(dev, log):
+    """Run a racy kernel, an out-of-bounds write, a divergent barrier and a read one element past
+    the end of a 13-element tensor (which the pool's rounded blocks would hide); return the
+    findings."""
+    import pyopencl as cl
+    import clgrad
+    src = """
+    __kernel void race(__global float *a) { a[0] = (float)get_global_id(0); }
+    __kernel void oob(__global float *a) { a[get_global_id(0) + 1] = 1.0f; }
+    __kernel void diverge(__global float *a) {
+        if (get_local_id(0) < 2) barrier(CLK_LOCAL_MEM_FENCE);
+        a[get_global_id(0)] = 1.0f;
+    }
+    __kernel void past_end(__global float *out, __global const float *x) { out[0] = x[13]; }"""
+    prog = cl.Program(dev.context, src).build()
+    buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 16)
+    log.new_text()
+    for name in ("race", "oob", "diverge"):
+        getattr(prog, name)(dev.queue, (4,), (4,), buf)
+    x = clgrad.zeros(13, device=dev)
+    prog.past_end(dev.queue, (1,), (1,), buf, x._storage.buf)
+    dev.queue.finish()
+    return parse_log(log.new_text())
+
+
+SELF_TEST_WANT = {("Write-write data race", "race"), ("Invalid write", "oob"),
+                  ("Work-group divergence", "diverge"), ("Invalid read", "past_end")}
+
+
+def run_self_test(dev, log):
+    found = self_test(dev, log)
+    whats = {(f["what"], f["kernel"]) for f in found}
+    missing = SELF_TEST_WANT - whats
+    for f in found:
+        if ignored(f):
+            continue
+        print(f"  caught: {f['what']} in {f['kernel']} (line {f['line']}, x{f['count']})")
+    if missing:
+        print(f"SELF-TEST FAILED: Oclgrind did not report {sorted(missing)}")
+        return 1
+    print("self-test passed: Oclgrind reports races, out-of-bounds accesses (past a tensor's end "
+          "too) and barrier divergence")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--self-test", action="store_true",
+                    help="only check that Oclgrind catches a race and an out-of-bounds write")
+    ap.add_argument("--families", default=",".join(DRIVERS),
+                    help="comma-separated families to drive (default: all)")
+    ap.add_argument("--paths", default="cpu,gpu", help="code paths: cpu, gpu or both (default)")
+    ap.add_argument("--dtypes", default="", help="comma-separated dtype names (default: all)")
+    ap.add_argument("--show", type=int, default=3, help="log blocks printed per finding kind")
+    args = ap.parse_args(argv)
+
+    tmp = tempfile.mkdtemp(prefix="clgrad-oclgrind-")
+    atexit.register(shutil.rmtree, tmp, True)
+    setup_oclgrind_env(Path(tmp) / "oclgrind.log")
+    log = OclgrindLog(os.environ["OCLGRIND_LOG"], Path(tmp) / "stderr.txt")
+    import clgrad
+    from clgrad import dtypes
+    from clgrad.runtime.device import set_default_device
+    dev = find_oclgrind()
+    if dev is None:
+        print("Oclgrind is not installed: pip install clgrad[oclgrind]")
+        return 2
+    log.new_text()          # discovery's queries of optional device properties are not findings
+    set_default_device(dev)
+    exact_buffers(dev.pool)
+    if args.self_test:
+        return run_self_test(dev, log)
+    if run_self_test(dev, log):
+        return 1
+    rec = Recorder()
+    families = [f for f in args.families.split(",") if f]
+    paths = [p for p in args.paths.split(",") if p]
+    wanted = [w for w in args.dtypes.split(",") if w]
+    dts = [d for d in dtypes.ALL
+           if not wanted or d.short in wanted or d.name.split(".")[-1] in wanted]
+    steps = []
+    for path in paths:
+        for fam in families:
+            for dt in dts:
+                if fam in FLOAT_ONLY and dt.kind != "f":
+                    continue
+                if fam == "gemm" and dt.kind in "ub":
+                    continue
+                if dt is dtypes.float64 and not dev.has_fp64:
+                    continue
+                steps.append((path, fam, dt))
+    from tqdm import tqdm
+    import numpy as np
+    findings = []                 # (path, family, dtype, finding, programs)
+    errors = []                   # (path, family, dtype, exception)
+    skipped_api = defaultdict(int)  # reason -> count of ignored API messages
+    t0 = time.perf_counter()
+    bar = tqdm(steps, unit="step", dynamic_ncols=True, file=log.real_stderr)
+    current = None
+    for path, fam, dt in bar:
+        if path != current:
+            dev.queue.finish()
+            dev.set_code_paths(cpu=(path == "cpu"))
+            rec.path = current = path
+        bar.set_description(f"{path} {fam} {dt.short}")
+        rec.step = (fam, dt)
+        rng = np.random.default_rng(0)
+        n_failed = len(FAILURES)
+        try:
+            DRIVERS[fam](dev, dt, rng)
+            dev.queue.finish()
+        except Exception as e:           # a kernel that failed to build or run, or an op error
+            errors.append((path, fam, dt, f"{type(e).__name__}: {str(e)[:300]}"))
+            try:
+                dev.queue.finish()
+            except Exception:
+                pass
+        errors.extend((path, fam, dt, f"{what}: {e}") for what, e in FAILURES[n_failed:])
+        for f in parse_log(log.new_text()):
+            why = ignored(f)
+            if why:
+                skipped_api[why] += f["count"]
+                continue
+            ran = {pid for pid, name in rec.step_kernels[(path, rec.step)] if name == f["kernel"]}
+            findings.append((path, fam, dt, f, ran))
+    bar.close()
+    wall = time.perf_counter() - t0
+    return report(rec, paths, findings, errors, wall, args.show, families, skipped_api,
+                  {d.short for d in dts})
+
+
+def report(rec, paths, findings, errors, wall, show, families, skipped_api, shorts):
+    from clgrad.runtime.kernels import ALL_PROGRAMS
+    from clgrad.ops import conv, linalg
+    config_progs = {p.id for p in list(conv._PROGRAMS.values()) + list(linalg._PROGRAMS.values())}
+    fam_of = {"ew1": "ew", "ew2": "ew", "ew3": "ew"}
+    per_prog = defaultdict(int)
+    for path, fam, dt, f, ran in findings:
+        for pid in ran:
+            per_prog[(path, pid)] += 1
+    rows, never, skipped_all = [], [], {}
+    for path in paths:
+        for p in ALL_PROGRAMS:
+            if fam_of.get(p.family, p.family) not in families or \
+                    p.variant.split("_")[0] not in shorts:
+                continue
+            # a configuration-specific program (GEMM, conv) belongs to the paths that built it
+            if p.id in config_progs and p.id not in rec.built[path]:
+                continue
+            want, skipped = expected_kernels(p, path)
+            for name, why in skipped.items():
+                skipped_all.setdefault((p.family, name, why), set()).add(p.name)
+            ran = {name for pid, name in rec.runs[path] if pid == p.id}
+            missing = sorted(want - ran)
+            never.extend((path, p.name, m) for m in missing)
+            rows.append((path, p.family, p.variant, len(want & ran), len(want),
+                         per_prog[(path, p.id)]))
+    print()
+    print(f"{'path':4}  {'family':8} {'dtype':18} {'kernels run':>13}  {'Oclgrind reports':>16}")
+    for path, fam, var, n_run, n_all, n_rep in rows:
+        mark = "" if n_run == n_all and not n_rep else "  <--"
+        print(f"{path:4}  {fam:8} {var:18} {n_run:>5} / {n_all:<5}  {n_rep:>16}{mark}")
+    total_run = sum(r[3] for r in rows)
+    total = sum(r[4] for r in rows)
+    print(f"total: {total_run} / {total} kernels run, {len(findings)} Oclgrind findings, "
+          f"{len(errors)} failed steps, {wall:.0f} s")
+    for (fam, name, why), progs in sorted(skipped_all.items()):
+        print(f"not counted: {name} in {len(progs)} {fam} programs: {why}")
+    for why, n in skipped_api.items():
+        print(f"ignored: {n} API messages: {why}")
+    ok = True
+    if findings:
+        ok = False
+        print(f"\n{len(findings)} Oclgrind findings:")
+        shown = defaultdict(int)
+        for path, fam, dt, f, ran in findings:
+            print(f"  [{path} {fam} {dt.short}] {f['what']} in {f['kernel']} line {f['line']} "
+                  f"(x{f['count']})")
+            if shown[f["what"]] < show:
+                shown[f["what"]] += 1
+                print("    " + f["text"].replace("\n", "\n    "))
+    if errors:
+        ok = False
+        print(f"\n{len(errors)} steps failed:")
+        for path, fam, dt, e in errors:
+            print(f"  [{path} {fam} {dt.short}] {e}")
+    if never:
+        ok = False
+        print(f"\n{len(never)} kernels never ran:")
+        for path, pname, k in never:
+            print(f"  [{path}] {pname}: {k}")
+    print("\nOK" if ok else "\nFAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
