@@ -186,10 +186,13 @@ class Work:
     """What an async_op=True collective returns: wait() finishes it (and writes the result into
     the tensor), is_completed() says whether it is done."""
 
-    def __init__(self, request, finish):
+    def __init__(self, request, finish, buffers=()):
         self.request = request
         self._finish = finish
         self._done = False
+        # MPI reads and writes these host buffers until the request completes: they must live
+        # as long as the request does
+        self._buffers = buffers
 
     def wait(self, timeout=None):
         if not self._done:
@@ -226,7 +229,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
         def finish():
             _write(tensor, _finish(op, out, g.size()))
-        return Work(req, finish)
+        return Work(req, finish, (host, out))
     g.comm.Allreduce(MPI.IN_PLACE, host, op=_op(op))
     _write(tensor, _finish(op, host, g.size()))
     return None
@@ -240,7 +243,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     root = g.ranks.index(src)
     if async_op:
         req = g.comm.Ibcast(host, root=root)
-        return Work(req, lambda: _write(tensor, host))
+        return Work(req, lambda: _write(tensor, host), (host,))
     g.comm.Bcast(host, root=root)
     _write(tensor, host)
     return None
@@ -364,7 +367,7 @@ def recv(tensor, src=None, group=None, tag=0):
 def isend(tensor, dst, group=None, tag=0):
     g = _group(group)
     host = _host(tensor)
-    return Work(g.comm.Isend(host, dest=g.ranks.index(dst), tag=tag), lambda: None)
+    return Work(g.comm.Isend(host, dest=g.ranks.index(dst), tag=tag), lambda: None, (host,))
 
 
 def irecv(tensor, src=None, group=None, tag=0):
@@ -373,7 +376,7 @@ def irecv(tensor, src=None, group=None, tag=0):
     host = _host(tensor)
     req = g.comm.Irecv(host, source=MPI.ANY_SOURCE if src is None else g.ranks.index(src),
                        tag=tag)
-    return Work(req, lambda: _write(tensor, host))
+    return Work(req, lambda: _write(tensor, host), (host,))
 
 
 def __getattr__(name):

@@ -94,7 +94,7 @@ class DistributedDataParallel(Module):
         self._ready = [0] * len(self._buckets)
         self._seen = set()
         self._next = 0                 # the next bucket to start: all ranks start them in order
-        self._pending = []             # (bucket, MPI request, host result)
+        self._pending = []             # (bucket, MPI request, host result, host source)
 
     def _make_hook(self, i):
         def hook(param):
@@ -110,7 +110,7 @@ class DistributedDataParallel(Module):
                 self._ready[self._next] == len(self._buckets[self._next]):
             self._launch(self._next)
             self._next += 1
-        for _b, req, _out in self._pending:        # let MPI progress the ones in flight
+        for _b, req, _out, _host_buf in self._pending:   # let MPI progress the ones in flight
             req.Test()
         if self._next == len(self._buckets):
             self._finish()
@@ -124,11 +124,12 @@ class DistributedDataParallel(Module):
         host = _host(flat)
         out = np.empty_like(host)
         req = self.process_group.comm.Iallreduce(host, out, op=_mpi().SUM)
-        self._pending.append((b, req, out))
+        # host is read by MPI until the request completes: keep it alive with the request
+        self._pending.append((b, req, out, host))
 
     def _finish(self):
         n = self.process_group.size()
-        for b, req, out in self._pending:
+        for b, req, out, _host_buf in self._pending:
             req.Wait()
             out /= n
             start = 0
