@@ -149,6 +149,8 @@ def logsigmoid(input):
     >>> F.logsigmoid(clgrad.tensor([-200.0])).item()
     -200.0
     """
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid" not implemented for \'{input.dtype.name}\'')
     return -softplus(-input)
 
 
@@ -348,6 +350,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _normalize_last(x, dims, eps):
+    if x.numel():
+        # Shift each row by its first element: a constant row then normalises to exactly 0, as
+        # torch's Welford pass gives, where its float mean alone is off by an ulp that
+        # rsqrt(eps) magnifies (1.5e-4 in float32).
+        first = x
+        for d in dims:
+            first = first.narrow(d, 0, 1)
+        x = x - first.detach()
     mean = x.mean(dims, keepdim=True)
     xc = x - mean
     var = xc.square().mean(dims, keepdim=True)

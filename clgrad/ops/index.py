@@ -1010,7 +1010,7 @@ def index_select(input, dim, index):
                          msg="index_select(): Expected dtype int32 or int64 for index")
     _vector_index("index_select", index)
     if index.numel() != 1 and not input._shape:
-        raise IndexError("index_select(): Index to scalar can have only 1 value, got "
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
                          f"{index.numel()} value(s)")
     n = input._shape[d] if input._shape else 1
     _check_range("index_select", index, n, d, False, IndexError,
