@@ -379,6 +379,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
                            f"shape [*, {', '.join(map(str, normalized_shape))}], but got input "
                            f"of size{list(input.shape)}")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
+                                  f'\'{input.dtype.name}\'')
     y = _normalize_last(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
         return y * weight if bias is None else addcmul(bias, y, weight)

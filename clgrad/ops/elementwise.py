@@ -365,6 +365,8 @@ def _not_implemented(e, dt):
     if e.name == "sub" and dt is dtypes.bool_:
         return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                             "Use the `^` or `logical_xor()` operator instead.")
+    if e.name == "relu" and dt is dtypes.bool_:
+        return RuntimeError("Boolean inputs not supported for relu")
     if e.name == "neg" and dt is dtypes.bool_:
         return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                             "are trying to invert a mask, use the `~` or `logical_not()` operator "

@@ -685,6 +685,8 @@ def amin(x, dim=(), keepdim=False):
 
 
 def _argext(which, x, dim, keepdim):
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError(f"arg{which}(): does not support bool input")
     if dim is None:
         flat = x.reshape(-1)
         if numel_of(x._shape) == 0:
