@@ -619,6 +619,9 @@ def check_grads(T, prog, device, h=1e-6):
             not any(v.dtype.kind == "f" and v.size for v in ref_pool[n_in:]):
         return
     weights = _loss_weights(prog, ref_pool)
+    # rounding error of a difference quotient: about eps * |terms of the loss| / h
+    atol = 1e-5 + 1e-6 * sum(float(np.abs(w * v).sum()) for v, w in
+                             zip(ref_pool[n_in:], weights[n_in:]) if v.dtype.kind == "f")
 
     def loss_np(inputs):
         pool, _ = run_reference(prog, inputs)
@@ -649,7 +652,7 @@ def check_grads(T, prog, device, h=1e-6):
             # a kink (ties of max, relu at 0, a jump of floor): no derivative to compare with
             smooth.flat[j] = abs(right - left) <= 1e-3 * (1 + abs(right))
         ga = np.zeros(a.shape) if g is None else _np(g)
-        if not np.allclose(ga[smooth], fd[smooth], rtol=1e-4, atol=1e-5):
+        if not np.allclose(ga[smooth], fd[smooth], rtol=1e-4, atol=atol):
             raise Mismatch(f"gradient of input v{k}\n  clgrad:             {ga.tolist()}\n"
                            f"  finite differences: {fd.tolist()}")
 

@@ -375,6 +375,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(int(s) for s in normalized_shape)
     k = len(normalized_shape)
+    if k == 0:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           f"containing at least one element, but got normalized_shape = []")
     if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
                            f"shape [*, {', '.join(map(str, normalized_shape))}], but got input "
