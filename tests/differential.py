@@ -546,13 +546,13 @@ class Mismatch(AssertionError):
     pass
 
 
-def _close(actual, expected, what):
+def _close(actual, expected, what, loose=False):
     if actual.shape != expected.shape:
         raise Mismatch(f"{what}: shape {actual.shape} != reference {expected.shape}")
     if actual.dtype != expected.dtype:
         raise Mismatch(f"{what}: dtype {actual.dtype} != reference {expected.dtype}")
     if expected.dtype.kind == "f":
-        tol = 1e-4 if expected.dtype == np.float32 else 1e-9
+        tol = 1e-4 if expected.dtype == np.float32 or loose else 1e-9
         ok = np.allclose(actual, expected, rtol=tol, atol=tol, equal_nan=True)
     else:
         ok = np.array_equal(actual, expected)
@@ -578,7 +578,9 @@ def run_clgrad(T, prog, device, requires_grad=False):
 
 def check(T, prog, device, grads=True):
     """Run prog in clgrad and in the reference and raise Mismatch on any difference."""
-    _, ref_out = run_reference(prog)
+    ref_pool, ref_out = run_reference(prog)
+    # a float32 value anywhere: float64 results downstream carry its rounding
+    loose = any(v.dtype == np.float32 for v in ref_pool)
     _, pool, out = run_clgrad(T, prog, device)
     for k, (a, e) in enumerate(zip(out, ref_out)):
         what = f"step {k} ({prog.steps[k][0]})"
@@ -592,11 +594,10 @@ def check(T, prog, device, grads=True):
             return
         if isinstance(a, BaseException):
             raise Mismatch(f"{what}: clgrad raised {type(a).__name__}: {a}; torch computes it")
-        _close(_np(a), e, what)
+        _close(_np(a), e, what, loose)
     # values after all steps (in-place writes through views must agree too)
-    ref_pool, _ = run_reference(prog)
     for k, (a, e) in enumerate(zip(pool, ref_pool)):
-        _close(_np(a), e, f"value v{k} at the end")
+        _close(_np(a), e, f"value v{k} at the end", loose)
     if grads and all(a.dtype == np.float64 for a in prog.inputs) and \
             not any(OPS[s[0]].inplace for s in prog.steps):
         check_grads(T, prog, device)

@@ -85,6 +85,17 @@ def test_inplace_writes_into_overlapping_memory(device):
             write(expanded())
     with pytest.raises(RuntimeError, match=INTERNAL):
         clgrad.zeros((), device=device).expand(3).mul_(2)
+    idx = clgrad.tensor([0], device=device)
+    col = clgrad.ones(4, 1, device=device)
+    for write in (lambda t: t.index_add_(1, idx, col), lambda t: t.index_copy_(1, idx, col),
+                  lambda t: t.scatter_(1, clgrad.zeros(4, 1, dtype=clgrad.int64, device=device),
+                                       1.0),
+                  lambda t: t.masked_scatter_(clgrad.ones(4, 3, dtype=clgrad.bool, device=device),
+                                              clgrad.ones(12, device=device)),
+                  lambda t: t.uniform_(), lambda t: t.normal_(), lambda t: t.bernoulli_()):
+        with pytest.raises(RuntimeError, match=INTERNAL):
+            write(expanded())
+    assert expanded().index_fill_(1, idx, 1).tolist() == [[1.0, 0.0, 0.0]] * 4
     # writes torch lets through: fills, size-1 expansions, masked_fill_ (deprecated in torch)
     assert expanded().fill_(2).tolist() == [[2.0] * 3] * 4
     assert clgrad.zeros(1, device=device).expand(1).add_(2).tolist() == [2.0]

@@ -33,6 +33,7 @@ from . import views
 from ._base import (MAX_DIMS, broadcast_shapes, cast_raw, check_dims, collapse, contiguous_raw,
                     copy_into, expand_strides, full_raw, launch_walk, pack8, pack8_right,
                     same_device, scalar_for, size_repr, view_raw)
+from ._base import check_no_internal_overlap
 
 SLOTS = 4               # index tensors one launch takes; more are folded into one (see _fold)
 PROGRAMS = {dt: Program("index", dt.short, render("index.mako", dt=dt, SLOTS=SLOTS))
@@ -1320,6 +1321,7 @@ def masked_scatter(input, mask, source):
 
 def masked_scatter_(self, mask, source):
     """In-place masked_scatter: mask broadcasts to self's shape."""
+    check_no_internal_overlap(self)
     _masked_scatter_args("masked_scatter_", self, mask, source)
     if broadcast_shapes(self._shape, mask._shape) != self._shape:
         raise RuntimeError(f"masked_scatter_: mask {size_repr(mask._shape)} can't be broadcast to "
@@ -1370,6 +1372,8 @@ def _apply_(op, self, args, name):
 
 def _inplace(args_of, name, doc):
     def f_(self, *args, **kwargs):
+        if name != "index_fill_":       # torch lets index_fill_ write expanded tensors
+            check_no_internal_overlap(self)
         op, a = args_of(self, *args, **kwargs)
         return _apply_(op, self, a, name)
     f_.__name__ = name
