@@ -30,6 +30,13 @@ def test_silent_wrong_values(device):
     ref = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(F.layer_norm(clgrad.tensor(a, device=device), (6,)).numpy(), ref,
                                rtol=1e-4, atol=1e-4)
+    # so are std / var of a constant row (fuzz: std then logical_not disagreed)
+    v = np.repeat(rng.standard_normal((6, 1)).astype(np.float32), 3, 1)
+    t = clgrad.tensor(v, device=device)
+    assert t.std(1).tolist() == [0.0] * 6 and t.var(1).tolist() == [0.0] * 6
+    assert t.t().std(0).tolist() == [0.0] * 6
+    np.testing.assert_allclose(clgrad.tensor(a, device=device).var(1).numpy(), a.var(1, ddof=1),
+                               rtol=1e-5)
     # chunk of an empty dim gives `chunks` empty pieces
     pieces = clgrad.zeros(0, 1, device=device).chunk(2, -2)
     assert [tuple(p.shape) for p in pieces] == [(0, 1), (0, 1)]

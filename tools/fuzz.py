@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
 import numpy as np
 
@@ -36,6 +37,7 @@ def main(argv=None):
     ap.add_argument("--no-grads", action="store_true", help="skip the gradient checks")
     ap.add_argument("--show", type=int, default=3, help="reproducers printed per kind")
     args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")         # numpy on empty slices, torch's deprecations
     if args.backend == "torch":
         import torch as T
         device = "cpu"

@@ -426,9 +426,17 @@ class Var(Op):
         n = 1
         for d in dims:
             n *= x._shape[d]
-        mean = reduce_raw("sum", x, dims, True, scale=(1.0 / n) if n else float("nan"))
         from .elementwise import run, TABLE
-        diff = run(TABLE["sub"], (x, mean))
+        if n > 1:
+            # shift by each row's first element: a constant row then has variance exactly 0, as
+            # torch's Welford pass gives, where the float mean alone is off by an ulp
+            first = view_raw(x, tuple(1 if d in dims else s for d, s in enumerate(x._shape)),
+                             x._strides, x._offset)
+            xs = run(TABLE["sub"], (x, first))
+        else:
+            xs = x
+        mean = reduce_raw("sum", xs, dims, True, scale=(1.0 / n) if n else float("nan"))
+        diff = run(TABLE["sub"], (xs, mean))
         sq = run(TABLE["mul"], (diff, diff))
         denom = builtins.max(n - correction, 0)
         var = reduce_raw("sum", sq, dims, keepdim,
