@@ -400,6 +400,8 @@ def _index_select_ref(x, d, idx):
         if idx[0] != 0:
             _raise(IndexError)
         return x.copy()
+    if idx and x.shape[d] == 0:
+        _raise(RuntimeError)            # "self indexing axis dim should be positive"
     if any(v >= x.shape[d] for v in idx):
         _raise(IndexError)
     return np.take(x, np.array(idx, dtype=np.int64), axis=d)
@@ -603,15 +605,16 @@ def _random_input(rng, dtype):
     return a.astype(dtype)
 
 
-def generate(rng, n_steps=None, grad=False):
-    """A random program: 1-2 inputs, 2-5 steps (float64 and no in-place steps when `grad`)."""
+def generate(rng, n_steps=None, grad=False, max_steps=5):
+    """A random program: 1-2 inputs, 2 to max_steps steps (float64 inputs and no in-place steps
+    when `grad`)."""
     n_in = int(rng.integers(1, 3))
     inputs = [_random_input(rng, "float64" if grad else DTYPES[int(rng.integers(len(DTYPES)))])
               for _ in range(n_in)]
     pool = list(inputs)
     steps = []
     names = [n for n, o in OPS.items() if not (grad and o.inplace)]
-    n_steps = n_steps or int(rng.integers(2, 6))
+    n_steps = n_steps or int(rng.integers(2, max_steps + 1))
     tries = 0
     while len(steps) < n_steps and tries < 50:
         tries += 1

@@ -11,7 +11,7 @@ import clgrad
 import differential as D
 
 
-@settings(max_examples=120, derandomize=True, deadline=None,
+@settings(max_examples=250, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), grad=st.booleans())
 def test_programs_agree_with_reference(device, seed, grad):

@@ -180,6 +180,8 @@ def test_error_kinds_and_empty_reductions(device):
     with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value") as info:
         clgrad.tensor(1.0, device=device).index_select(0, clgrad.tensor([0, 0], device=device))
     assert type(info.value) is RuntimeError
+    with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+        clgrad.zeros(0, 2, device=device).index_select(0, clgrad.tensor([0], device=device))
     # square of a bool tensor computes, as pow(x, 2), in int64
     sq = clgrad.square(clgrad.tensor([True, False], device=device))
     assert sq.dtype == clgrad.int64 and sq.tolist() == [1, 0]

@@ -33,6 +33,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-steps", type=int, default=5, help="ops per program, at most")
     ap.add_argument("--backend", choices=("clgrad", "torch"), default="clgrad")
     ap.add_argument("--no-grads", action="store_true", help="skip the gradient checks")
     ap.add_argument("--show", type=int, default=3, help="reproducers printed per kind")
@@ -52,7 +53,7 @@ def main(argv=None):
     t0 = time.time()
     for k in range(args.programs):
         rng = np.random.default_rng([args.seed, k])
-        prog = D.generate(rng, grad=bool(k % 3 == 0))
+        prog = D.generate(rng, grad=bool(k % 3 == 0), max_steps=args.max_steps)
         n_steps += len(prog)
         n_grad += all(a.dtype == np.float64 for a in prog.inputs)
 

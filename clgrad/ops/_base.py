@@ -200,10 +200,11 @@ def check_no_partial_overlap(out, t):
 
 def check_inplace_overlap(out, inputs, internal=True):
     """Both of torch's checks for an op that writes `out` reading `inputs` (in place or out=)."""
-    if internal:
+    if internal and not out._contig:
         check_no_internal_overlap(out)
-    for t in inputs:
-        if type(t) is Tensor and t._storage is out._storage:
+    storage = out._storage
+    for t in inputs:            # on the in-place hot path: the common case is two compares
+        if type(t) is Tensor and t._storage is storage and t is not out:
             check_no_partial_overlap(out, t)
 
 
