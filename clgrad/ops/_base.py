@@ -158,13 +158,29 @@ PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and
 
 def check_no_internal_overlap(t):
     """Raise torch's error when writing into t would write some memory more than once: a zero
-    stride over a dim of size > 1 (an expanded tensor). Other self-overlapping layouts are what
-    torch calls too hard to tell and lets through. A contiguous tensor cannot overlap itself, so
-    the common case costs one attribute read."""
+    stride over a dim of size > 1 (an expanded tensor), or any other layout whose elements share
+    memory (as_strided, unfold). torch lets the latter through as too hard to tell, and its result
+    then depends on the order the elements are visited; clgrad raises where it can prove the
+    overlap. A contiguous tensor cannot overlap itself, so the common case costs one attribute
+    read."""
     if t._contig or 0 in t._shape:         # an empty tensor writes nothing
         return
-    for n, st in zip(t._shape, t._strides):
-        if st == 0 and n > 1:
+    dims = sorted((abs(st), n) for n, st in zip(t._shape, t._strides) if n != 1)
+    reach = 0                   # the largest offset the dims of smaller strides can reach
+    for st, n in dims:
+        if st == 0:
+            raise RuntimeError(INTERNAL_OVERLAP)
+        if st <= reach:
+            break
+        reach += (n - 1) * st
+    else:
+        return                  # each stride steps past everything below it: no overlap
+    n = numel_of(t._shape)
+    if n <= 1 << 16:            # prove it by listing the offsets (rare layouts, small sizes)
+        offsets = np.zeros((), dtype=np.int64)
+        for st, m in dims:
+            offsets = np.add.outer(offsets, np.arange(m, dtype=np.int64) * st)
+        if np.unique(offsets).size < n:
             raise RuntimeError(INTERNAL_OVERLAP)
 
 
