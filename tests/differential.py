@@ -13,6 +13,7 @@ reference.
     >>> p = generate(np.random.default_rng(0))
     >>> print(p.source())                                 # doctest: +SKIP
 """
+import math
 import warnings
 
 import numpy as np
@@ -143,7 +144,7 @@ def _pick_dim(rng, pool, need_dims=True):
     return ([i], (int(rng.integers(-nd, nd)),) if nd else (0,))
 
 
-def _unary(name, ref, kinds="fib", bool_exc=None, int_exc=None, to_float=False):
+def _unary(name, ref, bool_exc=None, int_exc=None, to_float=False):
     """An elementwise unary op: ref computes in float64 (or the dtype); torch's dtype rules."""
     def r(x, *p):
         dt = x.dtype.name
@@ -162,7 +163,6 @@ def _sigmoid(x):
 
 
 def _erf(x):
-    import math
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
@@ -174,11 +174,16 @@ _unary("exp", np.exp, to_float=True)
 _unary("sigmoid", _sigmoid, to_float=True)
 _unary("tanh", np.tanh, to_float=True)
 _unary("relu", lambda x: np.maximum(x, 0), bool_exc=RuntimeError)
-_unary("logical_not", lambda x: x == 0)
-OPS["logical_not"].ref = lambda x: (x == 0)
-op("square", _pick1, lambda T, x: T.square(x),
-   lambda x: (x.astype(np.int64) ** 2) if x.dtype == bool else (x.astype(np.float64) ** 2).astype(x.dtype)
-   if x.dtype.kind == "f" else x * x, "{0}.square()")
+op("logical_not", _pick1, lambda T, x: x.logical_not(), lambda x: x == 0, "{0}.logical_not()")
+
+
+def _square_ref(x):
+    if x.dtype == bool:
+        return x.astype(np.int64)           # torch: pow(x, 2), bool promotes to int64
+    return (x.astype(np.float64) ** 2).astype(x.dtype) if x.dtype.kind == "f" else x * x
+
+
+op("square", _pick1, lambda T, x: T.square(x), _square_ref, "{0}.square()")
 
 
 def _act(name, f):
@@ -388,8 +393,7 @@ def _pick_permute(rng, pool):
 
 
 op("permute", _pick_permute, lambda T, x, *dims: x.permute(*dims) if dims else x.permute(()),
-   lambda x, *dims: np.transpose(x, dims), "{0}.permute{1}")
-OPS["permute"].src = None          # formatted by Program.source
+   lambda x, *dims: np.transpose(x, dims), None)           # formatted by Program.source
 
 
 def _pick_index_select(rng, pool):
@@ -561,8 +565,8 @@ def _setitem_run(T, x, y, d, a, b, s):
     return x
 
 
-op("setitem", _pick_setitem, _setitem_run, _setitem_ref,
-   "{0}; {0}[(slice(None),) * {2} + (slice({3}, {4}, {5}),)] = {1}", inplace=True)
+op("setitem", _pick_setitem, _setitem_run, _setitem_ref, None,   # formatted by Program.source
+   inplace=True)
 
 
 op("add_", _pick_inplace2, lambda T, x, y: x.add_(y), _add_, "{0}.add_({1})", inplace=True)
@@ -589,7 +593,7 @@ class Program:
             o = OPS[name]
             args = [f"v{i}" for i in ids] + [repr(c) for c in consts]
             if name == "permute":
-                lines.append(f"v{k} = {args[0]}.permute({', '.join(args[1:])})")
+                lines.append(f"v{k} = {args[0]}.permute({', '.join(args[1:]) or '()'})")
             elif name == "setitem":
                 lines.append(f"{args[0]}[(slice(None),) * {args[2]} + (slice({args[3]}, "
                              f"{args[4]}, {args[5]}),)] = {args[1]}; v{k} = {args[0]}")
