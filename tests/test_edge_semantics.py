@@ -42,6 +42,14 @@ def test_silent_wrong_values(device):
     assert [tuple(p.shape) for p in pieces] == [(0, 1), (0, 1)]
     assert len(clgrad.zeros(0, device=device).chunk(3)) == 3
     assert [p.numel() for p in clgrad.arange(5, device=device).chunk(3)] == [2, 2, 1]
+    # slice assignment drops the value's leading 1s, as torch (fuzz: x[4:4] = ones(1, 1) raised)
+    z = clgrad.zeros(4, device=device)
+    z[0] = clgrad.ones(1, device=device)
+    z[1:3] = clgrad.full((1, 1, 2), 2.0, device=device)
+    z[4:4] = clgrad.ones(1, 1, device=device)
+    assert z.tolist() == [1.0, 2.0, 2.0, 0.0]
+    with pytest.raises(RuntimeError):
+        z[0:2] = clgrad.ones(1, 3, device=device)
 
 
 def test_gradients_at_singular_points(device):

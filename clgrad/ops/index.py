@@ -938,7 +938,11 @@ def setitem(x, index, value):
     if advanced:
         _put(res, advanced, value, False)
     elif isinstance(value, Tensor):
-        res.copy_(value)
+        # torch drops the value's leading size-1 dims first: x[0] = ones(1) is fine
+        k = 0
+        while len(value._shape) - k > len(res._shape) and value._shape[k] == 1:
+            k += 1
+        res.copy_(value.reshape(value._shape[k:]) if k else value)
     elif isinstance(value, (numbers.Number, np.generic)):
         res.fill_(value)
     else:
