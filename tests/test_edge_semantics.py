@@ -42,6 +42,11 @@ def test_silent_wrong_values(device):
     assert [tuple(p.shape) for p in pieces] == [(0, 1), (0, 1)]
     assert len(clgrad.zeros(0, device=device).chunk(3)) == 3
     assert [p.numel() for p in clgrad.arange(5, device=device).chunk(3)] == [2, 2, 1]
+    # gelu's negative tail in float32 (1 + erf cancelled: 3e-4 off at -4)
+    import math
+    xs = np.array([-9.0, -6.0, -4.0, -2.0, 0.5, 3.0], dtype=np.float32)
+    ref = [0.5 * v * math.erfc(-v / math.sqrt(2)) for v in xs.tolist()]
+    np.testing.assert_allclose(F.gelu(clgrad.tensor(xs, device=device)).numpy(), ref, rtol=2e-5)
     # slice assignment drops the value's leading 1s, as torch (fuzz: x[4:4] = ones(1, 1) raised)
     z = clgrad.zeros(4, device=device)
     z[0] = clgrad.ones(1, device=device)
