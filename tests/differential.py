@@ -413,7 +413,7 @@ def _index_select_ref(x, d, idx):
         if idx[0] != 0:
             _raise(IndexError)
         return x.copy()
-    if idx and x.shape[d] == 0:
+    if idx and x.shape[d] == 0 and x.ndim > 1:
         _raise(RuntimeError)            # "self indexing axis dim should be positive"
     if any(v >= x.shape[d] for v in idx):
         _raise(IndexError)

@@ -205,6 +205,8 @@ def test_error_kinds_and_empty_reductions(device):
     assert type(info.value) is RuntimeError
     with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
         clgrad.zeros(0, 2, device=device).index_select(0, clgrad.tensor([0], device=device))
+    with pytest.raises(IndexError):
+        clgrad.zeros(0, device=device).index_select(0, clgrad.tensor([0], device=device))
     # square of a bool tensor computes, as pow(x, 2), in int64
     sq = clgrad.square(clgrad.tensor([True, False], device=device))
     assert sq.dtype == clgrad.int64 and sq.tolist() == [1, 0]

@@ -1018,7 +1018,7 @@ def index_select(input, dim, index):
         raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
                          f"{index.numel()} value(s)")
     n = input._shape[d] if input._shape else 1
-    if n == 0 and index.numel():
+    if n == 0 and index.numel() and len(input._shape) > 1:     # a 1-d one: out of range below
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     _check_range("index_select", index, n, d, False, IndexError,
                  "index_select(): index {v} out of range in self (dimension {d} with size {n})")
