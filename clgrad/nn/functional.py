@@ -149,6 +149,8 @@ def logsigmoid(input):
     >>> F.logsigmoid(clgrad.tensor([-200.0])).item()
     -200.0
     """
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid" not implemented for \'{input.dtype.name}\'')
     return -softplus(-input)
 
 
@@ -348,6 +350,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _normalize_last(x, dims, eps):
+    if x.numel():
+        # Shift each row by its first element: a constant row then normalises to exactly 0, as
+        # torch's Welford pass gives, where its float mean alone is off by an ulp that
+        # rsqrt(eps) magnifies (1.5e-4 in float32).
+        first = x
+        for d in dims:
+            first = first.narrow(d, 0, 1)
+        x = x - first.detach()
     mean = x.mean(dims, keepdim=True)
     xc = x - mean
     var = xc.square().mean(dims, keepdim=True)
@@ -365,10 +375,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(int(s) for s in normalized_shape)
     k = len(normalized_shape)
+    if k == 0:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           f"containing at least one element, but got normalized_shape = []")
     if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
                            f"shape [*, {', '.join(map(str, normalized_shape))}], but got input "
                            f"of size{list(input.shape)}")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
+                                  f'\'{input.dtype.name}\'')
     y = _normalize_last(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
         return y * weight if bias is None else addcmul(bias, y, weight)

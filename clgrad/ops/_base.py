@@ -147,6 +147,83 @@ def copy_into(dst, src):
     return dst
 
 
+# ---- memory overlap of in-place writes (torch's rules) -------------------------------------------
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers "
+                    "to a single memory location. Please clone() the tensor before performing the "
+                    "operation.")
+PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to "
+                   "tensor refer to a single memory location. Please clone() the tensor before "
+                   "performing the operation.")
+
+
+def check_no_internal_overlap(t):
+    """Raise torch's error when writing into t would write some memory more than once: a zero
+    stride over a dim of size > 1 (an expanded tensor), or any other layout whose elements share
+    memory (as_strided, unfold). torch lets the latter through as too hard to tell, and its result
+    then depends on the order the elements are visited; clgrad raises where it can prove the
+    overlap. A contiguous tensor cannot overlap itself, so the common case costs one attribute
+    read."""
+    if t._contig or 0 in t._shape:         # an empty tensor writes nothing
+        return
+    dims = sorted((abs(st), n) for n, st in zip(t._shape, t._strides) if n != 1)
+    reach = 0                   # the largest offset the dims of smaller strides can reach
+    for st, n in dims:
+        if st == 0:
+            raise RuntimeError(INTERNAL_OVERLAP)
+        if st <= reach:
+            break
+        reach += (n - 1) * st
+    else:
+        return                  # each stride steps past everything below it: no overlap
+    n = numel_of(t._shape)
+    if n <= 1 << 16:            # prove it by listing the offsets (rare layouts, small sizes)
+        offsets = np.zeros((), dtype=np.int64)
+        for st, m in dims:
+            offsets = np.add.outer(offsets, np.arange(m, dtype=np.int64) * st)
+        if np.unique(offsets).size < n:
+            raise RuntimeError(INTERNAL_OVERLAP)
+
+
+def _dense(t):
+    """Whether t's elements fill a block of its storage exactly once (torch's
+    is_non_overlapping_and_dense): a permutation of a contiguous layout."""
+    if t._contig:
+        return True
+    expected = 1
+    for st, n in sorted((st, n) for n, st in zip(t._shape, t._strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def check_no_partial_overlap(out, t):
+    """Raise torch's error when input t and the written-to tensor out share some memory but not
+    all of it in the same layout (writing out would change inputs still to be read). Same memory
+    with the same strides (x.add_(x)) is fine. Where the layouts are not dense torch cannot tell,
+    and lets it through; clgrad's in-place paths then go through a temporary."""
+    if t is out or not isinstance(t, Tensor) or t._storage is not out._storage:
+        return
+    n, m = numel_of(out._shape), numel_of(t._shape)
+    if n == 0 or m == 0 or not (_dense(out) and _dense(t)):
+        return
+    a0, b0 = out._offset, t._offset
+    if a0 == b0 and n == m and out._strides == t._strides:
+        return
+    if a0 < b0 + m and b0 < a0 + n:
+        raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def check_inplace_overlap(out, inputs, internal=True):
+    """Both of torch's checks for an op that writes `out` reading `inputs` (in place or out=)."""
+    if internal and not out._contig:
+        check_no_internal_overlap(out)
+    storage = out._storage
+    for t in inputs:            # on the in-place hot path: the common case is two compares
+        if type(t) is Tensor and t._storage is storage and t is not out:
+            check_no_partial_overlap(out, t)
+
+
 def contiguous_raw(t):
     """t itself when contiguous, else a contiguous copy (not recorded)."""
     if t._contig:
@@ -209,5 +286,6 @@ def view_raw(t, shape, strides, offset):
 
 __all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8", "pack8_right",
            "launch_walk", "check_dims",
-           "same_device", "copy_into", "contiguous_raw", "cast_raw", "fill_raw", "full_raw",
+           "same_device", "copy_into", "check_no_internal_overlap", "check_no_partial_overlap",
+           "check_inplace_overlap", "contiguous_raw", "cast_raw", "fill_raw", "full_raw",
            "scalar_for", "view_raw", "contiguous_strides", "empty_tensor", "numel_of"]

@@ -9,7 +9,8 @@ from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.device import get_device
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, empty_tensor, numel_of, upload
-from ._base import COPY, check_fp64, copy_into, fill_raw, full_raw, scalar_for, view_raw
+from ._base import (COPY, check_fp64, check_no_internal_overlap, copy_into, fill_raw, full_raw,
+                    scalar_for, view_raw)
 from .views import _shape_arg
 
 
@@ -366,6 +367,7 @@ def set_rng_state(state):
 
 
 def _draw(kernel, t, generator, *params):
+    check_no_internal_overlap(t)
     n = numel_of(t._shape)
     if n == 0:
         return t

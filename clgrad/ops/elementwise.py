@@ -29,7 +29,7 @@ class Entry:
     """One elementwise op of the table."""
 
     def __init__(self, name, operands, exprs, *, out="same", nparams=0, float_only=False,
-                 novec="", vjp=None, saves=(), cls_name=None):
+                 no_ints=False, novec="", vjp=None, saves=(), cls_name=None):
         self.name = name
         self.operands = operands          # "T" operand of the compute dtype, "b" a bool operand
         self.arity = len(operands)
@@ -37,6 +37,7 @@ class Entry:
         self.out = out                    # "same" or "bool"
         self.nparams = nparams
         self.float_only = float_only      # ints and bools are promoted to the default float first
+        self.no_ints = no_ints            # ... or, as torch's activations, refused
         self.novec = novec                # kinds whose contiguous kernel is scalar (loops, ipow)
         self.vjp = vjp                    # one function (g, args) -> gradient per operand, or None
         self.saves = saves                # which of x, y, z, out backward reads
@@ -79,15 +80,15 @@ def same(g, a):
 entry("neg", "T", {"f": "-x", "i": "-x", "u": "-x"}, vjp=(lambda g, a: -g,))
 # max(x, -x) rather than a select: compilers fold either into the same instruction, but the
 # select becomes LLVM's abs intrinsic before Oclgrind sees it, which Oclgrind cannot run.
-entry("abs", "T", {"f": "fabs(x)", "i": "max(x, -x)", "u": "x", "b": "x"},
+entry("abs", "T", {"f": "fabs(x)", "i": "max(x, -x)", "u": "x"},
       saves="x", vjp=(lambda g, a: g * sign(a.x),))
 entry("sign", "T", {"f": "sign(x)", "i": "SEL(x > CV(0), CV(1), SEL(x < CV(0), CV(-1), CV(0)))",
                     "u": "SEL(x > CV(0), CV(1), CV(0))", "b": "x"},
       vjp=(lambda g, a: zeros_like_(g),))
 for _n in ("floor", "ceil", "trunc"):
-    entry(_n, "T", {"f": f"{_n}(x)", "i": "x", "u": "x", "b": "x"},
+    entry(_n, "T", {"f": f"{_n}(x)", "i": "x", "u": "x"},
           vjp=(lambda g, a: zeros_like_(g),))
-entry("round", "T", {"f": "rint(x)", "i": "x", "u": "x", "b": "x"},
+entry("round", "T", {"f": "rint(x)", "i": "x", "u": "x"},
       vjp=(lambda g, a: zeros_like_(g),))
 entry("frac", "T", ("f", "x - trunc(x)"), vjp=(same,))
 entry("exp", "T", ("f", "exp(x)"), float_only=True, saves="out", vjp=(lambda g, a: g * a.out,))
@@ -136,20 +137,21 @@ entry("reciprocal", "T", ("f", "CV(1) / x"), float_only=True, saves="out",
       vjp=(lambda g, a: -(g * a.out * a.out),))
 entry("relu", "T", {"f": "SEL(x < CV(0), CV(0), x)", "i": "SEL(x < CV(0), CV(0), x)", "u": "x"},
       saves="out", vjp=(lambda g, a: threshold_backward(g, a.out),))
-entry("gelu", "T", ("f", f"CV(0.5) * x * (CV(1) + erf(x * CV({SQRT1_2})))"), float_only=True,
-      saves="x", vjp=(lambda g, a: gelu_backward(g, a.x),))
+# 1 + erf(u) written as erfc(-u): no cancellation in the negative tail (fuzz: 3e-4 off at x = -4)
+entry("gelu", "T", ("f", f"CV(0.5) * x * erfc(-x * CV({SQRT1_2}))"), float_only=True,
+      no_ints=True, saves="x", vjp=(lambda g, a: gelu_backward(g, a.x),))
 entry("gelu_tanh", "T",
       ("f", f"CV(0.5) * x * (CV(1) + tanh(CV({GELU_K}) * (x + CV({GELU_C}) * x * x * x)))"),
-      float_only=True, saves="x", vjp=(lambda g, a: gelu_tanh_backward(g, a.x),))
-entry("silu", "T", ("f", "x / (CV(1) + exp(-x))"), float_only=True, saves="x",
+      float_only=True, no_ints=True, saves="x", vjp=(lambda g, a: gelu_tanh_backward(g, a.x),))
+entry("silu", "T", ("f", "x / (CV(1) + exp(-x))"), float_only=True, no_ints=True, saves="x",
       vjp=(lambda g, a: silu_backward(g, a.x),))
 entry("softplus", "T", ("f", "SEL(x * CV(p0) > CV(p1), x, log1p(exp(x * CV(p0))) / CV(p0))"),
-      nparams=2, float_only=True, saves="x",
+      nparams=2, float_only=True, no_ints=True, saves="x",
       vjp=(lambda g, a: softplus_backward(g, a.x, a.p[0], a.p[1]),))
 entry("elu", "T", ("f", "SEL(x > CV(0), x, CV(p0) * expm1(x))"), nparams=1, float_only=True,
-      saves="x", vjp=(lambda g, a: elu_backward(g, a.x, a.p[0]),))
+      no_ints=True, saves="x", vjp=(lambda g, a: elu_backward(g, a.x, a.p[0]),))
 entry("leaky_relu", "T", ("f", "SEL(x < CV(0), x * CV(p0), x)"), nparams=1, float_only=True,
-      saves="x", vjp=(lambda g, a: leaky_relu_backward(g, a.x, a.p[0]),))
+      no_ints=True, saves="x", vjp=(lambda g, a: leaky_relu_backward(g, a.x, a.p[0]),))
 entry("square", "T", ("fiu", "x * x"), saves="x", vjp=(lambda g, a: g * a.x * 2,))
 entry("pow_scalar", "T", {"f": "pow(x, CV(p0))", "i": "ipow_s(x, p0)", "u": "ipow_s(x, p0)"},
       nparams=1, novec="iu", saves="x", cls_name="Pow",
@@ -194,8 +196,7 @@ entry("fmod", "TT", {"f": "fmod(x, y)",
 entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)"}, novec="iu",
       saves=("xy", "xyo"), vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
 entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves=("xy", "xy"),
-      vjp=(lambda g, a: g * a.y / (a.x * a.x + a.y * a.y),
-           lambda g, a: -(g * a.x) / (a.x * a.x + a.y * a.y)))
+      vjp=(lambda g, a: g * a.y * _atan2_recip(a), lambda g, a: -(g * a.x) * _atan2_recip(a)))
 entry("maximum", "TT", {"f": "SEL(isnan(x) | isnan(y), x + y, fmax(x, y))",
                         "i": "SEL(x > y, x, y)", "u": "SEL(x > y, x, y)", "b": "x | y"},
       saves="xy", vjp=(lambda g, a: _minmax_grad(g, a.x, a.y, True),
@@ -234,7 +235,7 @@ entry("silu_backward", "TT",
       ("f", "x * (CV(1) / (CV(1) + exp(-y))) * (CV(1) + y * (CV(1) - CV(1) / (CV(1) + exp(-y))))"),
       saves=("y", "xy"), vjp=(lambda g, a: silu_backward(g, a.y), lambda g, a: g * a.x * _silu2(a.y)))
 entry("gelu_backward", "TT",
-      ("f", f"x * (CV(0.5) * (CV(1) + erf(y * CV({SQRT1_2}))) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
+      ("f", f"x * (CV(0.5) * erfc(-y * CV({SQRT1_2})) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
       saves=("y", "xy"), vjp=(lambda g, a: gelu_backward(g, a.y),
                        lambda g, a: g * a.x * exp(a.y * a.y * -0.5) * INV_SQRT_2PI * (2 - a.y * a.y)))
 entry("gelu_tanh_backward", "TT",
@@ -301,6 +302,12 @@ def _pow_grad_exp(g, a):
     return where(logical_and(x == 0, a.y >= 0), zeros_like_(g), g * a.out * log(x))
 
 
+def _atan2_recip(a):
+    """1 / (x^2 + y^2), 0 where both are 0: torch's atan2 gradient at the origin is 0, not NaN."""
+    r = a.x * a.x + a.y * a.y
+    return where(r == 0, zeros_like_(r), 1 / r)
+
+
 def _minmax_grad(g, mine, other, is_max):
     """torch's rule: the gradient goes to the larger (smaller) input, split evenly on ties."""
     if not isinstance(other, Tensor):
@@ -351,15 +358,37 @@ for _arity in (1, 2, 3):
 
 
 # ---- dispatch -------------------------------------------------------------------------------
+# torch's names of the dtypes in its "not implemented for" messages
+_TORCH_DT_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                   "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                   "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
 def _not_implemented(e, dt):
     if e.name == "sub" and dt is dtypes.bool_:
         return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                             "Use the `^` or `logical_xor()` operator instead.")
+    if e.name == "relu" and dt is dtypes.bool_:
+        return RuntimeError("Boolean inputs not supported for relu")
     if e.name == "neg" and dt is dtypes.bool_:
         return RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                             "are trying to invert a mask, use the `~` or `logical_not()` operator "
                             "instead.")
-    return RuntimeError(f'"{e.name}" not implemented for \'{dt.name}\'')
+    # torch raises NotImplementedError (a RuntimeError) for a kernel missing for a dtype
+    return NotImplementedError(f'"{e.name}" not implemented for '
+                               f'\'{_TORCH_DT_NAMES.get(dt.name, dt.name)}\'')
+
+
+def _check_bool_sub(operands):
+    """torch refuses subtraction with a bool operand (tensor or Python bool), whatever the other."""
+    bools = [a for a in operands if type(a) is bool or
+             (isinstance(a, Tensor) and a._dtype is dtypes.bool_)]
+    if len(bools) == 2 and all(isinstance(a, Tensor) for a in bools):
+        raise _not_implemented(TABLE["sub"], dtypes.bool_)
+    if bools:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
 
 
 def compute_dtype(e, operands):
@@ -369,15 +398,22 @@ def compute_dtype(e, operands):
         dt = ts[0]._dtype
     else:
         dt = dtypes.result_type(*ts)
+    if e.name == "sub":
+        _check_bool_sub(operands)
     if e.float_only and dt.kind != "f":
+        if e.no_ints:
+            raise _not_implemented(e, dt)
         dt = dtypes.get_default_dtype()
+    elif e.name == "square" and dt is dtypes.bool_:
+        dt = dtypes.int64               # torch computes it as pow(x, 2): bool promotes to int64
     if dt.kind not in e.exprs:
         raise _not_implemented(e, dt)
     return dt
 
 
 _INT32 = (-2**31, 2**31)
-_SCALAR_OK = {"f": (float, int, bool), "i": (int, bool), "u": (int, bool)}
+# Python bools take the general path (torch refuses some of them: x - True)
+_SCALAR_OK = {"f": (float, int), "i": (int,), "u": (int,)}
 
 
 def _fast_variant(e, operands, params):
@@ -515,7 +551,7 @@ def run(e, operands, params=(), out=None, cdt=None):
     pattern = e.patterns[0] if scalar_pos is None else ("st" if scalar_pos == 0 else "ts")
     prog = PROGRAMS[(e.arity, cdt)]
     sc = scalar_for(cdt, 0)
-    plist = [type(sc)(p) if cdt.kind != "b" else int(p) for p in params]
+    plist = [type(sc)(p) if cdt.kind != "b" else int(bool(p)) for p in params]
     # contiguous kernel: every tensor operand either walks with the output or repeats one element
     # (a single element, or one expanded to any shape: all its strides are 0)
     contiguous = True

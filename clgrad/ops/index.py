@@ -33,6 +33,7 @@ from . import views
 from ._base import (MAX_DIMS, broadcast_shapes, cast_raw, check_dims, collapse, contiguous_raw,
                     copy_into, expand_strides, full_raw, launch_walk, pack8, pack8_right,
                     same_device, scalar_for, size_repr, view_raw)
+from ._base import check_no_internal_overlap
 
 SLOTS = 4               # index tensors one launch takes; more are folded into one (see _fold)
 PROGRAMS = {dt: Program("index", dt.short, render("index.mako", dt=dt, SLOTS=SLOTS))
@@ -938,7 +939,11 @@ def setitem(x, index, value):
     if advanced:
         _put(res, advanced, value, False)
     elif isinstance(value, Tensor):
-        res.copy_(value)
+        # torch drops the value's leading size-1 dims first: x[0] = ones(1) is fine
+        k = 0
+        while len(value._shape) - k > len(res._shape) and value._shape[k] == 1:
+            k += 1
+        res.copy_(value.reshape(value._shape[k:]) if k else value)
     elif isinstance(value, (numbers.Number, np.generic)):
         res.fill_(value)
     else:
@@ -1011,9 +1016,11 @@ def index_select(input, dim, index):
                          msg="index_select(): Expected dtype int32 or int64 for index")
     _vector_index("index_select", index)
     if index.numel() != 1 and not input._shape:
-        raise IndexError("index_select(): Index to scalar can have only 1 value, got "
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
                          f"{index.numel()} value(s)")
     n = input._shape[d] if input._shape else 1
+    if n == 0 and index.numel() and len(input._shape) > 1:     # a 1-d one: out of range below
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     _check_range("index_select", index, n, d, False, IndexError,
                  "index_select(): index {v} out of range in self (dimension {d} with size {n})")
     return IndexSelect.apply(input, d, index)
@@ -1321,6 +1328,7 @@ def masked_scatter(input, mask, source):
 
 def masked_scatter_(self, mask, source):
     """In-place masked_scatter: mask broadcasts to self's shape."""
+    check_no_internal_overlap(self)
     _masked_scatter_args("masked_scatter_", self, mask, source)
     if broadcast_shapes(self._shape, mask._shape) != self._shape:
         raise RuntimeError(f"masked_scatter_: mask {size_repr(mask._shape)} can't be broadcast to "
@@ -1371,6 +1379,8 @@ def _apply_(op, self, args, name):
 
 def _inplace(args_of, name, doc):
     def f_(self, *args, **kwargs):
+        if name != "index_fill_":       # torch lets index_fill_ write expanded tensors
+            check_no_internal_overlap(self)
         op, a = args_of(self, *args, **kwargs)
         return _apply_(op, self, a, name)
     f_.__name__ = name

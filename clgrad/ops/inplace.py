@@ -9,7 +9,7 @@ from ..autograd.function import (SavedTensor, _check_inplace, check_inplace_allo
                                  rebase_history)
 from ..autograd.grad_mode import state as _state
 from ..tensor import Tensor, alias
-from ._base import copy_into, full_raw, size_repr
+from ._base import check_inplace_overlap, copy_into, full_raw, size_repr
 
 
 def _records(self, args):
@@ -121,6 +121,7 @@ def copy_(self, src, non_blocking=False):
                                f"({src._shape[-1] if src._shape else 1}): copy_ of "
                                f"{size_repr(src._shape)} into {size_repr(self._shape)}") from None
     check_inplace_allowed(self)
+    check_inplace_overlap(self, (src,))
     if not _records(self, (src,)):
         copy_into(self, src)
         self._vc[0] += 1

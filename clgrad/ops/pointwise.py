@@ -6,7 +6,7 @@ import numbers
 from .. import dtypes
 from ..tensor import Tensor
 from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
-from ._base import broadcast_shapes
+from ._base import broadcast_shapes, check_inplace_overlap
 from .inplace import apply_inplace
 
 _NUMBER = (numbers.Number,)
@@ -25,6 +25,8 @@ def inplace(name, self, operands, params=()):
     """self <- entry(self, *operands, *params) in place."""
     e = TABLE[name]
     ops_ = (self,) + tuple(operands)
+    # torch lets masked_fill_ write expanded tensors (deprecated, with a warning)
+    check_inplace_overlap(self, operands, internal=name != "masked_fill")
 
     def fast():
         cdt = compute_dtype(e, ops_)
@@ -123,7 +125,7 @@ def add(input, other, *, alpha=1, out=None):
     """
     if alpha != 1:
         other = other * alpha
-    return _out(_apply("add", input, other), out)
+    return _out(_apply("add", input, other), out, input, other)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -135,7 +137,7 @@ def sub(input, other, *, alpha=1, out=None):
     """
     if alpha != 1:
         other = other * alpha
-    return _out(_apply("sub", input, other), out)
+    return _out(_apply("sub", input, other), out, input, other)
 
 
 def rsub(input, other, *, alpha=1):
@@ -149,7 +151,7 @@ def mul(input, other, *, out=None):
     >>> clgrad.mul(clgrad.tensor([1.5, 2.0]), 2).tolist()
     [3.0, 4.0]
     """
-    return _out(_apply("mul", input, other), out)
+    return _out(_apply("mul", input, other), out, input, other)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -160,25 +162,27 @@ def div(input, other, *, rounding_mode=None, out=None):
     [3, -4]
     """
     if rounding_mode is None:
-        return _out(_apply("div", input, other), out)
+        return _out(_apply("div", input, other), out, input, other)
     if rounding_mode == "floor":
-        return _out(floor_divide(input, other), out)
+        return _out(floor_divide(input, other), out, input, other)
     if rounding_mode == "trunc":
         kind = dtypes.result_type(input, other).kind
         if kind == "f":
-            return _out(_apply("trunc", _apply("div", input, other)), out)
+            return _out(_apply("trunc", _apply("div", input, other)), out, input, other)
         q = floor_divide(input, other)
         r = _apply("remainder", input, other)
         fix = (r != 0).logical_and((input < 0).logical_xor(other < 0) if isinstance(other, Tensor)
                                    else (input < 0) if other > 0 else (input >= 0))
-        return _out(q + fix.to(q.dtype), out)
+        return _out(q + fix.to(q.dtype), out, input, other)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                        f"found '{rounding_mode}'")
 
 
-def _out(res, out):
+def _out(res, out, *inputs):
+    """res, or res written into `out` (torch's overlap rules between out and the inputs)."""
     if out is None:
         return res
+    check_inplace_overlap(out, inputs)
     out.copy_(res)
     return out
 
@@ -204,7 +208,7 @@ def floor_divide(input, other, *, out=None):
     [3, -4]
     """
     _int_zero_check("floor_divide", input, other)
-    return _out(_apply("floor_divide", input, other), out)
+    return _out(_apply("floor_divide", input, other), out, input, other)
 
 
 def remainder(input, other, *, out=None):
@@ -215,13 +219,13 @@ def remainder(input, other, *, out=None):
     [1, 1]
     """
     _int_zero_check("remainder", input, other)
-    return _out(_apply("remainder", input, other), out)
+    return _out(_apply("remainder", input, other), out, input, other)
 
 
 def fmod(input, other, *, out=None):
     """C's fmod: the result has the sign of the dividend."""
     _int_zero_check("fmod", input, other)
-    return _out(_apply("fmod", input, other), out)
+    return _out(_apply("fmod", input, other), out, input, other)
 
 
 def pow(input, exponent, *, out=None):
@@ -235,9 +239,9 @@ def pow(input, exponent, *, out=None):
         if not isinstance(input, Tensor):
             dt = dtypes.result_type(input, exponent)
             if dt.kind == "f":
-                return _out(OPS["rpow_scalar"].apply(exponent.to(dt), input), out)
+                return _out(OPS["rpow_scalar"].apply(exponent.to(dt), input), out, input, exponent)
             input = _full_like_number(input, exponent)
-        return _out(_apply("pow", input, exponent), out)
+        return _out(_apply("pow", input, exponent), out, input, exponent)
     if not isinstance(exponent, numbers.Number):
         raise TypeError(f"pow(): exponent must be a Tensor or a number, not "
                         f"{type(exponent).__name__}")
@@ -246,8 +250,8 @@ def pow(input, exponent, *, out=None):
     elif input._dtype.kind in "iu" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if exponent == 2 and input._dtype.kind != "b":
-        return _out(_apply("square", input), out)
-    return _out(_apply("pow_scalar", input, exponent), out)
+        return _out(_apply("square", input), out, input, exponent)
+    return _out(_apply("pow_scalar", input, exponent), out, input, exponent)
 
 
 def _full_like_number(v, ref):
@@ -312,7 +316,7 @@ def _cmp(name):
         if not isinstance(other, (Tensor, numbers.Number)):
             raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not "
                             f"{type(other).__name__}")
-        return _out(_apply(name, input, other), out)
+        return _out(_apply(name, input, other), out, input, other)
     f.__name__ = name
     f.__doc__ = f"Elementwise comparison {name}, as a bool tensor."
     return f

@@ -347,11 +347,6 @@ class AMax(Op):
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, which):
-        if numel_of(x._shape) == 0:
-            raise RuntimeError(f"{'a' + which}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument." if len(dims) == len(x._shape) else
-                               f"a{which}(): Expected reduction dim {dims[0]} to have non-zero size.")
         out = reduce_raw(which, x, dims, keepdim)
         ctx.dims, ctx.keepdim = dims, keepdim
         ctx.save_for_backward(x, out)
@@ -431,9 +426,17 @@ class Var(Op):
         n = 1
         for d in dims:
             n *= x._shape[d]
-        mean = reduce_raw("sum", x, dims, True, scale=(1.0 / n) if n else float("nan"))
         from .elementwise import run, TABLE
-        diff = run(TABLE["sub"], (x, mean))
+        if n > 1:
+            # shift by each row's first element: a constant row then has variance exactly 0, as
+            # torch's Welford pass gives, where the float mean alone is off by an ulp
+            first = view_raw(x, tuple(1 if d in dims else s for d, s in enumerate(x._shape)),
+                             x._strides, x._offset)
+            xs = run(TABLE["sub"], (x, first))
+        else:
+            xs = x
+        mean = reduce_raw("sum", xs, dims, True, scale=(1.0 / n) if n else float("nan"))
+        diff = run(TABLE["sub"], (xs, mean))
         sq = run(TABLE["mul"], (diff, diff))
         denom = builtins.max(n - correction, 0)
         var = reduce_raw("sum", sq, dims, keepdim,
@@ -455,7 +458,7 @@ class Var(Op):
         denom = ctx.denom if ctx.denom else float("nan")
         grad = gk * (x - mean) * (2.0 / denom)
         if ctx.take_sqrt:
-            grad = grad / (_expand_back(out, shape, dims, ctx.keepdim) * 2)
+            grad = _div_std(grad, _expand_back(out, shape, dims, ctx.keepdim))
         return grad, None, None, None, None
 
     @staticmethod
@@ -468,7 +471,13 @@ class Var(Op):
         mean = x.mean(dim=dims, keepdim=True) if dims else x
         # the deviations sum to zero, so the tangent's own mean drops out
         t = (tangents[0] * (x - mean)).sum(dim=dims, keepdim=keepdim) * (2.0 / denom)
-        return t / (out * 2) if take_sqrt else t
+        return _div_std(t, out) if take_sqrt else t
+
+
+def _div_std(g, std):
+    """g / (2 std), 0 where std is 0: torch's std backward, so a constant feature gives a zero
+    gradient rather than NaN (0 / 0)."""
+    return where_(std == 0, zeros_like_raw(g), g / (std * 2))
 
 
 class LogSumExp(Op):
@@ -609,11 +618,25 @@ MinMax = collections.namedtuple("max", ["values", "indices"])
 MinReturn = collections.namedtuple("min", ["values", "indices"])
 
 
+def _check_empty_extreme(name, x, dim, dims):
+    """torch's rules for max/min over an empty tensor: with no dim, a RuntimeError; an empty
+    reduced dim, an IndexError; empty kept dims only give an empty result."""
+    if numel_of(x._shape):
+        return
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           f"== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if x._shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def _minmax(which, x, dim, keepdim, other):
     if other is not None:
         from . import elementwise
         return elementwise.OPS["maximum" if which == "max" else "minimum"].apply(x, other)
     if dim is None:
+        _check_empty_extreme(which, x, None, ())
         return AMax.apply(x, tuple(range(len(x._shape))), False, which)
     d = x._wrap_dim(dim)
     vals, idx = MaxDim.apply(x, d, bool(keepdim), which)
@@ -652,7 +675,9 @@ def amax(x, dim=(), keepdim=False):
     >>> clgrad.tensor([[1.0, 5.0], [7.0, 2.0]]).amax(0).tolist()
     [7.0, 5.0]
     """
-    return AMax.apply(x, _dims("amax", x, dim), bool(keepdim), "max")
+    dims = _dims("amax", x, dim)
+    _check_empty_extreme("amax", x, dim, dims)
+    return AMax.apply(x, dims, bool(keepdim), "max")
 
 
 def amin(x, dim=(), keepdim=False):
@@ -662,15 +687,19 @@ def amin(x, dim=(), keepdim=False):
     >>> clgrad.tensor([[1.0, 5.0], [7.0, 2.0]]).amin(1).tolist()
     [1.0, 2.0]
     """
-    return AMax.apply(x, _dims("amin", x, dim), bool(keepdim), "min")
+    dims = _dims("amin", x, dim)
+    _check_empty_extreme("amin", x, dim, dims)
+    return AMax.apply(x, dims, bool(keepdim), "min")
 
 
 def _argext(which, x, dim, keepdim):
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError(f"arg{which}(): does not support bool input")
     if dim is None:
         flat = x.reshape(-1)
         if numel_of(x._shape) == 0:
-            raise RuntimeError(f"arg{which}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0.")
+            raise IndexError(f"arg{which}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
         r = reduce_raw("arg" + which, flat, (0,), False)
         return r.reshape((1,) * len(x._shape)) if keepdim else r
     d = x._wrap_dim(dim)

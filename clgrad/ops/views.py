@@ -618,6 +618,8 @@ def permute(x, *dims):
     >>> clgrad.zeros(2, 3, 4).permute(2, 0, 1).shape
     clgrad.Size([4, 2, 3])
     """
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     nd = len(x._shape)
     if len(dims) != nd:
@@ -864,10 +866,9 @@ def chunk(x, chunks, dim=0):
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap(dim, len(x._shape))
     n = x._shape[d]
-    size = -(-n // chunks) if n else 0
-    if size == 0:
-        return split(x, [0] * 1 if n == 0 else [n], d) if n == 0 else split(x, [n], d)
-    return split(x, size, d)
+    if n == 0:                  # torch gives `chunks` empty pieces
+        return split(x, [0] * chunks, d)
+    return split(x, -(-n // chunks), d)
 
 
 def contiguous(x, memory_format=None):
