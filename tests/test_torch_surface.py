@@ -194,3 +194,27 @@ def test_predicates_and_real_only_no_ops(device):
     assert s.shape == (2, 2) and s.stride() == (1, 2)
     assert x.pin_memory() is x and not x.is_pinned()
     assert clgrad.vdot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])).item() == 11.0
+
+
+def test_values_that_used_to_differ_from_torch(device):
+    inf = float("inf")
+    got = clgrad.isclose(clgrad.tensor([inf, 0.0, inf, 1.0, -inf], device=device),
+                         clgrad.tensor([-inf, inf, inf, 1.0 + 1e-9, -inf], device=device))
+    assert got.tolist() == [False, False, True, True, True]
+    # the tanh-approximate gelu saturates: gradient 1 far right, 0 far left
+    x = clgrad.tensor([300.0, 350.0, 0.5], device=device, requires_grad=True)
+    clgrad.nn.functional.gelu(x, approximate="tanh").sum().backward()
+    g = x.grad.tolist()
+    assert g[0] == g[1] == 1.0 and abs(g[2] - 0.8673698) < 1e-5
+    # a number base: out * log(base), NaN for a negative base, 0 at base 0 for exponent >= 0
+    for base, ref in ((-2, [float("nan")] * 2), (2, [2 ** 0.5 * np.log(2), 4 * np.log(2)])):
+        y = clgrad.tensor([0.5, 2.0], device=device, requires_grad=True)
+        (base ** y).sum().backward()
+        np.testing.assert_allclose(y.grad.numpy(), ref, rtol=1e-6)
+    y = clgrad.tensor([0.5, 0.0, -1.0], device=device, requires_grad=True)
+    (0 ** y).sum().backward()
+    assert y.grad.tolist()[:2] == [0.0, 0.0] and y.grad.tolist()[2] == -inf
+    c = clgrad.tensor([True, False], device=device)
+    assert clgrad.where(c, 1, 3).tolist() == [1, 3] and clgrad.where(c, 1, 3).dtype is clgrad.int64
+    assert clgrad.where(c, 1.5, 3).dtype is clgrad.get_default_dtype()
+    assert clgrad.where(c, True, False).dtype is clgrad.bool

@@ -369,7 +369,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = input.to(dt), other.to(dt)
     if dt.kind != "f":
         return eq(a, b)
-    close = (a - b).abs() <= (b.abs() * rtol + atol)
+    # an infinity is close only to itself: inf - (-inf) <= inf must not count
+    finite = a.isfinite().logical_and(b.isfinite())
+    close = ((a - b).abs() <= (b.abs() * rtol + atol)).logical_and(finite)
     close = close.logical_or(eq(a, b))
     if equal_nan:
         close = close.logical_or(isnan(a).logical_and(isnan(b)))
@@ -405,9 +407,11 @@ def where(condition, input=None, other=None):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition._dtype.name.capitalize()}")
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
-        ref = input if isinstance(input, Tensor) else other
-        if ref is None:
-            dt = dtypes.result_type(input, other)
+        ref = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
+        if ref is None:                  # two numbers: torch's dtype for a pair of scalars
+            kinds = {type(input), type(other)}
+            dt = dtypes.bool_ if kinds == {bool} else dtypes.get_default_dtype() \
+                if float in kinds else dtypes.int64
             dev = condition._storage.device
         else:
             dt = dtypes.result_type(input, other)
