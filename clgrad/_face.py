@@ -226,7 +226,8 @@ def _direct_binop(opcls, reflected=False):
 
 for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
                        ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
-                       ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")):
+                       ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                       ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
     if _name in ("add", "sub", "mul", "div"):
         setattr(Tensor, f"__{_dunder}__", _direct_binop(OPS[_name]))
         setattr(Tensor, f"__r{_dunder}__", _direct_binop(OPS[_name], reflected=True))

@@ -218,3 +218,22 @@ def test_values_that_used_to_differ_from_torch(device):
     assert clgrad.where(c, 1, 3).tolist() == [1, 3] and clgrad.where(c, 1, 3).dtype is clgrad.int64
     assert clgrad.where(c, 1.5, 3).dtype is clgrad.get_default_dtype()
     assert clgrad.where(c, True, False).dtype is clgrad.bool
+
+
+def test_bitwise_shifts(device):
+    a = np.array([1, -8, 3, 255], np.int64)
+    x = clgrad.tensor(a, device=device)
+    assert (x << 2).tolist() == (a << 2).tolist() and (x >> 1).tolist() == (a >> 1).tolist()
+    s = clgrad.tensor([0, 1, 40, 70], device=device)
+    assert (x << s).tolist() == [1, -16, 3 << 40, 0]              # past the width: 0, as torch
+    assert clgrad.bitwise_right_shift(x, clgrad.tensor([1, 70, 1, 3], device=device)).tolist() \
+        == [0, -1, 1, 31]                                          # negatives fill with ones
+    u = clgrad.tensor([1, 128, 255], dtype=clgrad.uint8, device=device)
+    assert (u << 1).tolist() == [2, 0, 254] and (u >> 3).tolist() == [0, 16, 31]
+    assert (1 << clgrad.tensor([1, 2], device=device)).tolist() == [2, 4]
+    y = clgrad.tensor([1, 2], dtype=clgrad.int32, device=device)
+    y <<= 3
+    assert y.tolist() == [8, 16] and y.dtype is clgrad.int32
+    assert x.bitwise_left_shift(1).tolist() == (a << 1).tolist()
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        clgrad.tensor([1.0], device=device) << 1

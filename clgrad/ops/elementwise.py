@@ -223,6 +223,13 @@ entry("logical_xor", "TT", ("fiub", "(x != CV(0)) ^ (y != CV(0))"), out="bool")
 entry("bitwise_and", "TT", ("iub", "x & y"))
 entry("bitwise_or", "TT", ("iub", "x | y"))
 entry("bitwise_xor", "TT", ("iub", "x ^ y"))
+# torch's shifts: a count past the width (or negative) shifts everything out, where C takes it
+# modulo the width; scalar code (novec) so that sizeof(x) is one element's size
+entry("bitwise_left_shift", "TT",
+      ("iu", "SEL((y < CV(0)) | (y >= CV(8 * sizeof(x))), CV(0), x << y)"), novec="iu")
+entry("bitwise_right_shift", "TT",
+      ("iu", "SEL((y < CV(0)) | (y >= CV(8 * sizeof(x))), SEL(x < CV(0), CV(-1), CV(0)), x >> y)"),
+      novec="iu")
 entry("lerp_scalar", "TT",
       ("f", "SEL(CV(p0) < CV(0.5), x + CV(p0) * (y - x), y - (y - x) * (CV(1) - CV(p0)))"),
       nparams=1, float_only=True, cls_name="Lerp",

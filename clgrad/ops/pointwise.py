@@ -323,7 +323,8 @@ def _cmp(name):
 
 
 for _n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-           "bitwise_and", "bitwise_or", "bitwise_xor"):
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+           "bitwise_right_shift"):
     FUNCTIONS[_n] = METHODS[_n] = _cmp(_n)
 for _alias, _target in {"greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
                         "not_equal": "ne"}.items():
@@ -569,7 +570,8 @@ def _binary_(name):
 
 
 for _n in ("add", "sub", "mul", "floor_divide", "remainder", "fmod", "bitwise_and",
-           "bitwise_or", "bitwise_xor", "atan2", "copysign", "hypot"):
+           "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "atan2",
+           "copysign", "hypot"):
     METHODS[_n + "_"] = _binary_(_n)
 
 
