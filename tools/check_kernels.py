@@ -470,11 +470,24 @@ def drive_optim(dev, dt, rng):
             opt.step()
 
 
+def drive_sort(dev, dt, rng):
+    """sort / argsort (rows not a power of two, both directions, along a strided dim) and
+    searchsorted (shared and per-row sequences, both sides)."""
+    import clgrad
+    x = _t(dt, (3, 13), dev, rng, low=0)
+    x.sort(1)
+    x.sort(0, descending=True)
+    x.t().argsort(1)
+    seq = x.sort(1).values
+    clgrad.searchsorted(seq, x)
+    clgrad.searchsorted(seq[0], x, right=True)
+
+
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
-    "conv": drive_conv, "pool": drive_pool, "optim": drive_optim,
+    "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
 }
 FLOAT_ONLY = {"softmax", "conv", "pool", "optim"}
 
