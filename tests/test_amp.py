@@ -1,0 +1,168 @@
+"""Mixed precision: autocast's op lists, nesting, the cast cache, custom_fwd/custom_bwd, and
+GradScaler's rules."""
+import warnings
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.amp import GradScaler, autocast, custom_bwd, custom_fwd
+from clgrad.amp import autocast_mode
+from clgrad.runtime import device as _device
+from helpers import rounded
+
+
+def _cpu_tensor(a, **kw):
+    return clgrad.tensor(a, device="cpu", **kw)
+
+
+def test_cpu_lists():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal((2, 4)).astype(np.float32)
+    x, W = _cpu_tensor(a), _cpu_tensor(w, requires_grad=True)
+    with autocast("cpu"):                                      # bfloat16 by default on "cpu"
+        y = F.linear(x, W)
+        mm = x @ x.t()
+        cat = clgrad.cat([y, x.double()[:, :2]])
+        loss = F.mse_loss(y, clgrad.zeros(3, 2, device="cpu"))
+        d = x.double() @ x.double().t()                        # float64 is left alone
+    assert y.dtype is mm.dtype is clgrad.bfloat16
+    assert cat.dtype is clgrad.float64 and loss.dtype is clgrad.float32
+    assert d.dtype is clgrad.float64
+    ref = rounded(a, clgrad.bfloat16).astype(np.float64) @ rounded(w, clgrad.bfloat16).T
+    np.testing.assert_allclose(y.detach().float().numpy(), ref, rtol=2e-2, atol=2e-2)
+    loss.backward()
+    assert W.grad.dtype is clgrad.float32                      # gradients of float32 params
+    assert (x @ x.t()).dtype is clgrad.float32                 # off outside the region
+
+
+def test_nesting_disable_and_decorator():
+    x = clgrad.ones(2, 2, device="cpu")
+    with autocast("cpu"):
+        with autocast("cpu", enabled=False):
+            assert (x @ x).dtype is clgrad.float32
+        assert (x @ x).dtype is clgrad.bfloat16
+        with autocast("cpu", dtype=clgrad.float16):
+            assert (x @ x).dtype is clgrad.float16
+    assert not clgrad.amp.is_autocast_enabled("cpu")
+
+    @autocast("cpu")
+    def f(t):
+        return t @ t
+    assert f(x).dtype is clgrad.bfloat16
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type"):
+        autocast("mps")
+
+
+def test_cuda_autocast_needs_a_gpu():
+    x = clgrad.ones(2, 2, device="cpu")
+    if _device.gpus():
+        with autocast("cuda"):
+            g = x.cuda()
+            assert (g @ g).dtype is clgrad.float16
+            assert (x @ x).dtype is clgrad.float32             # only cuda tensors are cast
+    else:
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            ctx = autocast("cuda")
+        with ctx:
+            assert not clgrad.amp.is_autocast_enabled("cuda")
+            assert (x @ x).dtype is clgrad.float32
+
+
+def test_parameters_are_cast_once_per_region():
+    lin = clgrad.nn.Linear(4, 4).to("cpu")
+    x = clgrad.ones(2, 4, device="cpu")
+    with autocast("cpu"):
+        lin(x); lin(x)
+        cached = [v for v in autocast_mode._state.cache.values() if v[0] is lin.weight]
+        assert len(cached) == 1 and cached[0][1].dtype is clgrad.bfloat16
+    assert not autocast_mode._state.cache                      # dropped at the region's end
+    with autocast("cpu", cache_enabled=False):
+        lin(x)
+        assert not autocast_mode._state.cache
+
+
+class _Scaled(clgrad.autograd.Function):
+    @staticmethod
+    @custom_fwd(device_type="cpu", cast_inputs=clgrad.float32)
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    @custom_bwd(device_type="cpu")
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        assert clgrad.amp.is_autocast_enabled("cpu") is True    # the state around forward
+        return g @ b.t(), a.t() @ g
+
+
+def test_custom_fwd_and_bwd():
+    a = clgrad.ones(2, 3, device="cpu", dtype=clgrad.bfloat16, requires_grad=True)
+    b = clgrad.ones(3, 2, device="cpu", requires_grad=True)
+    with autocast("cpu"):
+        out = _Scaled.apply(a, b)
+    assert out.dtype is clgrad.float32                         # inputs cast, autocast off inside
+    out.sum().backward()
+    assert a.grad.dtype is clgrad.bfloat16 and b.grad.tolist() == [[2.0, 2.0]] * 3
+
+
+def test_grad_scaler_rules():
+    w = clgrad.nn.Parameter(clgrad.ones(3, device="cpu"))
+    opt = clgrad.optim.SGD([w], lr=0.1)
+    s = GradScaler("cpu", init_scale=8.0, growth_interval=2)
+    assert s.get_scale() == 8.0
+    loss = (w * clgrad.tensor([1.0, 2.0, 3.0], device="cpu")).sum()
+    s.scale(loss).backward()
+    assert w.grad.tolist() == [8.0, 16.0, 24.0]
+    s.unscale_(opt)
+    assert w.grad.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match="already been called"):
+        s.unscale_(opt)
+    s.step(opt)
+    s.update()
+    np.testing.assert_allclose(w.detach().numpy(), [0.9, 0.8, 0.7], rtol=1e-6)
+    opt.zero_grad()
+    s.scale((w * float("inf")).sum()).backward()               # overflow: step skipped
+    before = w.tolist()
+    assert s.step(opt) is None and w.tolist() == before
+    s.update()
+    assert s.get_scale() == 4.0                                # backoff
+    for _ in range(2):
+        opt.zero_grad()
+        s.scale(w.sum()).backward()
+        s.step(opt)
+        s.update()
+    assert s.get_scale() == 8.0                                # grown after 2 clean steps
+    sd = s.state_dict()
+    t = GradScaler("cpu")
+    t.load_state_dict(sd)
+    assert t.state_dict() == sd and sd["_growth_tracker"] == 0
+    off = GradScaler("cpu", enabled=False)
+    assert off.scale(loss) is loss and off.state_dict() == {}
+    with pytest.raises(ValueError):
+        GradScaler(growth_factor=1.0)
+
+
+def test_autocast_training_reduces_the_loss():
+    clgrad.manual_seed(0)
+    model = clgrad.nn.Sequential(clgrad.nn.Linear(8, 16), clgrad.nn.ReLU(),
+                                 clgrad.nn.Linear(16, 3)).to("cpu")
+    opt = clgrad.optim.Adam(model.parameters(), lr=1e-2)
+    scaler = GradScaler("cpu")
+    x = clgrad.randn(64, 8, device="cpu")
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        with autocast("cpu"):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        losses.append(loss.item())
+    assert loss.dtype is clgrad.float32
+    assert all(p.dtype is clgrad.float32 for p in model.parameters())
+    assert losses[-1] < 0.6 * losses[0]
