@@ -248,3 +248,16 @@ def grid(device, n_items):
     while ls < n_items:
         ls <<= 1
     return (ls,), (ls,)
+
+
+def group_limit(device, kernel, most):
+    """The most work-items a work-group of `kernel` may have on `device`, at most `most` (the size
+    of the kernel's local buffers): CL_KERNEL_WORK_GROUP_SIZE also counts the kernel's registers
+    and local memory, and may be below the device's maximum."""
+    key = ("group_limit", kernel.function_name, id(kernel))
+    n = device.kernels.get(key)
+    if n is None:
+        n = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device)
+        n = max(1, min(int(n), device.max_work_group_size, most))
+        device.kernels[key] = n
+    return n
