@@ -204,3 +204,21 @@ def test_forward_mode(device, log):
         num = (np_softmax(a + eps * v, d, log) - np_softmax(a - eps * v, d, log)) / (2 * eps)
         assert_close(jv, num, dt, rtol=1e-5 if dt is clgrad.float64 else 1e-2,
                      atol=1e-7 if dt is clgrad.float64 else 1e-3)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_on_both_paths_over_long_odd_rows(device, code_paths, log):
+    """Rows long enough for a work-group per row on the GPU paths, of lengths that are not powers
+    of two (the local-memory tree then folds odd counts), forward and backward, in float32."""
+    rng = np.random.default_rng(5)
+    for shape in [(3, 128), (2, 129), (4, 300), (1, 1000), (2, 5000)]:
+        a = rng.standard_normal(shape).astype(np.float32) * 4
+        x = clgrad.tensor(a, requires_grad=True)
+        y = call(log, x, -1)
+        assert_close(y, np_softmax(a, -1, log), rtol=1e-5, atol=1e-5)
+        g = rng.standard_normal(shape).astype(np.float32)
+        y.backward(clgrad.tensor(g))
+        yn = np_softmax(a, -1, log)
+        want = g - np.exp(yn) * g.sum(-1, keepdims=True) if log else \
+            yn * (g - (g * yn).sum(-1, keepdims=True))
+        assert_close(x.grad, want, rtol=1e-4, atol=1e-5)

@@ -9,7 +9,7 @@ import collections
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _state
-from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, collapse, contiguous_raw
 from .reduce import _INT_MAX, _INT_MIN
@@ -86,11 +86,13 @@ def use_group(dev, L, inner, sl):
     return not dev.cpu_paths and inner == 1 and sl == 1 and L >= 128
 
 
-def _group_size(dev, L):
-    ls = 1
-    while ls < min(L, 256, dev.max_work_group_size):
-        ls <<= 1
-    return ls
+GROUP_MAX = 256        # the local buffer of softmax.mako's *_group kernels
+
+
+def _group_size(dev, L, kernel):
+    """Work-items per line: any count (the kernels' tree takes odd ones), within the kernel's
+    limit and its local buffer."""
+    return min(L, group_limit(dev, kernel, GROUP_MAX))
 
 
 def softmax_raw(x, dim, log):
@@ -103,8 +105,9 @@ def softmax_raw(x, dim, log):
     x, (outer, L, inner, so, sl, si) = _lines_of(x, dim)
     prog = SOFTMAX[dt]
     if use_group(dev, L, inner, sl):
-        ls = _group_size(dev, L)
-        launch(dev, get_kernel(dev, prog, "softmax_group"), (outer * ls,), (ls,),
+        k = get_kernel(dev, prog, "softmax_group")
+        ls = _group_size(dev, L, k)
+        launch(dev, k, (outer * ls,), (ls,),
                x._storage.buf, x._offset, so, out._storage.buf, 0, L, int(log))
         return out
     mode, n = _walk(dev, dt, outer, inner, sl, si)
@@ -127,8 +130,9 @@ def softmax_backward_raw(g, y, dim, log):
     outer, L, inner = _lines(out, dim)[:3]
     prog = SOFTMAX[dt]
     if use_group(dev, L, inner, 1):
-        ls = _group_size(dev, L)
-        launch(dev, get_kernel(dev, prog, "softmax_bwd_group"), (outer * ls,), (ls,),
+        k = get_kernel(dev, prog, "softmax_bwd_group")
+        ls = _group_size(dev, L, k)
+        launch(dev, k, (outer * ls,), (ls,),
                g._storage.buf, g._offset, y._storage.buf, y._offset, out._storage.buf, 0, L,
                int(log))
         return out
