@@ -249,13 +249,21 @@ def grid(device, n_items):
     ls = 1
     while ls < n_items:
         ls <<= 1
-    return (ls,), (ls,)
+    ls = min(ls, wg)          # a device's limit need not be a power of two
+    return (-(-n_items // ls) * ls,), (ls,)
 
 
 def group_limit(device, kernel, most):
     """The most work-items a work-group of `kernel` may have on `device`, at most `most` (the size
     of the kernel's local buffers): CL_KERNEL_WORK_GROUP_SIZE also counts the kernel's registers
-    and local memory, and may be below the device's maximum."""
+    and local memory, and may be below the device's maximum.
+
+    >>> import clgrad
+    >>> from clgrad.ops.reduce import PROGRAMS
+    >>> d = clgrad.runtime.default_device()
+    >>> 1 <= group_limit(d, get_kernel(d, PROGRAMS[clgrad.float32], "sum_r"), 256) <= 256
+    True
+    """
     key = ("group_limit", kernel.function_name, id(kernel))
     n = device.kernels.get(key)
     if n is None:
