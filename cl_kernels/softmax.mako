@@ -47,10 +47,11 @@ def steps(op, dt):
 ${c.prelude([dt])}
 /* the most work-items of a *_group work-group (softmax.py's GROUP_MAX) */
 #define GROUP_MAX 256
-/* The full-precision exp: native_exp has no accuracy bound in OpenCL C. On PoCL it was as
-   accurate as exp (0.7 ulp) at twice the speed, but Intel's CPU runtime gave relative errors of
-   8e-5 with it, past what float32 allows. */
-#define EXP exp
+/* native_exp has no accuracy bound in OpenCL C: on PoCL it is as accurate as exp (0.7 ulp) at
+   twice the speed, which is most of a softmax's time on a CPU, but Intel's CPU runtime gave
+   relative errors of 8e-5 with it. So the full-precision exp, unless `fast_exp` (the host's
+   probe found native_exp within a few ulp of exp on the device: softmax.native_exp_ok). */
+#define EXP ${"native_exp" if fast_exp and dt.ct != "double" else "exp"}
 <%
     T, W = dt.ct, c.attr.width(dt)
 
