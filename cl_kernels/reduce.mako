@@ -13,6 +13,8 @@
 ## combine in local memory. Arg reductions carry (value, index) pairs and always use parts == 1.
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt] + [r.acc for r in reductions] + [r.out for r in reductions])}
+/* the most work-items of a <op>_c / <op>_r work-group (reduce.py's GROUP_MAX) */
+#define GROUP_MAX 256
 
 <%def name="kept_base()">
     long base = xo;
@@ -37,24 +39,26 @@ acc = COMBINE(acc, (${R.acc.ct})(${v}));\
 % endif
 </%def>
 
-## tree reduction across the work-group, then the write of output (or partial) g
+## tree reduction across the work-group (sv / si, declared by group_start), then the write of
+## output (or partial) g. L need not be a power of two: each step folds the upper half (rounded
+## down) onto the lower one, so an odd count keeps its middle element for the next step.
 <%def name="finish(R)">
-    __local ${R.acc.ct} sv[256];
 % if R.is_arg:
-    __local long si[256];
     si[lid] = idx;
 % endif
     sv[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = L / 2; s > 0; s >>= 1) {
-        if (lid < s) {
+    for (int n_ = L; n_ > 1; ) {
+        int h_ = (n_ + 1) / 2;
+        if (lid < n_ - h_) {
 % if R.is_arg:
-            if (BETTER(sv[lid], si[lid], sv[lid + s], si[lid + s])) { sv[lid] = sv[lid + s]; si[lid] = si[lid + s]; }
+            if (BETTER(sv[lid], si[lid], sv[lid + h_], si[lid + h_])) { sv[lid] = sv[lid + h_]; si[lid] = si[lid + h_]; }
 % else:
-            sv[lid] = COMBINE(sv[lid], sv[lid + s]);
+            sv[lid] = COMBINE(sv[lid], sv[lid + h_]);
 % endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        n_ = h_;
     }
     if (lid == 0) {
 % if R.is_arg:
@@ -78,7 +82,13 @@ __kernel void ${R.name}_${kind}(
     long chunk, int parts, ${R.acc.ct} scale)
 </%def>
 
-<%def name="group_start()">
+## The local buffers open the kernel (OpenCL C wants __local variables at kernel function scope);
+## they hold GROUP_MAX items, and the host keeps L within it.
+<%def name="group_start(R)">
+    __local ${R.acc.ct} sv[GROUP_MAX];
+% if R.is_arg:
+    __local long si[GROUP_MAX];
+% endif
     long g = get_group_id(0);
     long m = g / parts;
     long part_i = g % parts;
@@ -98,7 +108,7 @@ __kernel void ${R.name}_${kind}(
 
 ${signature(R, "c")}
 {
-    ${group_start()}
+    ${group_start(R)}
     ${init(R)}
     __global const ${dt.cl} *row = x + base;
 #if REDUCE_BLOCKED
@@ -143,20 +153,22 @@ ${signature(R, "c")}
 
 ${signature(R, "r")}
 {
-    ${group_start()}
+    ${group_start(R)}
     ${init(R)}
-    if (rnd == 1) {
-        long s0 = rst.s0;
-        for (long r = r0 + lid; r < r1; r += L) ${take(R, capture(c.load, dt, "x", "base + r * s0"), "r")}
-    } else {
-        long sh_[8] = {rsh.s0, rsh.s1, rsh.s2, rsh.s3, rsh.s4, rsh.s5, rsh.s6, rsh.s7};
-        long st_[8] = {rst.s0, rst.s1, rst.s2, rst.s3, rst.s4, rst.s5, rst.s6, rst.s7};
-        for (long r = r0 + lid; r < r1; r += L) {
-            long off = base;
+    /* One loop, the uniform test of rnd inside it: Intel's CPU compiler (driver 2026.22)
+       miscompiled the two loops this was before (one for rnd == 1, one for the general walk) in
+       work-groups of fewer than 8 items, dropping all but item 0's partial sums. */
+    long sh_[8] = {rsh.s0, rsh.s1, rsh.s2, rsh.s3, rsh.s4, rsh.s5, rsh.s6, rsh.s7};
+    long st_[8] = {rst.s0, rst.s1, rst.s2, rst.s3, rst.s4, rst.s5, rst.s6, rst.s7};
+    for (long r = r0 + lid; r < r1; r += L) {
+        long off = base;
+        if (rnd == 1) {
+            off += r * st_[0];
+        } else {
             long q_ = r;
             for (int d_ = rnd - 1; d_ >= 0; --d_) { off += (q_ % sh_[d_]) * st_[d_]; q_ /= sh_[d_]; }
-            ${take(R, capture(c.load, dt, "x", "off"), "r")}
         }
+        ${take(R, capture(c.load, dt, "x", "off"), "r")}
     }
     ${finish(R)}
 }

@@ -45,9 +45,13 @@ def steps(op, dt):
     }[op]
 %>
 ${c.prelude([dt])}
-/* native_exp: on PoCL as accurate as exp (0.7 ulp measured) at twice its speed, which is most of
-   a softmax's time on a CPU; on GPUs the hardware exp2 unit, a few ulp. Not defined for double. */
-#define EXP ${"exp" if dt.ct == "double" else "native_exp"}
+/* the most work-items of a *_group work-group (softmax.py's GROUP_MAX) */
+#define GROUP_MAX 256
+/* native_exp has no accuracy bound in OpenCL C: on PoCL it is as accurate as exp (0.7 ulp) at
+   twice the speed, which is most of a softmax's time on a CPU, but Intel's CPU runtime gave
+   relative errors of 8e-5 with it. So the full-precision exp, unless `fast_exp` (the host's
+   probe found native_exp within a few ulp of exp on the device: softmax.native_exp_ok). */
+#define EXP ${"native_exp" if fast_exp and dt.ct != "double" else "exp"}
 <%
     T, W = dt.ct, c.attr.width(dt)
 
@@ -177,9 +181,12 @@ typedef CAT(${T}, ${W}) __attribute__((aligned(sizeof(${T})))) vec_u;
     }
     red[lid] = ${s[1]};
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h_ = nl / 2; h_ > 0; h_ >>= 1) {
-        if (lid < h_) red[lid] = ${COMB[s[0]].format(a="red[lid]", b="red[lid + h_]")};
+    /* any item count: each step folds the upper half (rounded down) onto the lower one */
+    for (int n_ = nl; n_ > 1; ) {
+        int h_ = (n_ + 1) / 2;
+        if (lid < n_ - h_) red[lid] = ${COMB[s[0]].format(a="red[lid]", b="red[lid + h_]")};
         barrier(CLK_LOCAL_MEM_FENCE);
+        n_ = h_;
     }
     ${s[1]} = red[0];
     barrier(CLK_LOCAL_MEM_FENCE);       /* red is reused by the next reduction */
@@ -236,7 +243,7 @@ __kernel void ${op}_line(
 __kernel void softmax_group(${c.cptr(dt)} x, long xo, long so, ${c.ptr(dt)} out, long oo, long L,
                             int logf)
 {
-    __local ${T} red[256];
+    __local ${T} red[GROUP_MAX];
     int lid = get_local_id(0), nl = get_local_size(0);
     long xb = xo + get_group_id(0) * so, ob = oo + get_group_id(0) * L;
 <% ld, st = scalar_io(["x"], "1", "1") %>
@@ -250,7 +257,7 @@ __kernel void softmax_group(${c.cptr(dt)} x, long xo, long so, ${c.ptr(dt)} out,
 __kernel void softmax_bwd_group(${c.cptr(dt)} g, long go, ${c.cptr(dt)} y, long yo,
                                 ${c.ptr(dt)} out, long oo, long L, int logf)
 {
-    __local ${T} red[256];
+    __local ${T} red[GROUP_MAX];
     int lid = get_local_id(0), nl = get_local_size(0);
     long r = get_group_id(0) * L;
     long gb = go + r, yb = yo + r, ob = oo + r;

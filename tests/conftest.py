@@ -51,3 +51,13 @@ def _reset_modes():
     state.grad_enabled = True
     state.inference = False
     clgrad.set_default_dtype(clgrad.float32)
+
+
+@pytest.fixture(params=["cpu-paths", "gpu-paths"])
+def code_paths(request, device):
+    """Runs a test on both families of code paths of the device under test (set_code_paths),
+    restoring the device's own afterwards: kernels of the GPU paths are then checked on CPUs."""
+    was = device.cpu_paths
+    device.set_code_paths(cpu=request.param == "cpu-paths")
+    yield request.param
+    device.set_code_paths(cpu=was)

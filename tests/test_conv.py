@@ -101,14 +101,19 @@ def blocking(request, device, monkeypatch):
     """Run a test with the device's register blocking, with the GPU one and its launch shapes
     (on any device), or with odd block sizes and 4-wide vectors, so that every edge shows."""
     configs = {}                         # the configuration is looked up again for the path
+    was = device.cpu_paths
     if request.param == "gpu-like":
-        monkeypatch.setattr(device, "cpu_paths", False)
+        # set_code_paths, not a patched attribute: the kernels are then built with the GPU
+        # paths' options too (REDUCE_BLOCKED, VEC), as they would be on a GPU
+        device.set_code_paths(cpu=False)
     elif request.param == "odd-blocks":
         odd = {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4}
         configs[device] = conv.check_config(odd, device)
     monkeypatch.setattr(conv, "_CONFIGS", configs)
     monkeypatch.setattr(conv, "_PLANS", {})
-    return request.param
+    yield request.param
+    if device.cpu_paths != was:
+        device.set_code_paths(cpu=was)
 
 
 # ---- conv2d --------------------------------------------------------------------------------------

@@ -168,3 +168,28 @@ def test_reduction_gradient_special_cases(device):
     w.norm().backward()                                    # no NaN at zero
     assert w.grad.tolist() == [0.0, 0.0, 0.0]
     assert not clgrad.tensor([1.0], requires_grad=True).argmax().requires_grad
+
+
+ODD_SHAPES = [(3, 4, 5), (2, 6, 5, 4), (3, 7, 11), (5, 300), (300, 3), (2, 3, 1, 257)]
+
+
+@pytest.mark.parametrize("op", ["sum", "amax", "argmax"])
+def test_reductions_over_odd_shapes_on_both_paths(device, code_paths, op):
+    """Every combination of dims of shapes whose sizes are odd, tiny or just past a work-group:
+    work-groups of any count (below the SIMD width too), strided and staged reductions."""
+    import itertools
+    rng = np.random.default_rng(3)
+    for shape in ODD_SHAPES:
+        a = rng.standard_normal(shape).astype(np.float32)
+        x = clgrad.tensor(a)
+        for r in range(1, len(shape) + 1):
+            for dims in itertools.combinations(range(len(shape)), r):
+                if op == "argmax":
+                    if r > 1:
+                        continue
+                    got = x.argmax(dims[0])
+                    assert np.array_equal(to_np(got), a.argmax(dims[0])), (shape, dims)
+                    continue
+                got = getattr(x, op)(dims)
+                want = (np.sum if op == "sum" else np.max)(a.astype(np.float64), axis=dims)
+                assert_close(got, want, rtol=2e-5, atol=2e-5 * np.sqrt(a.size))

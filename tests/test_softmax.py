@@ -204,3 +204,35 @@ def test_forward_mode(device, log):
         num = (np_softmax(a + eps * v, d, log) - np_softmax(a - eps * v, d, log)) / (2 * eps)
         assert_close(jv, num, dt, rtol=1e-5 if dt is clgrad.float64 else 1e-2,
                      atol=1e-7 if dt is clgrad.float64 else 1e-3)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_on_both_paths_over_long_odd_rows(device, code_paths, log):
+    """Rows long enough for a work-group per row on the GPU paths, of lengths that are not powers
+    of two (the local-memory tree then folds odd counts), forward and backward, in float32."""
+    rng = np.random.default_rng(5)
+    for shape in [(3, 128), (2, 129), (4, 300), (1, 1000), (2, 5000)]:
+        a = rng.standard_normal(shape).astype(np.float32) * 4
+        x = clgrad.tensor(a, requires_grad=True)
+        y = call(log, x, -1)
+        assert_close(y, np_softmax(a, -1, log), rtol=1e-5, atol=1e-5)
+        g = rng.standard_normal(shape).astype(np.float32)
+        y.backward(clgrad.tensor(g))
+        yn = np_softmax(a, -1, log)
+        want = g - np.exp(yn) * g.sum(-1, keepdims=True) if log else \
+            yn * (g - (g * yn).sum(-1, keepdims=True))
+        assert_close(x.grad, want, rtol=1e-4, atol=1e-5)
+
+
+def test_native_exp_only_where_the_probe_found_it_accurate(device):
+    """softmax uses native_exp only on devices where it matched exp (PoCL's does, Intel's CPU one
+    erred by 8e-5); either way float32 results stay within float32's rounding."""
+    ok = sm.native_exp_ok(device)
+    assert ok in (True, False)
+    prog = sm._softmax_program(device, clgrad.float32)
+    assert prog is (sm.SOFTMAX_NATIVE if ok else sm.SOFTMAX)[clgrad.float32]
+    assert sm._softmax_program(device, clgrad.float64) is sm.SOFTMAX[clgrad.float64] \
+        if device.has_fp64 else True
+    a = np.linspace(-80, 3, 4001, dtype=np.float32).reshape(1, -1)
+    assert_close(clgrad.softmax(clgrad.tensor(a), -1), np_softmax(a, -1, False), rtol=1e-5,
+                 atol=1e-7)

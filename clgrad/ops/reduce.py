@@ -11,7 +11,7 @@ import math
 from .. import dtypes
 from ..autograd.function import Op, _null_ctx
 from ..dtypes import ALL as ALL_DTYPES
-from ..runtime.kernels import Program, get_kernel, launch, render, vec_width
+from ..runtime.kernels import Program, get_kernel, group_limit, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, collapse, full_raw, pack8, size_repr, view_raw
 
@@ -116,6 +116,9 @@ def out_shape(shape, dims, keepdim):
     return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
+GROUP_MAX = 256        # the local buffers of reduce.mako's <op>_c / <op>_r kernels
+
+
 # ---- the raw reduction ----------------------------------------------------------------------------
 def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     """Reduce x over `dims` with reduction `name`; not recorded. Returns a new tensor."""
@@ -182,7 +185,10 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
             if not R.is_arg and M < want and N >= 4096:
                 parts = builtins.min(-(-want // M), -(-N // 1024))
         else:
-            L = 256 if N >= 256 else builtins.max(1, 1 << (N - 1).bit_length())
+            # any count works (the kernels' tree takes odd counts); within the kernel's limit and
+            # its local buffers (GROUP_MAX in reduce.mako)
+            L = builtins.min(N, group_limit(dev, get_kernel(dev, PROGRAMS[dt], f"{name}_{kind}"),
+                                            GROUP_MAX))
             want = dev.compute_units * 4
             if not R.is_arg and M < want and N >= L * 64:
                 parts = builtins.min(-(-want // M), -(-N // (L * 16)))

@@ -9,7 +9,7 @@ import collections
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import state as _state
-from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, collapse, contiguous_raw
 from .reduce import _INT_MAX, _INT_MIN
@@ -76,7 +76,63 @@ def _check_dtype(op, x):
 
 
 # ---- softmax -------------------------------------------------------------------------------------
-SOFTMAX = {dt: Program("softmax", dt.short, render("softmax.mako", dt=dt)) for dt in dtypes.FLOATS}
+SOFTMAX = {dt: Program("softmax", dt.short, render("softmax.mako", dt=dt, fast_exp=False))
+           for dt in dtypes.FLOATS}
+# the same with native_exp, for the devices where the probe below finds it accurate
+SOFTMAX_NATIVE = {dt: Program("softmax", dt.short + "_native",
+                              render("softmax.mako", dt=dt, fast_exp=True))
+                  for dt in dtypes.FLOATS if dt.ct != "double"}
+
+_PROBE = Program("probe", "native_exp", """
+__kernel void probe_native_exp(__global const float *x, __global float *fast, __global float *full)
+{
+    size_t i = get_global_id(0);
+    fast[i] = native_exp(x[i]);
+    full[i] = exp(x[i]);
+}""")
+_NATIVE_EXP_OK = {}
+
+
+def native_exp_ok(dev):
+    """Whether native_exp is as accurate as exp on dev over softmax's arguments (x - max <= 0):
+    within 4 ulp of the exact value where exp's result is a normal float, 0 at -inf and NaN at NaN.
+    OpenCL leaves native_exp's accuracy to the implementation, so it is measured, once per device.
+
+    >>> import clgrad
+    >>> native_exp_ok(clgrad.runtime.default_device()) in (True, False)
+    True
+    """
+    ok = _NATIVE_EXP_OK.get(dev)
+    if ok is None:
+        import numpy as np
+        import pyopencl as cl
+        rng = np.random.default_rng(0)
+        x = np.concatenate([np.linspace(-87.0, 0.0, 1 << 14), -rng.exponential(3.0, 1 << 14),
+                            [0.0, -0.0, -1e-30, -np.inf, np.nan]]).astype(np.float32)
+        mf = cl.mem_flags
+        xb = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+        fb = cl.Buffer(dev.context, mf.WRITE_ONLY, x.nbytes)
+        eb = cl.Buffer(dev.context, mf.WRITE_ONLY, x.nbytes)
+        q = dev.queue
+        get_kernel(dev, _PROBE, "probe_native_exp")(q, (x.size,), None, xb, fb, eb)
+        fast, full = np.empty_like(x), np.empty_like(x)
+        cl.enqueue_copy(q, fast, fb)
+        cl.enqueue_copy(q, full, eb)
+        q.finish()
+        with np.errstate(invalid="ignore", over="ignore"):
+            exact = np.exp(x.astype(np.float64))
+            normal = (exact >= np.finfo(np.float32).tiny) & np.isfinite(x)
+            rel = np.abs(fast[normal] - exact[normal]) / exact[normal]
+        ok = bool(rel.max() <= 4 * 2.0 ** -23 and fast[x == -np.inf].item() == 0
+                  and np.isnan(fast[np.isnan(x)]).all())
+        _NATIVE_EXP_OK[dev] = ok
+    return ok
+
+
+def _softmax_program(dev, dt):
+    if dt.ct != "double" and native_exp_ok(dev):
+        return SOFTMAX_NATIVE[dt]
+    return SOFTMAX[dt]
 
 
 def use_group(dev, L, inner, sl):
@@ -86,11 +142,13 @@ def use_group(dev, L, inner, sl):
     return not dev.cpu_paths and inner == 1 and sl == 1 and L >= 128
 
 
-def _group_size(dev, L):
-    ls = 1
-    while ls < min(L, 256, dev.max_work_group_size):
-        ls <<= 1
-    return ls
+GROUP_MAX = 256        # the local buffer of softmax.mako's *_group kernels
+
+
+def _group_size(dev, L, kernel):
+    """Work-items per line: any count (the kernels' tree takes odd ones), within the kernel's
+    limit and its local buffer."""
+    return min(L, group_limit(dev, kernel, GROUP_MAX))
 
 
 def softmax_raw(x, dim, log):
@@ -101,10 +159,11 @@ def softmax_raw(x, dim, log):
     if numel_of(x._shape) == 0:
         return out
     x, (outer, L, inner, so, sl, si) = _lines_of(x, dim)
-    prog = SOFTMAX[dt]
+    prog = _softmax_program(dev, dt)
     if use_group(dev, L, inner, sl):
-        ls = _group_size(dev, L)
-        launch(dev, get_kernel(dev, prog, "softmax_group"), (outer * ls,), (ls,),
+        k = get_kernel(dev, prog, "softmax_group")
+        ls = _group_size(dev, L, k)
+        launch(dev, k, (outer * ls,), (ls,),
                x._storage.buf, x._offset, so, out._storage.buf, 0, L, int(log))
         return out
     mode, n = _walk(dev, dt, outer, inner, sl, si)
@@ -125,10 +184,11 @@ def softmax_backward_raw(g, y, dim, log):
     g = contiguous_raw(cast_raw(g, dt))
     y = contiguous_raw(y)
     outer, L, inner = _lines(out, dim)[:3]
-    prog = SOFTMAX[dt]
+    prog = _softmax_program(dev, dt)
     if use_group(dev, L, inner, 1):
-        ls = _group_size(dev, L)
-        launch(dev, get_kernel(dev, prog, "softmax_bwd_group"), (outer * ls,), (ls,),
+        k = get_kernel(dev, prog, "softmax_bwd_group")
+        ls = _group_size(dev, L, k)
+        launch(dev, k, (outer * ls,), (ls,),
                g._storage.buf, g._offset, y._storage.buf, y._offset, out._storage.buf, 0, L,
                int(log))
         return out

@@ -52,8 +52,10 @@ class KernelBuildError(RuntimeError):
         self.log = log
         self.source = program.source
         numbered = "\n".join(f"{i + 1:5d}  {line}" for i, line in enumerate(program.source.split("\n")))
+        # some drivers (Intel's CPU runtime) fail a build with an empty log
+        shown = log if log.strip() else "(the driver gave no build log)"
         super().__init__(f"building OpenCL program {program.name} for {device.name} with options "
-                         f"{options!r} failed.\n--- build log ---\n{log}\n--- source ---\n{numbered}")
+                         f"{options!r} failed.\n--- build log ---\n{shown}\n--- source ---\n{numbered}")
 
 
 _SCALAR_TYPES = {
@@ -171,9 +173,9 @@ class Program:
             prog.build(options, devices=[device.cl_device])
         except cl.RuntimeError:
             try:
-                log = prog.get_build_info(device.cl_device, cl.program_build_info.LOG)
-            except Exception as e:     # pragma: no cover - driver without a log
-                log = f"(no build log: {e})"
+                log = prog.get_build_info(device.cl_device, cl.program_build_info.LOG) or ""
+            except Exception:          # a driver that cannot give one
+                log = ""
             raise KernelBuildError(self, device, log, options) from None
         BUILD_STATS["built_from_source"] += 1
         BUILD_STATS["build_seconds"] += time.perf_counter() - t0
@@ -247,4 +249,25 @@ def grid(device, n_items):
     ls = 1
     while ls < n_items:
         ls <<= 1
-    return (ls,), (ls,)
+    ls = min(ls, wg)          # a device's limit need not be a power of two
+    return (-(-n_items // ls) * ls,), (ls,)
+
+
+def group_limit(device, kernel, most):
+    """The most work-items a work-group of `kernel` may have on `device`, at most `most` (the size
+    of the kernel's local buffers): CL_KERNEL_WORK_GROUP_SIZE also counts the kernel's registers
+    and local memory, and may be below the device's maximum.
+
+    >>> import clgrad
+    >>> from clgrad.ops.reduce import PROGRAMS
+    >>> d = clgrad.runtime.default_device()
+    >>> 1 <= group_limit(d, get_kernel(d, PROGRAMS[clgrad.float32], "sum_r"), 256) <= 256
+    True
+    """
+    key = ("group_limit", kernel.function_name, id(kernel))
+    n = device.kernels.get(key)
+    if n is None:
+        n = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device)
+        n = max(1, min(int(n), device.max_work_group_size, most))
+        device.kernels[key] = n
+    return n
