@@ -161,11 +161,20 @@ def _host(t):
 
 
 def _write(t, host):
-    """Copy host values back into the device tensor t, in place."""
+    """Copy host values back into the device tensor t, in place: straight into its buffer when
+    t is contiguous and of the host's dtype, else through a temporary on the device."""
     from ..autograd.grad_mode import no_grad
     from ..ops.creation import from_numpy
+    host = np.ascontiguousarray(host)
+    if t._contig and t.dtype.np == host.dtype and t.dtype is not dtypes.bfloat16 and host.size:
+        import pyopencl as cl
+        dev = t._storage.device
+        cl.enqueue_copy(dev.queue, t._storage.buf, host, dst_offset=t._offset * host.itemsize,
+                        is_blocking=True)
+        t._vc[0] += 1                    # an in-place change, as copy_ would count it
+        return
     with no_grad():
-        t.copy_(from_numpy(np.ascontiguousarray(host).reshape(tuple(t.shape))).to(t.device))
+        t.copy_(from_numpy(host.reshape(tuple(t.shape))).to(t.device))
 
 
 def _op(op):
