@@ -11,12 +11,10 @@ import os
 import sys
 import time
 
-import pyopencl as cl
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import clgrad  # noqa: E402
-from clgrad.runtime.kernels import ALL_PROGRAMS, get_kernel  # noqa: E402
+from clgrad.runtime.kernels import ALL_PROGRAMS, built_kernels, get_kernel  # noqa: E402
 
 
 def main():
@@ -48,7 +46,7 @@ def main():
             bar.set_description(pr.unit(key).name[:40])
         elif i % 50 == 0:
             print(f"  {i}/{len(units)} units, {time.perf_counter() - t0:.0f} s")
-        built = set(pr.build(dev, key).get_info(cl.program_info.KERNEL_NAMES).split(";"))
+        built = built_kernels(pr.build(dev, key))
         for name in names:
             if name in built:          # not those that the build options leave out (#ifdef)
                 get_kernel(dev, pr, name)

@@ -327,6 +327,15 @@ def build_unit(device, unit, options):
     return prog
 
 
+def built_kernels(prog):
+    """The names of the kernels in a built cl.Program: those of its unit, less any that the build
+    options leave out (#ifdef)."""
+    try:
+        return set(prog.get_info(cl.program_info.KERNEL_NAMES).split(";")) - {""}
+    except cl.Error:               # Intel: a program without kernels has no "executable"
+        return set()
+
+
 def _make_kernel(device, program, name):
     if name not in program.signatures:
         raise KeyError(f"program {program.name} has no kernel {name!r}")
