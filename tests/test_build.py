@@ -1,6 +1,5 @@
-"""Kernel builds: programs split into units (one kernel, or a group of kernels, with the program's
-prelude), every unit compiling on the device, the binary cache per unit, and builds that print
-nothing."""
+"""Kernel builds: programs split into units (one kernel with the program's prelude), every unit
+compiling on the device, the binary cache per unit, and builds that print nothing."""
 import os
 import subprocess
 import sys
@@ -68,26 +67,25 @@ def test_split_skips_braces_in_comments_strings_and_macros():
 
 
 def test_units_compile_and_run(device):
-    """A kernel built alone, a group and the whole program give the same results."""
+    """A kernel built alone and the whole program give the same results."""
     src = textwrap.dedent("""
         inline float twice(float x) { return 2 * x; }
-        __kernel void a_one(__global float *x) { x[get_global_id(0)] = twice(x[get_global_id(0)]); }
-        __kernel void a_two(__global float *x) { x[get_global_id(0)] += 1; }
-        __kernel void b_one(__global float *x) { x[get_global_id(0)] = 0; }
+        __kernel void one(__global float *x) { x[get_global_id(0)] = twice(x[get_global_id(0)]); }
+        __kernel void two(__global float *x) { x[get_global_id(0)] += 1; }
     """)
-    p = Program("demo", "units", src, group=lambda k: k.split("_")[0])
-    assert p.unit("a").kernels == ["a_one", "a_two"] and p.unit("b_one").kernels == ["b_one"]
-    assert "b_one" not in p.unit("a").source and "twice" in p.unit("b_one").source
+    p = Program("demo", "units", src)
+    assert p.unit("one").kernels == ["one"] and p.unit(None).kernels == ["one", "two"]
+    assert "void two" not in p.unit("one").source and "twice" in p.unit("two").source
     x = clgrad.ones(4)
-    for key in ("a", "a_one", None):
-        k = cl.Kernel(p.build(device, key), "a_one")
-        k(device.queue, (4,), None, x._storage.buf)
-    assert x.tolist() == [8.0] * 4
-    k = get_kernel(device, p, "a_two")
-    k(device.queue, (4,), None, x._storage.buf)
-    assert x.tolist() == [9.0] * 4
+    for key in ("one", None):
+        cl.Kernel(p.build(device, key), "one")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [4.0] * 4
+    get_kernel(device, p, "two")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [5.0] * 4
     with pytest.raises(KeyError):
-        get_kernel(device, p, "c_one")
+        get_kernel(device, p, "three")
+    with pytest.raises(KeyError):
+        p.unit("three")
 
 
 def _check_build(device, program, key):
@@ -100,18 +98,13 @@ def _check_build(device, program, key):
 
 def test_every_family_builds_in_units(device):
     """The first and last kernel of every float32 program built alone (the last one needs the
-    whole prelude), and the first and last group of those that have groups. With
-    CLGRAD_TEST_ALL_UNITS=1: every kernel and group of every program (takes many minutes)."""
+    whole prelude). With CLGRAD_TEST_ALL_UNITS=1: every kernel of every program (many minutes)."""
     everything = os.environ.get("CLGRAD_TEST_ALL_UNITS") == "1"
     for p in _programs():
         if not everything and p.variant != "f32" and not p.variant.startswith("f32_"):
             continue
         names = list(p.signatures)
-        keys = names if everything else [names[0], names[-1]]
-        if p.group is not None:
-            groups = list(dict.fromkeys(p.group(n) for n in names))
-            keys += groups if everything else [groups[0], groups[-1]]
-        for key in keys:
+        for key in names if everything else [names[0], names[-1]]:
             _check_build(device, p, key)
 
 
@@ -127,7 +120,7 @@ def test_builds_print_nothing(device, tmp_path):
         dev = clgrad.cl.devices()[{device.index}]
         for dt in (clgrad.int32, clgrad.uint8, clgrad.bool):
             p = PROGRAMS[(1, dt)]
-            for key in (None, "isnan", "isfinite_c_t"):
+            for key in (None, "isnan_c_t", "isfinite_s_t"):
                 p.build(dev, key)
             get_kernel(dev, p, "isinf_s_t")
         print("built")

@@ -1,7 +1,7 @@
 """Build every kernel for a device, so that the first run of a script does not wait for the
 compiler (the driver's program cache, or clgrad's binary cache, keeps the results). Kernels are
-built in the units that a script would build them in (one kernel alone, a group, or a whole
-program: `Program.unit_key`), so what is prebuilt is what scripts look up.
+built in the units that a script would build them in (each kernel alone, or the whole program:
+`Program.unit_key`), so what is prebuilt is what scripts look up.
 
     python tools/prebuild.py               # the default device (CLGRAD_DEVICE picks another)
     python tools/prebuild.py --family ew2  # only some families

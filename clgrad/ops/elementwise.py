@@ -338,12 +338,6 @@ class _RenderEntry:
         self.patterns = e.patterns
 
 
-def _op_of(kernel):
-    """The op of an elementwise kernel (`mul_c_ts` -> `mul`): where kernels are built in groups
-    (PoCL), an op's layout variants go together."""
-    return kernel.rsplit("_", 2)[0]
-
-
 PROGRAMS = {}
 for _arity in (1, 2, 3):
     for _dt in ALL_DTYPES:
@@ -352,8 +346,7 @@ for _arity in (1, 2, 3):
         if _entries:
             PROGRAMS[(_arity, _dt)] = Program(
                 f"ew{_arity}", _dt.short,
-                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_),
-                group=_op_of)
+                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_))
 
 
 # ---- dispatch -------------------------------------------------------------------------------

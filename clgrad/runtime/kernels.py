@@ -2,8 +2,8 @@
 
 Templates in `cl_kernels/` are rendered with Mako at import (strict: an undefined name fails at
 once), one `Program` per template family and dtype. A program's kernels are compiled on first use
-in units (`Program.unit_key`): a kernel alone with the program's prelude, a group of kernels, or
-the whole program, whichever the device's compiler makes fastest; so a script compiles the few
+in units (`Program.unit_key`): each kernel alone with the program's prelude, or the whole program,
+whichever the device's compiler makes faster; so a script compiles the few
 kernels it uses, not the thousands clgrad has. Built binaries are kept in a cache directory so
 that the next process loads them instead of compiling (keyed by the unit's source, options,
 device, driver and clgrad version). Kernel objects are memoised per device, and each kernel's
@@ -184,8 +184,8 @@ _build_lock = threading.Lock()
 
 
 class Unit:
-    """What is compiled at once: some kernels of a Program with its prelude, or all of it. Carries
-    the name and source that a KernelBuildError shows."""
+    """What is compiled at once: one kernel of a Program with the program's prelude, or all of
+    it. Carries the name and source that a KernelBuildError shows."""
 
     def __init__(self, program, key, kernels, source):
         self.program = program
@@ -201,24 +201,21 @@ class Unit:
 
 class Program:
     """One template family rendered for one dtype. Its kernels are fetched with
-    `get_kernel(device, program, name)` and compiled in units on first use (see `unit_key`): a
-    program holds up to hundreds of kernels, a script uses a few. `group(name)` names the unit of
-    a kernel on PoCL (say its op: the variants of one op are used together); without it PoCL
-    builds the whole program.
+    `get_kernel(device, program, name)` and compiled on first use, each alone or all at once
+    (see `unit_key`): a program holds up to hundreds of kernels, a script uses a few.
 
     >>> p = Program("demo", "f32", "__kernel void one(__global float *x) { x[0] = 1; }")
     >>> p.signatures, p.unit("one").name
     ({'one': [None]}, 'demo_f32:one')
     """
 
-    def __init__(self, family, variant, source, options="", group=None):
+    def __init__(self, family, variant, source, options=""):
         self.id = len(ALL_PROGRAMS)
         self.family = family
         self.variant = variant
         self.name = f"{family}_{variant}"
         self.source = source
         self.options = options
-        self.group = group
         self.signatures = parse_signatures(source)
         self.digest = hashlib.sha256(source.encode()).hexdigest()
         self._split = None
@@ -233,34 +230,30 @@ class Program:
                 f"{self.options}").strip()
 
     def unit_key(self, device, name):
-        """Which unit compiles kernel `name` on `device`: the kernel alone, its group, or the whole
+        """Which unit compiles kernel `name` on `device`: the kernel alone (its name), or the whole
         program (None). Intel's compiler (like most) generates code for every kernel of a program
         when it is built (20 s for an elementwise program), so there each kernel is built alone.
-        PoCL generates a kernel's code only at its first launch, but each build costs ~0.2 s
-        however small, so there a group of kernels used together (or the program) is built.
-        CLGRAD_BUILD_UNIT=kernel|group|program overrides."""
-        mode = os.environ.get("CLGRAD_BUILD_UNIT") or ("group" if device.is_pocl else "kernel")
-        if mode == "kernel":
-            return name
-        if mode == "group" and self.group is not None:
-            return self.group(name)
-        return None
+        PoCL generates a kernel's code at its first launch, and a build costs ~0.2 s however
+        small (a whole elementwise program 1-3 s): building kernels alone saves little for a
+        script that uses a few ops and costs much more for one that uses many (measured: the
+        same for tools/train.py, 30% more for the elementwise tests), so PoCL builds the whole
+        program. CLGRAD_BUILD_UNIT=kernel|program overrides."""
+        mode = os.environ.get("CLGRAD_BUILD_UNIT") or ("program" if device.is_pocl else "kernel")
+        return None if mode == "program" else name
 
     def unit(self, key):
-        """The Unit of `key` (a kernel name, a group or None for all), made once. The source is
-        split on first use, not at import."""
+        """The Unit of `key` (a kernel's name, or None for the whole program), made once. The
+        source is split on first use, not at import."""
         u = self._units.get(key)
         if u is None:
             if key is None:
                 u = Unit(self, None, list(self.signatures), self.source)
             else:
+                if key not in self.signatures:
+                    raise KeyError(f"program {self.name} has no kernel {key!r}")
                 if self._split is None:
                     self._split = _Split(self.source)
-                kernels = [n for n in self.signatures
-                           if n == key or (self.group is not None and self.group(n) == key)]
-                if not kernels:
-                    raise KeyError(f"program {self.name} has no kernel {key!r}")
-                u = Unit(self, key, kernels, self._split.source(set(kernels)))
+                u = Unit(self, key, [key], self._split.source({key}))
             self._units[key] = u
         return u
 
