@@ -5,6 +5,7 @@ held-out accuracy, save a checkpoint, reload it and check that it scores the sam
     python tools/train.py --model mlp --epochs 3 --device pocl
     python tools/train.py --profile trace.json  # also writes a chrome trace of some steps
     python tools/train.py --plot curves.png     # loss and accuracy curves (needs matplotlib)
+    python tools/train.py --steps 1             # stop after one step (cold start: cold_start.py)
 
 The whole program reads like a torch script: `import clgrad as torch` would do.
 """
@@ -85,6 +86,8 @@ def main(argv=None):
                    help="profile 20 training steps and write a chrome trace")
     p.add_argument("--plot", metavar="CURVES.png", default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="stop after this many training steps (no evaluation, no checkpoint)")
     args = p.parse_args(argv)
 
     if args.device:
@@ -117,6 +120,7 @@ def main(argv=None):
         profile_steps(model, opt, train_loader, args.profile)
 
     t_train = time.perf_counter()
+    steps = 0
     for epoch in range(1, args.epochs + 1):
         seen = 0
         loss_acc = clgrad.zeros(())          # summed on the device: no wait per step
@@ -124,6 +128,9 @@ def main(argv=None):
         t_epoch = time.perf_counter()
         bar = progress(train_loader, len(train_loader), f"epoch {epoch}/{args.epochs}")
         for step, (xb, yb) in enumerate(bar):
+            if steps == args.steps:
+                break
+            t_step, cpu_step = time.perf_counter(), time.process_time()
             logits = model(xb)
             loss = F.cross_entropy(logits, yb)
             opt.zero_grad()
@@ -134,10 +141,23 @@ def main(argv=None):
                 loss_acc += loss.detach() * yb.shape[0]
                 correct += (logits.argmax(1) == yb).sum()
             seen += yb.shape[0]
+            steps += 1
+            if steps == 1:
+                # the cold-start figure: kernels built (or loaded from the caches) on first use
+                clgrad.cl.synchronize()
+                first_step = time.perf_counter() - t_step
+                (bar.write if hasattr(bar, "write") else print)(
+                    f"first step took {first_step:.2f} s (cpu {time.process_time() - cpu_step:.2f}"
+                    f" s; kernel builds included)")
             if hasattr(bar, "set_postfix") and (step % 20 == 19 or step == len(train_loader) - 1):
                 rate = seen / (time.perf_counter() - t_epoch)
                 bar.set_postfix(loss=f"{loss_acc.item() / seen:.3f}",
                                 acc=f"{correct.item() / seen:.3f}", samples_s=f"{rate:.0f}")
+        if steps == args.steps:
+            if hasattr(bar, "close"):
+                bar.close()
+            print(f"stopped after {steps} steps; first step {first_step:.3f} s")
+            return 0
         train_loss, train_acc = loss_acc.item() / seen, correct.item() / seen
         test_acc, test_loss = evaluate(model, test_loader)
         history.append((epoch, train_loss, train_acc, test_loss, test_acc))

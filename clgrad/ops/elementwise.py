@@ -175,12 +175,13 @@ entry("nan_to_num", "T", {"f": "SEL(isnan(x), CV(p0), SEL(isinf(x) & (x > CV(0))
                                "SEL(isinf(x), CV(p2), x)))", "i": "x", "u": "x", "b": "x"},
       nparams=3, saves="x", vjp=(lambda g, a: where(isfinite(a.x), g, zeros_like_(g)),))
 entry("logical_not", "T", ("fiub", "x == CV(0)"), out="bool")
-entry("isnan", "T", {"f": "isnan(x)", "i": "x != x", "u": "x != x", "b": "x != x"}, out="bool")
-entry("isinf", "T", {"f": "isinf(x)", "i": "x != x", "u": "x != x", "b": "x != x"}, out="bool")
-entry("isfinite", "T", {"f": "isfinite(x)", "i": "x == x", "u": "x == x", "b": "x == x"},
-      out="bool")
-entry("signbit", "T", {"f": "signbit(x)", "i": "x < CV(0)", "u": "x != x", "b": "x != x"},
-      out="bool")
+# Integers are never NaN nor infinite: a comparison of constants gives the constant mask of x's
+# comparison type (comparing x with itself would do too, but compilers warn about it).
+_NONE, _ALL = "CV(0) != CV(0)", "CV(0) == CV(0)"
+entry("isnan", "T", {"f": "isnan(x)", "i": _NONE, "u": _NONE, "b": _NONE}, out="bool")
+entry("isinf", "T", {"f": "isinf(x)", "i": _NONE, "u": _NONE, "b": _NONE}, out="bool")
+entry("isfinite", "T", {"f": "isfinite(x)", "i": _ALL, "u": _ALL, "b": _ALL}, out="bool")
+entry("signbit", "T", {"f": "signbit(x)", "i": "x < CV(0)", "u": _NONE, "b": _NONE}, out="bool")
 entry("bitwise_not", "T", {"i": "~x", "u": "~x", "b": "x ^ CV(1)"})
 
 # ---- binary ---------------------------------------------------------------------------------

@@ -1,17 +1,20 @@
 """Kernel sources and programs.
 
 Templates in `cl_kernels/` are rendered with Mako at import (strict: an undefined name fails at
-once), one `Program` per template family and dtype. A program is built for a device the first time
-one of its kernels is asked for; the built binary is kept in a cache directory so that the next
-process loads it instead of compiling (keyed by source, options, device, driver and clgrad
-version). Kernel objects are memoised per device, and each kernel's scalar argument types are
-declared once, read off its signature in the rendered source.
+once), one `Program` per template family and dtype. A program's kernels are compiled on first use
+in units (`Program.unit_key`): each kernel alone with the program's prelude, or the whole program,
+whichever the device's compiler makes faster; so a script compiles the few
+kernels it uses, not the thousands clgrad has. Built binaries are kept in a cache directory so
+that the next process loads them instead of compiling (keyed by the unit's source, options,
+device, driver and clgrad version). Kernel objects are memoised per device, and each kernel's
+scalar argument types are declared once, read off its signature in the rendered source.
 """
 import hashlib
 import os
 import re
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +67,7 @@ _SCALAR_TYPES = {
     "float": np.float32, "double": np.float64, "half": np.float16,
     "long8": cltypes.long8, "int8": cltypes.int8, "long4": cltypes.long4, "int4": cltypes.int4,
 }
-_SIG = re.compile(r"__kernel\s+(?:__attribute__\s*\(\(.*?\)\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
+_SIG = re.compile(r"\b(?:__)?kernel\s+(?:__attribute__\s*\(\(.*?\)\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
 
 
 def parse_signatures(source):
@@ -101,9 +104,10 @@ def cache_dir():
 
 def keeps_binaries(device):
     """Whether clgrad keeps built binaries itself. PoCL and NVIDIA cache built programs on their
-    own (a PoCL cache hit costs ~30 ms a program), and asking PoCL for a program's binary makes it
-    compile every kernel in it (tens of seconds for the big elementwise programs), so for them
-    the driver's cache is used. CLGRAD_BINARY_CACHE=always|never overrides."""
+    own. Asking PoCL for a binary makes it generate code for every kernel of the unit for any
+    work-group size (~0.3 s a kernel), which the first launch then does again for the size it
+    uses, while a hit in PoCL's cache costs ~50 ms a unit: so for PoCL the driver's cache is used.
+    CLGRAD_BINARY_CACHE=always|never overrides."""
     mode = os.environ.get("CLGRAD_BINARY_CACHE", "auto").lower()
     if mode in ("always", "1", "yes"):
         return True
@@ -112,14 +116,100 @@ def keeps_binaries(device):
     return not (device.is_pocl or "nvidia" in device.platform_name.lower())
 
 
+# The tokens of OpenCL C that the splitter needs: comments, string and character literals and
+# preprocessor lines (with their continuations) are skipped whole, so that a brace or the word
+# kernel inside them counts for nothing; then braces, semicolons and the kernel keyword.
+_TOKEN = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
+                    r"""|^[ \t]*\#(?:\\\n|[^\n])*|[{};]|\b(?:__)?kernel\b""", re.S | re.M)
+
+
+class _Split:
+    """A program's source cut at its kernel definitions: text[0] kernel[0] text[1] kernel[1] ...
+    text[-1], where the texts are the prelude (defines, types, helper functions) in its places."""
+
+    def __init__(self, source):
+        self.texts, self.kernels, self.names = [], [], []
+        depth, start, pos = 0, None, 0
+        for m in _TOKEN.finditer(source):
+            tok = m.group()
+            if tok in ("__kernel", "kernel"):
+                if depth == 0 and start is None:
+                    start = m.start()
+                continue
+            if tok == "{":
+                depth += 1
+            elif tok == "}":
+                depth -= 1
+            elif tok != ";":
+                continue                              # a comment, literal or preprocessor line
+            if depth == 0 and start is not None:      # the end of a definition (or declaration)
+                head = _SIG.match(source, start)
+                if head is None:
+                    raise ValueError(f"cannot read a kernel's name: {source[start:start + 200]}")
+                self.texts.append(source[pos:start])
+                self.kernels.append(source[start:m.end()])
+                self.names.append(head.group(1))
+                start, pos = None, m.end()
+        if depth != 0 or start is not None:
+            raise ValueError("unbalanced braces: the program cannot be split into kernels")
+        self.texts.append(source[pos:])
+
+    def source(self, keep):
+        """The program with only the kernels named in `keep`."""
+        parts = [self.texts[0]]
+        for name, kernel, text in zip(self.names, self.kernels, self.texts[1:]):
+            if name in keep:
+                parts.append(kernel)
+            parts.append(text)
+        return "".join(parts)
+
+
+def split_kernels(source):
+    """Cut a program's source into one source per kernel: {name: source}. A kernel's source is the
+    program without the definitions of the other kernels: the prelude (defines, types, helper
+    functions) stays in place, so each piece compiles as the whole program did.
+
+    >>> src = ("#define T float\\ninline T twice(T x) { return 2 * x; }\\n"
+    ...        "__kernel void a(__global T *x) { x[0] = twice(x[0]); }\\n"
+    ...        "__kernel void b(__global T *x) { x[0] = 0; }\\n")
+    >>> pieces = split_kernels(src)
+    >>> sorted(pieces), "twice" in pieces["b"], "void b" in pieces["a"]
+    (['a', 'b'], True, False)
+    """
+    split = _Split(source)
+    return {name: split.source({name}) for name in dict.fromkeys(split.names)}
+
+
 ALL_PROGRAMS = []          # every Program rendered at import, for the prebuild and dump tools
 BUILD_STATS = {"built_from_source": 0, "loaded_binary": 0, "build_seconds": 0.0}
 _build_lock = threading.Lock()
 
 
+class Unit:
+    """What is compiled at once: one kernel of a Program with the program's prelude, or all of
+    it. Carries the name and source that a KernelBuildError shows."""
+
+    def __init__(self, program, key, kernels, source):
+        self.program = program
+        self.key = key
+        self.kernels = kernels
+        self.name = program.name if key is None else f"{program.name}:{key}"
+        self.source = source
+        self.digest = hashlib.sha256(source.encode()).hexdigest()
+
+    def __repr__(self):
+        return f"<Unit {self.name}: {len(self.kernels)} kernels>"
+
+
 class Program:
-    """One template family rendered for one dtype: the unit that is compiled. Its kernels are
-    fetched with `get_kernel(device, program, name)`."""
+    """One template family rendered for one dtype. Its kernels are fetched with
+    `get_kernel(device, program, name)` and compiled on first use, each alone or all at once
+    (see `unit_key`): a program holds up to hundreds of kernels, a script uses a few.
+
+    >>> p = Program("demo", "f32", "__kernel void one(__global float *x) { x[0] = 1; }")
+    >>> p.signatures, p.unit("one").name
+    ({'one': [None]}, 'demo_f32:one')
+    """
 
     def __init__(self, family, variant, source, options=""):
         self.id = len(ALL_PROGRAMS)
@@ -130,6 +220,8 @@ class Program:
         self.options = options
         self.signatures = parse_signatures(source)
         self.digest = hashlib.sha256(source.encode()).hexdigest()
+        self._split = None
+        self._units = {}
         ALL_PROGRAMS.append(self)
 
     def __repr__(self):
@@ -139,67 +231,113 @@ class Program:
         return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.cpu_paths)} "
                 f"{self.options}").strip()
 
-    def build(self, device):
-        prog = device.programs.get(self.id)
+    def unit_key(self, device, name):
+        """Which unit compiles kernel `name` on `device`: the kernel alone (its name), or the whole
+        program (None). Intel's compiler (like most) generates code for every kernel of a program
+        when it is built (20 s for an elementwise program), so there each kernel is built alone.
+        PoCL generates a kernel's code at its first launch, and a build costs ~0.2 s however
+        small (a whole elementwise program 1-3 s): building kernels alone saves little for a
+        script that uses a few ops and costs much more for one that uses many (measured: the
+        same for tools/train.py, 30% more for the elementwise tests), so PoCL builds the whole
+        program. CLGRAD_BUILD_UNIT=kernel|program overrides."""
+        mode = os.environ.get("CLGRAD_BUILD_UNIT") or ("program" if device.is_pocl else "kernel")
+        return None if mode == "program" else name
+
+    def unit(self, key):
+        """The Unit of `key` (a kernel's name, or None for the whole program), made once. The
+        source is split on first use, not at import."""
+        u = self._units.get(key)
+        if u is None:
+            if key is None:
+                u = Unit(self, None, list(self.signatures), self.source)
+            else:
+                if key not in self.signatures:
+                    raise KeyError(f"program {self.name} has no kernel {key!r}")
+                if self._split is None:
+                    self._split = _Split(self.source)
+                u = Unit(self, key, [key], self._split.source({key}))
+            self._units[key] = u
+        return u
+
+    def build(self, device, key=None):
+        """The cl.Program of unit `key` (see unit_key) on `device`, built on first use."""
+        prog = device.programs.get((self.id, key))
         if prog is None:
             with _build_lock:
-                prog = device.programs.get(self.id)
+                prog = device.programs.get((self.id, key))
                 if prog is None:
-                    prog = self._build(device)
-                    device.programs[self.id] = prog
+                    prog = build_unit(device, self.unit(key), self.options_for(device))
+                    device.programs[(self.id, key)] = prog
         return prog
 
-    def _build(self, device):
-        import time
-        t0 = time.perf_counter()
-        options = self.options_for(device)
-        cdir = cache_dir() if keeps_binaries(device) else None
-        path = None
-        if cdir is not None:
-            key = "\0".join([self.digest, options, device.name, device.platform_name,
-                             device.version, device.driver_version, __version__])
-            path = cdir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".bin")
-            if path.exists():
-                try:
-                    prog = cl.Program(device.context, [device.cl_device], [path.read_bytes()])
-                    prog.build(options)
-                    BUILD_STATS["loaded_binary"] += 1
-                    BUILD_STATS["build_seconds"] += time.perf_counter() - t0
-                    return prog
-                except Exception:
-                    pass             # stale or foreign binary: rebuild from source
-        prog = cl.Program(device.context, self.source)
+
+def _binary_path(device, unit, options):
+    cdir = cache_dir() if keeps_binaries(device) else None
+    if cdir is None:
+        return None
+    key = "\0".join([unit.digest, options, device.name, device.platform_name, device.version,
+                     device.driver_version, __version__])
+    return cdir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".bin")
+
+
+def build_unit(device, unit, options):
+    """Compile `unit` for `device`: from a saved binary when there is one, else from source (and
+    save the binary). pyopencl's own build wrapper is bypassed on purpose: its cache would keep a
+    second copy of every binary (asking the driver for it, which compiles every kernel), and it
+    warns about any non-empty build log (Intel's always has one). A failure raises
+    KernelBuildError with the log and the source."""
+    t0 = time.perf_counter()
+    path = _binary_path(device, unit, options)
+    if path is not None and path.exists():
         try:
-            prog.build(options, devices=[device.cl_device])
-        except cl.RuntimeError:
-            try:
-                log = prog.get_build_info(device.cl_device, cl.program_build_info.LOG) or ""
-            except Exception:          # a driver that cannot give one
-                log = ""
-            raise KernelBuildError(self, device, log, options) from None
-        BUILD_STATS["built_from_source"] += 1
-        BUILD_STATS["build_seconds"] += time.perf_counter() - t0
-        if path is not None:
-            try:
-                binary = prog.get_info(cl.program_info.BINARIES)[0]
-                if binary:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(binary)
-                    os.replace(tmp, path)
-            except OSError:
-                pass                 # a read-only home is no reason to fail
-        return prog
+            prog = cl._cl._Program(device.context, [device.cl_device], [path.read_bytes()])
+            prog._build(options=options.encode(), devices=[device.cl_device])
+            BUILD_STATS["loaded_binary"] += 1
+            BUILD_STATS["build_seconds"] += time.perf_counter() - t0
+            return prog
+        except Exception:
+            pass             # stale or foreign binary: rebuild from source
+    prog = cl._cl._Program(device.context, unit.source)
+    try:
+        prog._build(options=options.encode(), devices=[device.cl_device])
+    except cl.Error:
+        try:
+            log = prog.get_build_info(device.cl_device, cl.program_build_info.LOG) or ""
+        except Exception:              # a driver that cannot give one
+            log = ""
+        raise KernelBuildError(unit, device, log, options) from None
+    BUILD_STATS["built_from_source"] += 1
+    BUILD_STATS["build_seconds"] += time.perf_counter() - t0
+    if path is not None:
+        try:
+            binary = prog.get_info(cl.program_info.BINARIES)[0]
+            if binary:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(binary)
+                os.replace(tmp, path)
+        except OSError:
+            pass                 # a read-only home is no reason to fail
+    return prog
+
+
+def built_kernels(prog):
+    """The names of the kernels in a built cl.Program: those of its unit, less any that the build
+    options leave out (#ifdef)."""
+    try:
+        return set(prog.get_info(cl.program_info.KERNEL_NAMES).split(";")) - {""}
+    except cl.Error:               # Intel: a program without kernels has no "executable"
+        return set()
 
 
 def _make_kernel(device, program, name):
-    prog = program.build(device)
+    if name not in program.signatures:
+        raise KeyError(f"program {program.name} has no kernel {name!r}")
+    prog = program.build(device, program.unit_key(device, name))
     with device.lock:
         k = device.kernels.get((program.id, name))
         if k is None:
-            if name not in program.signatures:
-                raise KeyError(f"program {program.name} has no kernel {name!r}")
             k = cl.Kernel(prog, name)
             k.set_scalar_arg_dtypes(program.signatures[name])
             device.kernels[(program.id, name)] = k

@@ -1,0 +1,167 @@
+"""Kernel builds: programs split into units (one kernel with the program's prelude), every unit
+compiling on the device, the binary cache per unit, and builds that print nothing."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pyopencl as cl
+import pytest
+
+import clgrad
+from clgrad.runtime.kernels import (ALL_PROGRAMS, _SIG, Program, _Split, built_kernels,
+                                    get_kernel, split_kernels)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(code, env=None):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=e, timeout=600)
+
+
+def _programs():
+    return [p for p in ALL_PROGRAMS if p.family not in ("broken", "demo", "cachetest")]
+
+
+def test_split_is_exact_on_every_program():
+    """Each piece holds its kernel and the whole prelude, no other kernel; put back together the
+    pieces are the program; no kernel calls another (a piece would miss it)."""
+    for p in _programs():
+        split = _Split(p.source)
+        assert split.names == list(p.signatures), p.name
+        assert split.source(set(split.names)) == p.source, p.name
+        prelude = "".join(split.texts)
+        pieces = split_kernels(p.source)
+        for name, piece in pieces.items():
+            assert [m.group(1) for m in _SIG.finditer(piece)] == [name], (p.name, name)
+            assert len(piece) == len(prelude) + len(split.kernels[split.names.index(name)])
+        for name, kernel in zip(split.names, split.kernels):
+            body = kernel[kernel.index("{"):]
+            called = [n for n in split.names if f"{n}(" in body.replace(" (", "(")]
+            assert not called, (p.name, name, called)
+
+
+def test_split_skips_braces_in_comments_strings_and_macros():
+    src = textwrap.dedent("""
+        #define BLOCK(x) do { x; } while (0) /* { */
+        // __kernel void not_me(int a) {
+        inline int helper(int a) { return a > 0 ? a : -a; }
+        __kernel void first(__global int *p) { BLOCK(p[0] = helper(p[0])); /* } */ }
+        #if 1
+        __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void second(__global int *p)
+        {
+            if (p[0]) { p[1] = '}'; }
+        }
+        #endif
+    """)
+    pieces = split_kernels(src)
+    assert sorted(pieces) == ["first", "second"]
+    assert "helper" in pieces["second"] and "void first" not in pieces["second"]
+    assert "#if 1" in pieces["first"] and "#endif" in pieces["first"]
+    with pytest.raises(ValueError, match="unbalanced"):
+        split_kernels("__kernel void f(__global int *p) { if (p[0]) { }")
+
+
+def test_units_compile_and_run(device):
+    """A kernel built alone and the whole program give the same results."""
+    src = textwrap.dedent("""
+        inline float twice(float x) { return 2 * x; }
+        __kernel void one(__global float *x) { x[get_global_id(0)] = twice(x[get_global_id(0)]); }
+        __kernel void two(__global float *x) { x[get_global_id(0)] += 1; }
+    """)
+    p = Program("demo", "units", src)
+    assert p.unit("one").kernels == ["one"] and p.unit(None).kernels == ["one", "two"]
+    assert "void two" not in p.unit("one").source and "twice" in p.unit("two").source
+    x = clgrad.ones(4)
+    for key in ("one", None):
+        cl.Kernel(p.build(device, key), "one")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [4.0] * 4
+    get_kernel(device, p, "two")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [5.0] * 4
+    with pytest.raises(KeyError):
+        get_kernel(device, p, "three")
+    with pytest.raises(KeyError):
+        p.unit("three")
+
+
+def _check_build(device, program, key):
+    if "f64" in program.variant and not device.has_fp64:
+        return
+    missing = set(program.unit(key).kernels) - built_kernels(program.build(device, key))
+    if missing:        # only kernels that the program's build options leave out (#ifdef)
+        assert not missing & built_kernels(program.build(device, None)), (program.name, key)
+
+
+def test_every_family_builds_in_units(device):
+    """The first and last kernel of every float32 program built alone (the last one needs the
+    whole prelude). With CLGRAD_TEST_ALL_UNITS=1: every kernel of every program (many minutes)."""
+    everything = os.environ.get("CLGRAD_TEST_ALL_UNITS") == "1"
+    for p in _programs():
+        if not everything and p.variant != "f32" and not p.variant.startswith("f32_"):
+            continue
+        names = list(p.signatures)
+        for key in names if everything else [names[0], names[-1]]:
+            _check_build(device, p, key)
+
+
+def test_builds_print_nothing(device, tmp_path):
+    """No compiler output reaches the user: neither the compiler's own lines on stderr nor
+    pyopencl's CompilerWarning (Intel's build log is never empty), for the programs whose
+    templates used to warn, built whole and in units, from source and then from the caches
+    (clgrad's binaries, or PoCL's own cache)."""
+    code = f"""
+        import clgrad
+        from clgrad.runtime.kernels import get_kernel
+        from clgrad.ops.elementwise import PROGRAMS
+        dev = clgrad.cl.devices()[{device.index}]
+        for dt in (clgrad.int32, clgrad.uint8, clgrad.bool):
+            p = PROGRAMS[(1, dt)]
+            for key in (None, "isnan_c_t", "isfinite_s_t"):
+                p.build(dev, key)
+            get_kernel(dev, p, "isinf_s_t")
+        print("built")
+    """
+    env = {"CLGRAD_CACHE_DIR": str(tmp_path), "POCL_CACHE_DIR": str(tmp_path / "pocl"),
+           "PYTHONWARNINGS": "always"}
+    for _ in range(2):                 # from source, then from the caches
+        r = _run(code, env)
+        assert r.returncode == 0 and r.stdout.strip() == "built", r.stderr
+        assert r.stderr == "", r.stderr
+
+
+def test_binary_cache_round_trip_per_unit(tmp_path):
+    """A second process loads each unit's binary instead of compiling; a damaged binary is
+    rebuilt from source."""
+    code = """
+        import clgrad
+        from clgrad.runtime.kernels import BUILD_STATS, Program, get_kernel
+        p = Program("cachetest", "f32", '''
+            inline float three(void) { return 3; }
+            __kernel void twice(__global float *x) { x[0] *= 2; }
+            __kernel void thrice(__global float *x) { x[0] *= three(); }''')
+        x = clgrad.ones(1)
+        for name in ("twice", "thrice"):
+            get_kernel(x._device, p, name)(x._device.queue, (1,), (1,), x._storage.buf)
+        assert x.item() == 6.0, x.item()
+        print(BUILD_STATS["built_from_source"], BUILD_STATS["loaded_binary"])
+    """
+    env = {"CLGRAD_CACHE_DIR": str(tmp_path), "CLGRAD_BINARY_CACHE": "always",
+           "CLGRAD_BUILD_UNIT": "kernel"}
+    first = _run(code, env)
+    assert first.returncode == 0, first.stderr
+    built, loaded = map(int, first.stdout.split())
+    bins = sorted(tmp_path.glob("*.bin"))
+    assert built >= 2 and loaded == 0 and len(bins) >= 2
+    second = _run(code, env)
+    assert second.returncode == 0, second.stderr
+    built2, loaded2 = map(int, second.stdout.split())
+    assert loaded2 >= 2 and built2 == built - loaded2
+    for b in bins:
+        b.write_bytes(b"not a binary")
+    third = _run(code, env)
+    assert third.returncode == 0, third.stderr
+    assert third.stdout.split() == first.stdout.split()
