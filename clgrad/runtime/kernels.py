@@ -280,6 +280,15 @@ def _binary_path(device, unit, options):
     return cdir / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".bin")
 
 
+def build_log(prog, device):
+    """The driver's build log of prog, "" when it gives none (Intel's CPU runtime may return an
+    empty log for a failed build; some drivers cannot give one at all)."""
+    try:
+        return prog.get_build_info(device.cl_device, cl.program_build_info.LOG) or ""
+    except Exception:
+        return ""
+
+
 def build_unit(device, unit, options):
     """Compile `unit` for `device`: from a saved binary when there is one, else from source (and
     save the binary). pyopencl's own build wrapper is bypassed on purpose: its cache would keep a
@@ -301,11 +310,7 @@ def build_unit(device, unit, options):
     try:
         prog._build(options=options.encode(), devices=[device.cl_device])
     except cl.Error:
-        try:
-            log = prog.get_build_info(device.cl_device, cl.program_build_info.LOG) or ""
-        except Exception:              # a driver that cannot give one
-            log = ""
-        raise KernelBuildError(unit, device, log, options) from None
+        raise KernelBuildError(unit, device, build_log(prog, device), options) from None
     BUILD_STATS["built_from_source"] += 1
     BUILD_STATS["build_seconds"] += time.perf_counter() - t0
     if path is not None:
