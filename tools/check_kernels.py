@@ -366,16 +366,22 @@ def drive_softmax(dev, dt, rng):
     path of GPUs), contiguous and strided."""
     import clgrad
     import clgrad.nn.functional as F
-    # rows, long rows (one work-group per line on GPUs), lines across vector lanes with a tail,
-    # one work-item per line
-    for shape, dim in (((3, 7), -1), ((4, 300), -1), ((5, 6, 3), 1), ((6, 5), 0), ((2, 5, 10), 1),
-                       ((3, 4, 3), 1)):
-        for f in (F.softmax, F.log_softmax):
-            x = _t(dt, shape, dev, rng).requires_grad_()
-            y = f(x, dim)
-            y.backward(clgrad.ones_like(y))
-    x = _strided(dt, (300, 4), dev, rng)
-    F.softmax(x, 0); F.log_softmax(x, 0)
+    from clgrad.ops import softmax as sm
+    probed = sm.native_exp_ok(dev)             # runs the probe kernel once
+    # both programs, whatever the probe found: with native_exp and with the full-precision exp
+    for native in (True, False):
+        sm._NATIVE_EXP_OK[dev] = native
+        # rows, long rows (one work-group per line on GPUs), lines across vector lanes with a
+        # tail, one work-item per line
+        for shape, dim in (((3, 7), -1), ((4, 300), -1), ((5, 6, 3), 1), ((6, 5), 0),
+                           ((2, 5, 10), 1), ((3, 4, 3), 1)):
+            for f in (F.softmax, F.log_softmax):
+                x = _t(dt, shape, dev, rng).requires_grad_()
+                y = f(x, dim)
+                y.backward(clgrad.ones_like(y))
+        x = _strided(dt, (300, 4), dev, rng)
+        F.softmax(x, 0); F.log_softmax(x, 0)
+    sm._NATIVE_EXP_OK[dev] = probed
 
 
 def drive_index(dev, dt, rng):

@@ -241,6 +241,15 @@ def _unique_sorted(values, order, return_inverse, return_counts, n):
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _inverse_shaped(res, return_inverse, shape):
+    """unique's result with the inverse indices given input's shape."""
+    if not return_inverse:
+        return res
+    res = list(res)
+    res[1] = res[1].reshape(shape)
+    return tuple(res)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements in ascending order; optionally where each input element went
     (`return_inverse`, shaped as input) and how many times each occurs (`return_counts`).
@@ -259,11 +268,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         order = sort_indices(flat, 0)
         values = flat[order]
         res = _unique_sorted(values, order, return_inverse, return_counts, flat.numel())
-    if return_inverse:
-        res = list(res)
-        res[1] = res[1].reshape(input.shape)
-        res = tuple(res)
-    return res
+    return _inverse_shaped(res, return_inverse, input.shape)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -281,11 +286,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         order = flat.new_tensor(list(range(flat.numel())), dtype=dtypes.int64) \
             if flat.numel() else flat.new_zeros((0,), dtype=dtypes.int64)
         res = _unique_sorted(flat, order, return_inverse, return_counts, flat.numel())
-    if return_inverse:
-        res = list(res)
-        res[1] = res[1].reshape(input.shape)
-        res = tuple(res)
-    return res
+    return _inverse_shaped(res, return_inverse, input.shape)
 
 
 def mode(input, dim=-1, keepdim=False):

@@ -209,16 +209,21 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if n == 0:
         return y.sum(d)
     mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
+    if isinstance(x, Tensor):
+        return (mid * _steps(x, y, d)).sum(d)
     if x is not None:
-        if isinstance(x, Tensor):
-            steps = x.diff(dim=-1 if x.dim() == 1 else d)
-            if x.dim() == 1:
-                shape = [1] * y.dim()
-                shape[d] = n - 1
-                steps = steps.reshape(shape)
-            return (mid * steps).sum(d)
         dx = x
     return mid.sum(d) * (1.0 if dx is None else dx)
+
+
+def _steps(x, y, d):
+    """The spacing of sample points x along dim d of y (a 1-d x applies to every line)."""
+    steps = x.diff(dim=-1 if x.dim() == 1 else d)
+    if x.dim() == 1:
+        shape = [1] * y.dim()
+        shape[d] = y.shape[d] - 1
+        steps = steps.reshape(shape)
+    return steps
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -232,12 +237,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     n = y.shape[d]
     mid = (y.narrow(d, 1, max(n - 1, 0)) + y.narrow(d, 0, max(n - 1, 0))) / 2
     if isinstance(x, Tensor):
-        steps = x.diff(dim=-1 if x.dim() == 1 else d)
-        if x.dim() == 1:
-            shape = [1] * y.dim()
-            shape[d] = n - 1
-            steps = steps.reshape(shape)
-        mid = mid * steps
+        mid = mid * _steps(x, y, d)
     elif x is not None or dx is not None:
         mid = mid * (x if x is not None else dx)
     return mid.cumsum(d)

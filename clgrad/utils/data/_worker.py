@@ -54,8 +54,7 @@ class _Numeric:
         self.array = array
 
 
-def host_collate(batch):
-    """default_collate's structure with numpy arrays in place of tensors (run in workers)."""
+def _host_leaf(batch):
     from ...tensor import Tensor
     elem = batch[0]
     if isinstance(elem, Tensor):
@@ -72,27 +71,13 @@ def host_collate(batch):
         return _Numeric(np.array(batch, dtype=np.int64))
     if isinstance(elem, (str, bytes)):
         return batch
-    if isinstance(elem, collections.abc.Mapping):
-        out = {key: host_collate([d[key] for d in batch]) for key in elem}
-        try:
-            return type(elem)(out)
-        except TypeError:
-            return out
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(host_collate(list(s)) for s in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        size = len(elem)
-        if any(len(e) != size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        collated = [host_collate(list(s)) for s in zip(*batch)]
-        if isinstance(elem, tuple):
-            return collated
-        try:
-            return type(elem)(collated)
-        except TypeError:
-            return collated
-    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts "
-                    f"or lists; found {type(elem)}")
+    return NotImplemented
+
+
+def host_collate(batch):
+    """default_collate's structure with numpy arrays in place of tensors (run in workers)."""
+    from .dataloader import collate_nested
+    return collate_nested(batch, _host_leaf)
 
 
 def to_device(data):

@@ -49,6 +49,12 @@ def default_collate(batch):
     >>> out[0].shape, out[1].tolist()
     (clgrad.Size([2, 2]), [1, 2])
     """
+    return collate_nested(batch, _device_leaf)
+
+
+def _device_leaf(batch):
+    """default_collate of a batch of leaves (tensors, arrays, numbers, strings), or
+    NotImplemented for a container."""
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(batch, 0)
@@ -66,20 +72,30 @@ def default_collate(batch):
         return tensor(batch)
     if isinstance(elem, (str, bytes)):
         return batch
+    return NotImplemented
+
+
+def collate_nested(batch, leaf):
+    """Collate a batch the way default_collate walks it: `leaf(batch)` collates leaves (and
+    returns NotImplemented for anything else); dicts, named tuples, tuples and lists are collated
+    field by field (tuples come back as lists). The workers use it with a numpy leaf."""
+    out = leaf(batch)
+    if out is not NotImplemented:
+        return out
+    elem = batch[0]
     if isinstance(elem, collections.abc.Mapping):
-        out = {key: default_collate([d[key] for d in batch]) for key in elem}
+        out = {key: collate_nested([d[key] for d in batch], leaf) for key in elem}
         try:
             return type(elem)(out)
         except TypeError:
             return out
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
+        return type(elem)(*(collate_nested(s, leaf) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = list(zip(*batch))
-        collated = [default_collate(samples) for samples in transposed]
+        collated = [collate_nested(s, leaf) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return collated
         try:
