@@ -101,3 +101,18 @@ def assert_close(actual, expected, dt=None, rtol=None, atol=None, equal_nan=True
     np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64),
                                rtol=rtol if rtol is not None else r,
                                atol=atol if atol is not None else t, equal_nan=equal_nan)
+
+
+def run_python(code, env=None, timeout=600):
+    """Run `code` (dedented) in a fresh interpreter that imports this checkout's clgrad, with
+    `env` added to the environment; returns the CompletedProcess (text output captured)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    e = dict(os.environ)
+    e["PYTHONPATH"] = root + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=e, timeout=timeout)

@@ -1,26 +1,22 @@
 """Kernel builds: programs split into units (one kernel with the program's prelude), every unit
 compiling on the device, the binary cache per unit, and builds that print nothing."""
 import os
-import subprocess
-import sys
 import textwrap
 
 import pyopencl as cl
 import pytest
 
 import clgrad
+from helpers import run_python
 from clgrad.runtime.kernels import (ALL_PROGRAMS, _SIG, Program, _Split, built_kernels,
                                     get_kernel, split_kernels)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+
 def _run(code, env=None):
-    e = dict(os.environ)
-    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=e, timeout=600)
+    return run_python(code, env)
 
 
 def _programs():

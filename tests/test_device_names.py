@@ -1,25 +1,21 @@
 """torch's device vocabulary over OpenCL: the CPU OpenCL device is "cpu", GPU OpenCL devices are
 "cuda:0", "cuda:1", ...; clgrad's "cl:N" indexes every device; clgrad.cuda mirrors torch.cuda."""
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import clgrad
+from helpers import run_python
 from clgrad.runtime import device as _device
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_GPU = bool(_device.gpus())
 
 
-def _run(code, env):
-    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    e.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=e, timeout=600)
+
+def _run(code, env=None):
+    return run_python(code, env)
 
 
 def test_device_objects_as_torch_makes_them():

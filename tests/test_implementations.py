@@ -4,25 +4,22 @@ that puts any device on the GPU code paths."""
 import os
 import subprocess
 import sys
-import textwrap
 import types
 
 import numpy as np
 import pytest
 
 import clgrad
+from helpers import run_python
 from clgrad.runtime import device as _device
 from clgrad.runtime import icd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+
 def _run(code, env=None):
-    e = dict(os.environ)
-    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, env=e, timeout=600)
+    return run_python(code, env)
 
 
 # ---- the vendors folder for pip-installed drivers ------------------------------------------------

@@ -4,23 +4,20 @@ import gc
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import clgrad
+from helpers import run_python
 from clgrad.runtime.kernels import KernelBuildError, Program, get_kernel, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+
 def _run(code, env=None):
-    e = dict(os.environ)
-    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=e, timeout=300)
+    return run_python(code, env)
 
 
 def test_import_without_any_opencl_platform(tmp_path):
