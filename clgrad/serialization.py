@@ -496,8 +496,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     >>> buf = io.BytesIO()
     >>> clgrad.save([clgrad.tensor([1.5], dtype=clgrad.bfloat16), (1, None)], buf)
     >>> _ = buf.seek(0)
-    >>> clgrad.load(buf, map_location="cpu")
-    [tensor([1.5000], dtype=clgrad.bfloat16), (1, None)]
+    >>> t, rest = clgrad.load(buf, map_location="cpu")
+    >>> t.tolist(), t.dtype, t.device, rest
+    ([1.5], clgrad.bfloat16, device(type='cpu'), (1, None))
     """
     weights_only = True if weights_only is None else bool(weights_only)
     if hasattr(f, "read"):

@@ -11,11 +11,11 @@ so the gradients of float32 parameters arrive in float32; a parameter cast once 
 reused from a cache for the rest of the region (cache_enabled).
 
 >>> import clgrad
->>> lin = clgrad.nn.Linear(4, 2)
->>> x = clgrad.randn(3, 4)
+>>> lin = clgrad.nn.Linear(4, 2).to("cpu")
+>>> x = clgrad.randn(3, 4, device="cpu")
 >>> with clgrad.autocast("cpu", dtype=clgrad.bfloat16):
 ...     y = lin(x)
-...     loss = clgrad.nn.functional.mse_loss(y, clgrad.zeros(3, 2))
+...     loss = clgrad.nn.functional.mse_loss(y, clgrad.zeros(3, 2, device="cpu"))
 >>> y.dtype, loss.dtype
 (clgrad.bfloat16, clgrad.float32)
 """
