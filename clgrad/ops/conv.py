@@ -101,14 +101,7 @@ def config(device):
     >>> sorted(config(default_device()))[:2]
     ['LX', 'LY']
     """
-    cfg = _CONFIGS.get(device)
-    if cfg is None:
-        try:
-            cfg = tuning.lookup(device, "conv", check_config).params
-        except LookupError:
-            cfg = check_config(SMALL_DEVICE, device)
-        _CONFIGS[device] = cfg
-    return cfg
+    return tuning.configured(_CONFIGS, device, "conv", check_config, SMALL_DEVICE)
 
 
 def set_config(device, cfg):

@@ -108,14 +108,7 @@ def config(device):
     >>> config(default_device())["kind"] in ("packed", "lanes", "tiled")
     True
     """
-    cfg = _CONFIGS.get(device)
-    if cfg is None:
-        try:
-            cfg = tuning.lookup(device, "gemm", check_config).params
-        except LookupError:
-            cfg = check_config(SMALL_DEVICE, device)
-        _CONFIGS[device] = cfg
-    return cfg
+    return tuning.configured(_CONFIGS, device, "gemm", check_config, SMALL_DEVICE)
 
 
 def set_config(device, cfg):

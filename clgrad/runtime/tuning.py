@@ -205,6 +205,19 @@ def candidates(device, family):
     return out
 
 
+def configured(memo, device, family, check, fallback):
+    """The parameters `family` uses on `device`, memoised in `memo` (a path_dependent dict): the
+    database's first entry that `check` accepts, else check(fallback)."""
+    cfg = memo.get(device)
+    if cfg is None:
+        try:
+            cfg = lookup(device, family, check).params
+        except LookupError:
+            cfg = check(fallback, device)
+        memo[device] = cfg
+    return cfg
+
+
 def lookup(device, family, validate=None):
     """The parameters of kernel `family` for `device` on its code path, as Choice(params,
     source): the first candidate (see `candidates`) that `validate(params, device)` accepts.
