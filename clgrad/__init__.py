@@ -119,8 +119,8 @@ def broadcast_tensors(*tensors):
 from . import nn, optim, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
-# mixed precision: autocast wraps the listed ops of the namespace, Tensor and nn.functional
+# mixed precision: the first autocast region wraps the listed ops (namespace, Tensor,
+# nn.functional)
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
-amp.autocast_mode.install()
 cuda.amp = amp                    # torch.cuda.amp.autocast / GradScaler, as in older scripts

@@ -1,8 +1,8 @@
 """autocast: per-op casting at dispatch, with torch's op lists per device type.
 
 The op lists name functions of clgrad's namespace, Tensor's methods and nn.functional; `install`
-wraps each listed function once (at import of clgrad.amp) with a check of the autocast state,
-which costs one attribute test when autocast is off.
+wraps each listed function with a check of the autocast state the first time a region is
+entered, so a program that never uses autocast pays nothing on those ops.
 """
 import functools
 import threading
@@ -99,6 +99,8 @@ class autocast:
         self._cache_enabled = True if cache_enabled is None else cache_enabled
 
     def __enter__(self):
+        if not _installed:
+            install()
         _state.stack.append((self.device_type, self.fast_dtype, self._enabled,
                              self._cache_enabled))
         return self
@@ -187,8 +189,13 @@ def _wrap(fn, name):
     return with_autocast
 
 
+_installed = False
+
+
 def install():
     """Wrap every listed op of the clgrad namespace, Tensor and nn.functional (once)."""
+    global _installed
+    _installed = True
     import clgrad
     import clgrad.nn.functional as F
     names = set()
