@@ -15,6 +15,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ops import conv as _conv
+from ..ops.attention import scaled_dot_product_attention
 from ..ops import linalg, softmax as _softmax
 from ..ops.creation import arange, empty_like, zeros
 from ..ops.elementwise import apply_ew
@@ -28,7 +29,7 @@ __all__ = [
     "dropout2d", "dropout3d", "batch_norm", "layer_norm", "group_norm", "normalize", "embedding", "one_hot", "pad", "conv1d", "conv2d",
     "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
+    "binary_cross_entropy_with_logits", "scaled_dot_product_attention",
 ]
 
 
