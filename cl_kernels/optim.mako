@@ -144,3 +144,21 @@ ${rmsprop_body("s")}
         }
     }
 }
+
+## ---- GradScaler: unscale and check ------------------------------------------------------------
+## g *= inv_scale in place, and found[0] = 1 when any element was inf or NaN before it (the check
+## torch's _amp_foreach_non_finite_check_and_unscale_ makes). One launch per gradient, all of them
+## writing the same device flag, which the host reads once per optimizer step. The flag is set
+## with an atomic (core OpenCL 1.1 for 32-bit global ints) so that work-items never race on it.
+__kernel void amp_unscale(${c.ptr(dt)} g_, long g_o, ${CT} inv_scale, __global int* found, long n)
+{
+    long i = get_global_id(0);
+    long end = min((i + 1) * ${W}, n);
+    int bad = 0;
+    for (long j = i * ${W}; j < end; ++j) {
+        ${CT} g = ${c.load(dt, "g_", "g_o + j")};
+        bad |= !isfinite(g);
+        ${c.store(dt, "g_", "g_o + j", "g * inv_scale")};
+    }
+    if (bad) atomic_or(found, 1);
+}

@@ -146,6 +146,30 @@ def test_grad_scaler_rules():
         GradScaler(growth_factor=1.0)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_unscale_kernel_every_float_dtype(device, dtype):
+    """The fused unscale: values times 1/scale in place on contiguous, strided and empty
+    gradients of any size (vector body and tail), and one inf or NaN anywhere is found."""
+    from clgrad.amp.grad_scaler import _unscale_and_check
+    dt = getattr(clgrad, dtype)
+    if dt is clgrad.float64 and not device.has_fp64:
+        pytest.skip("the device has no float64")      # a device property, not a missing feature
+    rng = np.random.default_rng(0)
+    grads = [clgrad.tensor(rng.standard_normal(n).astype(np.float32) * 64).to(dt)
+             for n in (1, 7, 33, 0)]
+    grads.append(clgrad.tensor(rng.standard_normal((6, 5)).astype(np.float32)).to(dt).t())
+    before = [g.float().numpy().copy() for g in grads]
+    assert _unscale_and_check(grads, 0.25) is False
+    for g, b in zip(grads, before):
+        np.testing.assert_allclose(g.float().numpy(), b * 0.25, rtol=1e-2 if dt.itemsize == 2
+                                   else 1e-6)
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        for where in (0, 32):
+            gs = [clgrad.zeros(3, dtype=dt), clgrad.zeros(33, dtype=dt)]
+            gs[where // 32][where % 32 if where < 32 else 32] = bad
+            assert _unscale_and_check(gs, 0.5) is True
+
+
 def test_autocast_training_reduces_the_loss():
     clgrad.manual_seed(0)
     model = clgrad.nn.Sequential(clgrad.nn.Linear(8, 16), clgrad.nn.ReLU(),

@@ -474,6 +474,11 @@ def drive_optim(dev, dt, rng):
             opt.zero_grad()
             ((p * p).sum() + (q * q).sum()).backward()
             opt.step()
+    # GradScaler's fused unscale (a tail, a strided gradient, an inf)
+    from clgrad.amp.grad_scaler import _unscale_and_check
+    g = _t(dt, (37,), dev, rng)
+    g[3] = float("inf")
+    assert _unscale_and_check([g, _strided(dt, (3, 5), dev, rng)], 0.5)
 
 
 def drive_sort(dev, dt, rng):

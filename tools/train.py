@@ -6,6 +6,8 @@ held-out accuracy, save a checkpoint, reload it and check that it scores the sam
     python tools/train.py --profile trace.json  # also writes a chrome trace of some steps
     python tools/train.py --plot curves.png     # loss and accuracy curves (needs matplotlib)
     python tools/train.py --steps 1             # stop after one step (cold start: cold_start.py)
+    python tools/train.py --amp bf16            # autocast to bfloat16 (fp16: with a GradScaler)
+    python -m clgrad.distributed.run --nproc-per-node 2 tools/train.py --ddp   # 2 ranks, MPI
 
 The whole program reads like a torch script: `import clgrad as torch` would do.
 """
@@ -62,7 +64,9 @@ def evaluate(model, loader):
     return correct / total, loss_sum / total
 
 
-def progress(iterable, total, desc):
+def progress(iterable, total, desc, quiet=False):
+    if quiet:
+        return iterable
     try:
         from tqdm import tqdm
         return tqdm(iterable, total=total, desc=desc, unit="batch", leave=True, mininterval=0.5)
@@ -88,12 +92,26 @@ def main(argv=None):
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.add_argument("--steps", type=int, default=None,
                    help="stop after this many training steps (no evaluation, no checkpoint)")
+    p.add_argument("--amp", choices=["off", "bf16", "fp16"], default="off",
+                   help="mixed precision: autocast to bfloat16, or to float16 with a GradScaler")
+    p.add_argument("--ddp", action="store_true",
+                   help="one rank of a data-parallel job (start it with python -m "
+                        "clgrad.distributed.run --nproc-per-node N tools/train.py --ddp): "
+                        "each rank trains on its share of every epoch, rank 0 reports")
     args = p.parse_args(argv)
 
     if args.device:
         clgrad.runtime.device.set_default_device(args.device)
+    rank, world = 0, 1
+    if args.ddp:
+        import clgrad.distributed as dist
+        dist.init_process_group("mpi")
+        rank, world = dist.get_rank(), dist.get_world_size()
+    if rank != 0:                      # one report for the whole job
+        sys.stdout = open(os.devnull, "w")
     dev = clgrad.runtime.default_device()
-    print(f"clgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name})")
+    print(f"clgrad {clgrad.__version__} on cl:{dev.index} {dev.name} ({dev.platform_name})"
+          + (f", rank 0 of {world}" if args.ddp else ""))
     clgrad.manual_seed(args.seed)
 
     t0 = time.perf_counter()
@@ -103,16 +121,32 @@ def main(argv=None):
     train = TensorDataset(clgrad.tensor((x_train - mean) / std), clgrad.tensor(y_train))
     test = TensorDataset(clgrad.tensor((x_test - mean) / std), clgrad.tensor(y_test))
     gen = clgrad.Generator().manual_seed(args.seed)
-    train_loader = DataLoader(train, batch_size=args.batch_size, shuffle=True, drop_last=True,
-                              generator=gen)
+    if args.ddp:
+        from clgrad.utils.data.distributed import DistributedSampler
+        sampler = DistributedSampler(train, seed=args.seed, drop_last=True)
+        train_loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler,
+                                  drop_last=True)
+    else:
+        sampler = None
+        train_loader = DataLoader(train, batch_size=args.batch_size, shuffle=True,
+                                  drop_last=True, generator=gen)
     test_loader = DataLoader(test, batch_size=500)
     print(f"data: {len(train)} training and {len(test)} held-out images of {len(CLASSES)} "
           f"shapes, made in {time.perf_counter() - t0:.1f} s")
 
-    model = SmallCNN() if args.model == "cnn" else mlp()
-    n_params = sum(p.numel() for p in model.parameters())
+    net = SmallCNN() if args.model == "cnn" else mlp()
+    n_params = sum(p.numel() for p in net.parameters())
     print(f"model: {args.model}, {n_params} parameters")
+    # under DDP the wrapper averages the gradients over the ranks during backward
+    model = clgrad.nn.parallel.DistributedDataParallel(net) if args.ddp else net
     opt = clgrad.optim.Adam(model.parameters(), lr=args.lr)
+    amp_dtype = {"bf16": clgrad.bfloat16, "fp16": clgrad.float16}.get(args.amp)
+    # float16's range is narrow: its gradients are scaled (and steps with inf skipped)
+    device_type = "cuda" if dev.is_gpu else "cpu"
+    scaler = clgrad.amp.GradScaler(device_type, enabled=args.amp == "fp16")
+    if amp_dtype is not None:
+        print(f"mixed precision: autocast to {args.amp}"
+              + (" with a GradScaler" if scaler.is_enabled() else ""))
     sched = clgrad.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(train_loader))
     history = []
 
@@ -122,20 +156,26 @@ def main(argv=None):
     t_train = time.perf_counter()
     steps = 0
     for epoch in range(1, args.epochs + 1):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
         seen = 0
         loss_acc = clgrad.zeros(())          # summed on the device: no wait per step
         correct = clgrad.zeros((), dtype=clgrad.int64)
         t_epoch = time.perf_counter()
-        bar = progress(train_loader, len(train_loader), f"epoch {epoch}/{args.epochs}")
+        bar = progress(train_loader, len(train_loader), f"epoch {epoch}/{args.epochs}",
+                       quiet=rank != 0)
         for step, (xb, yb) in enumerate(bar):
             if steps == args.steps:
                 break
             t_step, cpu_step = time.perf_counter(), time.process_time()
-            logits = model(xb)
-            loss = F.cross_entropy(logits, yb)
+            with clgrad.autocast(device_type, dtype=amp_dtype or clgrad.bfloat16,
+                                 enabled=amp_dtype is not None):
+                logits = model(xb)
+                loss = F.cross_entropy(logits, yb)
             opt.zero_grad()
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             sched.step()
             with clgrad.no_grad():
                 loss_acc += loss.detach() * yb.shape[0]
@@ -159,7 +199,7 @@ def main(argv=None):
             print(f"stopped after {steps} steps; first step {first_step:.3f} s")
             return 0
         train_loss, train_acc = loss_acc.item() / seen, correct.item() / seen
-        test_acc, test_loss = evaluate(model, test_loader)
+        test_acc, test_loss = evaluate(net, test_loader)
         history.append((epoch, train_loss, train_acc, test_loss, test_acc))
         if hasattr(bar, "close"):
             bar.close()
@@ -169,7 +209,10 @@ def main(argv=None):
     print(f"training took {time.perf_counter() - t_train:.1f} s")
 
     final_acc = history[-1][4]
-    clgrad.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+    if rank != 0:                      # every rank holds the same weights: rank 0 saves them
+        dist.destroy_process_group()
+        return 0
+    clgrad.save({"model": net.state_dict(), "optimizer": opt.state_dict(),
                  "normalisation": [mean, std], "epochs": args.epochs}, args.checkpoint)
     restored = SmallCNN() if args.model == "cnn" else mlp()
     ckpt = clgrad.load(args.checkpoint)
@@ -180,6 +223,8 @@ def main(argv=None):
     print(f"final held-out accuracy: {final_acc:.4f}")
     if args.plot:
         plot(history, args.plot)
+    if args.ddp:
+        dist.destroy_process_group()
     return 0 if restored_acc == final_acc else 1
 
 

@@ -135,21 +135,8 @@ class GradScaler:
 
 
 def _unscale_and_check(grads, inv_scale):
-    """Multiply every gradient by inv_scale in place; whether any element is inf or NaN. One
-    flattened tensor per dtype; the flag is read once."""
-    from ..ops.join import cat
-    if not grads:
-        return False
+    """Multiply every gradient by inv_scale in place; whether any element was inf or NaN (the
+    fused kernel of cl_kernels/optim.mako: one launch per gradient, one flag read)."""
+    from ..optim._fused import amp_unscale
     with no_grad():
-        found = None
-        by_dtype = {}
-        for g in grads:
-            by_dtype.setdefault(g.dtype, []).append(g)
-        for dt, gs in by_dtype.items():
-            flat = cat([g.reshape(-1) for g in gs]) if len(gs) > 1 else gs[0].reshape(-1)
-            bad = flat.isfinite().logical_not().any()
-            found = bad if found is None else found.logical_or(bad)
-            for g in gs:
-                g.mul_(inv_scale)
-        return bool(found.item())
-
+        return amp_unscale(grads, inv_scale)

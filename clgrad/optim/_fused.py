@@ -55,3 +55,29 @@ def rmsprop(param, grad, square_avg, grad_avg, momentum_buffer, *, lr, alpha, ep
     _run("rmsprop", param, grad, [square_avg, grad_avg, momentum_buffer],
          [lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, int(centered),
           int(momentum_buffer is not None), int(maximize)])
+
+
+def amp_unscale(grads, inv_scale):
+    """GradScaler's unscale: every gradient times inv_scale, in place, by one kernel launch each;
+    whether any element was inf or NaN. The launches share one int32 flag per device, read once
+    at the end: no host round trip per gradient."""
+    from ..ops.creation import zeros
+    flags = {}
+    for g in grads:
+        n = g.numel()
+        if n == 0:
+            continue
+        dt, dev = g.dtype, g._storage.device
+        if dt.kind != "f":
+            raise RuntimeError(f"GradScaler unscales floating-point gradients, got {dt}")
+        found = flags.get(dev)
+        if found is None:
+            found = flags[dev] = zeros(1, dtype=dtypes.int32, device=f"cl:{dev.index}")
+        flat = _flat(g)
+        gs, ls = grid(dev, -(-n // vec_width(dev, dt)))
+        launch(dev, get_kernel(dev, PROGRAMS[dt], "amp_unscale"), gs, ls, flat._storage.buf,
+               flat._offset, inv_scale, found._storage.buf, n)
+        if flat is not g:
+            copy_into(g, flat)
+        g._vc[0] += 1
+    return any(bool(f.item()) for f in flags.values())
