@@ -36,15 +36,16 @@ def make_models(nn):
     return mlp, Net()
 
 
-def make_step(lib, model, optimiser, x, y):
+def make_step(lib, model, optimiser, x, y, amp=None, device_type="cpu"):
     """One training step (zero_grad, forward, cross-entropy, backward, optimiser step) with
-    `lib` being torch or clgrad."""
+    `lib` being torch or clgrad; with `amp` (a dtype of lib) the forward runs under autocast."""
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimiser == "sgd" else \
         lib.optim.Adam(model.parameters(), lr=1e-3)
 
     def step():
         opt.zero_grad()
-        loss = lib.nn.functional.cross_entropy(model(x), y)
+        with lib.autocast(device_type, dtype=amp or lib.bfloat16, enabled=amp is not None):
+            loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
     return step
@@ -99,10 +100,15 @@ def training_section(table, args, torch, tinygrad):
              ("W3 MLP 784-512-512-10, batch 256, Adam", "mlp", "adam", xn, yn)]
     cx, cy = _data(rng, (3, 32, 32), 10, 32)
     cases.append(("W5 conv-conv-pool-linear, batch 32 of 3x32x32, SGD", "cnn", "sgd", cx, cy))
-    for name, kind, optname, xn_, yn_ in cases:
+    # the same steps under autocast to bfloat16 (torch: its CPU autocast), beside float32 above
+    cases += [(name + ", autocast bf16", kind, optname, xn_, yn_, "bf16")
+              for name, kind, optname, xn_, yn_ in cases if "SGD" not in name or kind == "cnn"]
+    device_type = "cpu" if clgrad.runtime.default_device().is_cpu else "cuda"
+    for name, kind, optname, xn_, yn_, *amp in cases:
         clgrad.manual_seed(0)
         model = make_models(clgrad.nn)[0 if kind == "mlp" else 1]
-        step = make_step(clgrad, model, optname, clgrad.tensor(xn_), clgrad.tensor(yn_))
+        step = make_step(clgrad, model, optname, clgrad.tensor(xn_), clgrad.tensor(yn_),
+                         clgrad.bfloat16 if amp else None, device_type)
         try:
             t = best_of(step, rep, sync_cl)
         except NotImplementedError as e:
@@ -112,9 +118,10 @@ def training_section(table, args, torch, tinygrad):
         if torch is not None:
             torch.manual_seed(0)
             tm = make_models(torch.nn)[0 if kind == "mlp" else 1]
-            tstep = make_step(torch, tm, optname, torch.tensor(xn_), torch.tensor(yn_))
+            tstep = make_step(torch, tm, optname, torch.tensor(xn_), torch.tensor(yn_),
+                              torch.bfloat16 if amp else None)
             others.append(("torch", best_of(tstep, rep, nothing)))
-        if tinygrad is not None:
+        if tinygrad is not None and not amp:
             try:
                 others.append(("tinygrad", best_of(tinygrad_setup(kind, xn_, yn_, optname),
                                                    max(2, rep // 3), _tg_sync(tinygrad))))
