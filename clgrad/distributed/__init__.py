@@ -177,6 +177,30 @@ def _write(t, host):
         t.copy_(from_numpy(host.reshape(tuple(t.shape))).to(t.device))
 
 
+def _mappable(t):
+    """Whether MPI can work on t's device memory directly through a mapping: contiguous, non-empty
+    and of a dtype MPI has (16-bit floats travel as float32, through a copy)."""
+    return t._contig and t.numel() > 0 and t.dtype not in (dtypes.float16, dtypes.bfloat16)
+
+
+def _map(t):
+    """t's elements as a numpy array over the mapped device buffer (clEnqueueMapBuffer). On a
+    CPU device this is the memory itself, with no copy; on a GPU the driver moves the bytes
+    (through pinned memory where it has it). Unmap with _unmap before the device touches t."""
+    import pyopencl as cl
+    dev = t._storage.device
+    arr, _ = cl.enqueue_map_buffer(dev.queue, t._storage.buf,
+                                   cl.map_flags.READ | cl.map_flags.WRITE,
+                                   t._offset * t.dtype.itemsize, (t.numel(),), t.dtype.np,
+                                   is_blocking=True)
+    return arr
+
+
+def _unmap(t, arr):
+    arr.base.release(t._storage.device.queue)
+    t._vc[0] += 1                        # an in-place change, as copy_ would count it
+
+
 def _op(op):
     MPI = _mpi()
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
@@ -231,6 +255,22 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     _check_tensor("all_reduce", tensor)
     g = _group(group)
     MPI = _mpi()
+    if _mappable(tensor):
+        # MPI reduces the device memory in place through a mapping: no host copies
+        arr = _map(tensor)
+        if async_op:
+            req = g.comm.Iallreduce(MPI.IN_PLACE, arr, op=_op(op))
+
+            def finish():
+                _finish(op, arr, g.size())
+                _unmap(tensor, arr)
+            return Work(req, finish, (arr,))
+        try:
+            g.comm.Allreduce(MPI.IN_PLACE, arr, op=_op(op))
+            _finish(op, arr, g.size())
+        finally:
+            _unmap(tensor, arr)
+        return None
     host = _host(tensor)
     if async_op:
         out = np.empty_like(host)
