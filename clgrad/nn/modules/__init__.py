@@ -11,6 +11,7 @@ from .sparse import Embedding
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax,
                          Softplus, Tanh)
 from .flatten import Flatten, Unflatten
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from . import padding as _padding
 from .padding import *  # noqa: F401,F403
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
@@ -24,5 +25,6 @@ __all__ = [
     "Dropout2d", "Dropout3d", "Embedding", "ReLU",
     "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
-    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
+    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU",
+    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ] + _padding.__all__

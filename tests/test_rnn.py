@@ -1,0 +1,207 @@
+"""Recurrent layers (RNN, LSTM, GRU, cells) against numpy references with the same weights, packed
+sequences against running each sequence alone, gradients by finite differences, and
+nn.utils.rnn."""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import nn
+from clgrad.autograd import gradcheck
+from clgrad.nn.utils import rnn as rnn_utils
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _np_step(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr):
+    """One step of torch's documented update rules, in numpy."""
+    gi = x @ w_ih.T + (0 if b_ih is None else b_ih)
+    h = state[0] if mode == "LSTM" else state
+    gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
+    if mode == "LSTM":
+        i, f, g, o = np.split(gi + gh, 4, -1)
+        c = _sig(f) * state[1] + _sig(i) * np.tanh(g)
+        h = _sig(o) * np.tanh(c)
+        if w_hr is not None:
+            h = h @ w_hr.T
+        return h, (h, c)
+    if mode == "GRU":
+        xr, xz, xn = np.split(gi, 3, -1)
+        hr, hz, hn = np.split(gh, 3, -1)
+        r, z = _sig(xr + hr), _sig(xz + hz)
+        n = np.tanh(xn + r * hn)
+        h = (1 - z) * n + z * h
+        return h, h
+    h = np.tanh(gi + gh) if mode == "RNN_TANH" else np.maximum(gi + gh, 0)
+    return h, h
+
+
+def _np_layer(m, x, h0=None):
+    """The numpy reference of a whole recurrent layer m on x [T, B, I] (time first)."""
+    p = {k: v.detach().numpy() for k, v in m.named_parameters()}
+    dirs = 2 if m.bidirectional else 1
+    T, B = x.shape[:2]
+    out_size = m.proj_size or m.hidden_size
+    if h0 is None:
+        h0 = [np.zeros((m.num_layers * dirs, B, out_size))]
+        if m.mode == "LSTM":
+            h0.append(np.zeros((m.num_layers * dirs, B, m.hidden_size)))
+    finals = [[] for _ in h0]
+    for layer in range(m.num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            w = [p.get(n + sfx) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh",
+                                          "weight_hr")]
+            k = layer * dirs + d
+            state = (h0[0][k], h0[1][k]) if m.mode == "LSTM" else h0[0][k]
+            seq = [None] * T
+            for t in (range(T - 1, -1, -1) if d else range(T)):
+                seq[t], state = _np_step(m.mode, x[t], state, *w)
+            outs.append(np.stack(seq))
+            for f, s in zip(finals, state if m.mode == "LSTM" else (state,)):
+                f.append(s)
+        x = np.concatenate(outs, -1)
+    return x, [np.stack(f) for f in finals]
+
+
+CASES = [("RNN", {}), ("RNN", dict(nonlinearity="relu", num_layers=2, bidirectional=True)),
+         ("LSTM", dict(num_layers=2, bidirectional=True)), ("LSTM", dict(proj_size=2)),
+         ("GRU", dict(num_layers=2, batch_first=True)), ("GRU", dict(bias=False,
+                                                                     bidirectional=True))]
+
+
+@pytest.mark.parametrize("cls,kw", CASES, ids=[f"{c}-{'-'.join(k)}" for c, k in CASES])
+def test_layers_match_numpy(device, cls, kw):
+    clgrad.manual_seed(0)
+    m = getattr(nn, cls)(3, 4, **kw).double()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 2, 3))                   # [T, B, I]
+    D, L = (2 if m.bidirectional else 1), m.num_layers
+    h0 = [rng.standard_normal((L * D, 2, m.proj_size or 4))]
+    if cls == "LSTM":
+        h0.append(rng.standard_normal((L * D, 2, 4)))
+    ref_out, ref_h = _np_layer(m, x, h0)
+    xin = x.transpose(1, 0, 2) if m.batch_first else x
+    hx = tuple(clgrad.tensor(h) for h in h0) if cls == "LSTM" else clgrad.tensor(h0[0])
+    out, h_n = m(clgrad.tensor(xin), hx)
+    out = out.detach().numpy()
+    np.testing.assert_allclose(out.transpose(1, 0, 2) if m.batch_first else out, ref_out,
+                               rtol=1e-10, atol=1e-12)
+    for got, ref in zip(h_n if cls == "LSTM" else (h_n,), ref_h):
+        np.testing.assert_allclose(got.detach().numpy(), ref, rtol=1e-10, atol=1e-12)
+    # unbatched input [T, I]: the same numbers as a batch of one
+    out1, _ = m(clgrad.tensor(x[:, 0]))
+    np.testing.assert_allclose(out1.detach().numpy(), _np_layer(m, x[:, :1])[0][:, 0],
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_parameter_names_shapes_and_init():
+    m = nn.LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=2)
+    shapes = dict((n, tuple(p.shape)) for n, p in m.named_parameters())
+    # torch's names and layout: per layer and direction w_ih, w_hh, b_ih, b_hh, w_hr
+    assert list(shapes)[:5] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                "weight_hr_l0"]
+    assert shapes["weight_ih_l0"] == (20, 3) and shapes["weight_hh_l0"] == (20, 2)
+    assert shapes["weight_hr_l0_reverse"] == (2, 5) and shapes["weight_ih_l1"] == (20, 4)
+    bound = 1 / np.sqrt(5)
+    assert all(np.abs(p.detach().numpy()).max() <= bound for p in m.parameters())
+    g = nn.GRUCell(3, 4, bias=False)
+    assert [n for n, _ in g.named_parameters()] == ["weight_ih", "weight_hh"]
+    assert repr(nn.GRU(3, 4, batch_first=True, bidirectional=True)) == \
+        "GRU(3, 4, batch_first=True, bidirectional=True)"
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_packed_sequences_run_each_sequence_alone(device, cls):
+    """A packed batch (unsorted lengths) gives, per sequence, what the layer gives on that
+    sequence alone: outputs, and the final state at the sequence's own last step."""
+    clgrad.manual_seed(0)
+    m = getattr(nn, cls)(2, 3, num_layers=2, bidirectional=True).double()
+    rng = np.random.default_rng(0)
+    lengths = [2, 4, 1]
+    seqs = [rng.standard_normal((n, 2)) for n in lengths]
+    padded = rnn_utils.pad_sequence([clgrad.tensor(s) for s in seqs])
+    packed = rnn_utils.pack_padded_sequence(padded, lengths, enforce_sorted=False)
+    out, h_n = m(packed)
+    assert isinstance(out, rnn_utils.PackedSequence)
+    out_pad, out_len = rnn_utils.pad_packed_sequence(out)
+    assert out_len.tolist() == lengths
+    h_n = h_n[0] if cls == "LSTM" else h_n
+    for b, s in enumerate(seqs):
+        alone, h_alone = m(clgrad.tensor(s[:, None]))
+        h_alone = h_alone[0] if cls == "LSTM" else h_alone
+        np.testing.assert_allclose(out_pad[:len(s), b].detach().numpy(),
+                                   alone[:, 0].detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(h_n[:, b].detach().numpy(), h_alone[:, 0].detach().numpy(),
+                                   rtol=1e-10, atol=1e-12)
+
+
+def test_cell_gradients(device):
+    clgrad.manual_seed(0)
+    x = clgrad.randn(2, 3, dtype=clgrad.float64, requires_grad=True)
+    h = clgrad.randn(2, 2, dtype=clgrad.float64, requires_grad=True)
+    c = clgrad.randn(2, 2, dtype=clgrad.float64, requires_grad=True)
+    lstm = nn.LSTMCell(3, 2).double()
+    assert gradcheck(lambda x, h, c, *w: lstm(x, (h, c)), (x, h, c) + tuple(lstm.parameters()))
+    gru = nn.GRUCell(3, 2).double()
+    assert gradcheck(lambda x, h, *w: gru(x, h), (x, h) + tuple(gru.parameters()))
+    cell = nn.RNNCell(3, 2, nonlinearity="relu").double()
+    assert gradcheck(lambda x, h: cell(x, h), (x, h))
+
+
+def test_layer_gradients_through_time(device):
+    clgrad.manual_seed(0)
+    m = nn.GRU(2, 2, bidirectional=True).double()
+    x = clgrad.randn(3, 1, 2, dtype=clgrad.float64, requires_grad=True)
+    assert gradcheck(lambda x, *w: m(x)[0], (x,) + tuple(m.parameters()))
+    lstm = nn.LSTM(2, 3, proj_size=1).double()
+    assert gradcheck(lambda x, *w: lstm(x)[1][1], (x,) + tuple(lstm.parameters()))
+
+
+def test_dropout_between_layers_only_in_training():
+    clgrad.manual_seed(0)
+    m = nn.LSTM(3, 4, num_layers=2, dropout=0.5).double()
+    x = clgrad.randn(4, 2, 3, dtype=clgrad.float64)
+    m.eval()
+    a, b = m(x)[0], m(x)[0]
+    assert np.array_equal(a.detach().numpy(), b.detach().numpy())
+    m.train()
+    c = m(x)[0]
+    assert not np.allclose(a.detach().numpy(), c.detach().numpy())
+    with pytest.warns(UserWarning, match="num_layers greater than 1"):
+        nn.GRU(3, 4, dropout=0.2)
+
+
+def test_errors_name_the_sizes():
+    m = nn.LSTM(3, 4)
+    with pytest.raises(RuntimeError, match="Expected 3, got 5"):
+        m(clgrad.randn(2, 1, 5))
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 4\)"):
+        m(clgrad.randn(2, 2, 3), (clgrad.zeros(1, 3, 4), clgrad.zeros(1, 2, 4)))
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        nn.GRU(3, 4, proj_size=2)
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
+        m(clgrad.randn(1, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="inconsistent input_size"):
+        nn.GRUCell(3, 2)(clgrad.randn(2, 4))
+
+
+def test_sequence_utilities():
+    a, b = clgrad.tensor([1.0, 2.0, 3.0]), clgrad.tensor([4.0])
+    assert rnn_utils.pad_sequence([a, b], batch_first=True, padding_value=-1).tolist() == \
+        [[1.0, 2.0, 3.0], [4.0, -1.0, -1.0]]
+    assert rnn_utils.pad_sequence([a, b], padding_side="left").tolist() == \
+        [[1.0, 0.0], [2.0, 0.0], [3.0, 4.0]]
+    p = rnn_utils.pack_sequence([b, a], enforce_sorted=False)
+    assert p.data.tolist() == [1.0, 4.0, 2.0, 3.0] and p.batch_sizes.tolist() == [2, 1, 1]
+    assert p.sorted_indices.tolist() == [1, 0] and p.unsorted_indices.tolist() == [1, 0]
+    padded, lengths = rnn_utils.pad_packed_sequence(p, batch_first=True, total_length=4)
+    assert padded.tolist() == [[4.0, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 0.0]]
+    assert lengths.tolist() == [1, 3]
+    assert [t.tolist() for t in rnn_utils.unpack_sequence(p)] == [[4.0], [1.0, 2.0, 3.0]]
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn_utils.pack_sequence([b, a])
+    with pytest.raises(ValueError, match="total_length"):
+        rnn_utils.pad_packed_sequence(p, total_length=2)
