@@ -384,6 +384,8 @@ def run_device(args, torch, tinygrad):
             training_section = None
         if training_section is not None:
             training_section(table, args, torch, tinygrad)
+        from seq_bench import sequence_section
+        sequence_section(table, args, torch, tinygrad)
     return table.rows
 
 

@@ -153,15 +153,14 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         # the input projection of every step at once: one GEMM
         proj = F.linear(cat(steps_x, 0) if len(steps_x) > 1 else steps_x[0], w_ih, b_ih)
-        offsets = [0]
-        for bs in batch_sizes:
-            offsets.append(offsets[-1] + bs)
+        # one split, not a slice per step: the backward of a split is one cat, where each
+        # slice's backward would write a gradient of the whole projection
+        proj = proj.split(batch_sizes, 0)
         order = range(len(batch_sizes) - 1, -1, -1) if d else range(len(batch_sizes))
         outs = [None] * len(batch_sizes)
         for t in order:
             bs = batch_sizes[t]
-            out, new = self._step(proj[offsets[t]:offsets[t + 1]], _take(state, bs), w_hh, b_hh,
-                                  w_hr)
+            out, new = self._step(proj[t], _take(state, bs), w_hh, b_hh, w_hr)
             state = _merge(new, state, bs)
             outs[t] = out
         return outs, state

@@ -1,0 +1,57 @@
+"""Sequence-model benchmarks for tools/bench.py (its "training" section):
+
+LSTM LM: one training step of a character language model: embedding 96 -> 64, a 2-layer LSTM of
+    256 hidden units, linear head, cross-entropy, Adam; batch 32 of 64 steps.
+
+The same model and data run in torch (CPU) where it is installed, in the same process.
+"""
+import numpy as np
+
+import clgrad
+
+
+def make_lstm_lm(lib, vocab=96, emb=64, hidden=256, layers=2):
+    nn = lib.nn
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, emb)
+            self.lstm = nn.LSTM(emb, hidden, layers, batch_first=True)
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, x):
+            out, _ = self.lstm(self.emb(x))
+            return self.head(out)
+    return LM()
+
+
+def make_lm_step(lib, model, x, y):
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad()
+        logits = model(x)
+        loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                               y.reshape(-1))
+        loss.backward()
+        opt.step()
+    return step
+
+
+def sequence_section(table, args, torch, tinygrad):
+    from bench import _rows, best_of, nothing, sync_cl
+    rep = 5 if not args.quick else 2
+    rng = np.random.default_rng(0)
+    xn = rng.integers(0, 96, (32, 64)).astype(np.int64)
+    yn = rng.integers(0, 96, (32, 64)).astype(np.int64)
+    name = "LSTM LM 2x256, batch 32 x 64 steps, Adam"
+    clgrad.manual_seed(0)
+    step = make_lm_step(clgrad, make_lstm_lm(clgrad), clgrad.tensor(xn), clgrad.tensor(yn))
+    t = best_of(step, rep, sync_cl)
+    others = []
+    if torch is not None:
+        torch.manual_seed(0)
+        tstep = make_lm_step(torch, make_lstm_lm(torch), torch.tensor(xn), torch.tensor(yn))
+        others.append(("torch", best_of(tstep, rep, nothing)))
+    _rows(table, name, t * 1e3, "ms", others, 1e3)
