@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ops import conv as _conv
 from ..ops.attention import scaled_dot_product_attention
+from ._mha import multi_head_attention_forward
 from ..ops import linalg, softmax as _softmax
 from ..ops.creation import arange, empty_like, zeros
 from ..ops.elementwise import apply_ew
@@ -30,6 +31,7 @@ __all__ = [
     "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "scaled_dot_product_attention",
+    "multi_head_attention_forward",
 ]
 
 

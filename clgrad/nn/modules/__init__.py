@@ -8,9 +8,11 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import GroupNorm, LayerNorm
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .sparse import Embedding
-from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax,
-                         Softplus, Tanh)
+from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, MultiheadAttention, ReLU, SiLU,
+                         Sigmoid, Softmax, Softplus, Tanh)
 from .flatten import Flatten, Unflatten
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from . import padding as _padding
 from .padding import *  # noqa: F401,F403
@@ -26,5 +28,7 @@ __all__ = [
     "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU",
-    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+    "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
 ] + _padding.__all__
