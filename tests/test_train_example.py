@@ -63,3 +63,18 @@ def test_training_example_on_two_ranks(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "rank 0 of 2" in r.stdout and r.stdout.count("final held-out accuracy") == 1
     assert "reloaded model scores" in r.stdout and "(the same)" in r.stdout
+
+
+def test_gpt_example_trains_reloads_and_samples(device, tmp_path, capsys):
+    import train_gpt
+    rc = train_gpt.main(["--steps", "8", "--layers", "1", "--d-model", "32", "--heads", "2",
+                         "--context", "16", "--batch", "4", "--sample", "20", "--lr", "1e-2",
+                         "--device", f"cl:{device.index}",
+                         "--checkpoint", str(tmp_path / "gpt.clgrad")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "(the same)" in out
+    before = float(out.split("held-out loss before training:")[1].split()[0])
+    after = float(out.split("held-out loss after training:")[1].split()[0])
+    assert after < before                                 # it learns
+    sample = out.split("sample:\n")[1]
+    assert sample.startswith("import clgrad\n") and len(sample.rstrip("\n")) >= 20

@@ -384,8 +384,10 @@ def run_device(args, torch, tinygrad):
             training_section = None
         if training_section is not None:
             training_section(table, args, torch, tinygrad)
-        from seq_bench import sequence_section
+        from seq_bench import gpt_section, sdpa_section, sequence_section
         sequence_section(table, args, torch, tinygrad)
+        gpt_section(table, args, torch)
+        sdpa_section(table, args, torch)
     return table.rows
 
 

@@ -55,3 +55,50 @@ def sequence_section(table, args, torch, tinygrad):
         tstep = make_lm_step(torch, make_lstm_lm(torch), torch.tensor(xn), torch.tensor(yn))
         others.append(("torch", best_of(tstep, rep, nothing)))
     _rows(table, name, t * 1e3, "ms", others, 1e3)
+
+
+def gpt_section(table, args, torch):
+    """GPT: one AdamW step of tools/train_gpt.py's model, 4 layers, d=128, 4 heads, T=128,
+    batch 8, vocabulary 96."""
+    from bench import _rows, best_of, nothing, sync_cl
+    from train_gpt import gpt_class
+    rep = 5 if not args.quick else 2
+    rng = np.random.default_rng(0)
+    xn = rng.integers(0, 96, (8, 128)).astype(np.int64)
+    yn = rng.integers(0, 96, (8, 128)).astype(np.int64)
+
+    def make(lib):
+        lib.manual_seed(0)
+        model = gpt_class(lib)(96, 128, 128, 4, 4)
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        x, y = lib.tensor(xn), lib.tensor(yn)
+
+        def step():
+            opt.zero_grad()
+            logits = model(x)
+            lib.nn.functional.cross_entropy(logits.reshape(-1, 96), y.reshape(-1)).backward()
+            opt.step()
+        return step
+    t = best_of(make(clgrad), rep, sync_cl)
+    others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+    _rows(table, "GPT 4x128, 4 heads, T=128, batch 8, AdamW", t * 1e3, "ms", others, 1e3)
+
+
+def sdpa_section(table, args, torch):
+    """F.scaled_dot_product_attention forward and backward, causal, B=4, H=4, T=512, d=64."""
+    from bench import _rows, best_of, nothing, sync_cl
+    rep = 5 if not args.quick else 2
+    rng = np.random.default_rng(0)
+    qkv = [rng.standard_normal((4, 4, 512, 64)).astype(np.float32) for _ in range(3)]
+
+    def make(lib):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in qkv)
+
+        def step():
+            q.grad = k.grad = v.grad = None
+            lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum() \
+                .backward()
+        return step
+    t = best_of(make(clgrad), rep, sync_cl)
+    others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+    _rows(table, "SDPA causal fwd+bwd, 4x4 heads, T=512, d=64", t * 1e3, "ms", others, 1e3)
