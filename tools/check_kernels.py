@@ -494,13 +494,29 @@ def drive_sort(dev, dt, rng):
     clgrad.searchsorted(seq[0], x, right=True)
 
 
+def drive_linalg(dev, dt, rng):
+    """LU (pivoting, a zero pivot, sizes below and above the work-group), the solves, and
+    Cholesky (a positive-definite and a failing matrix)."""
+    import clgrad
+    if dt.name not in ("float32", "float64"):
+        return
+    a = _t(dt, (2, 37, 37), dev, rng)
+    clgrad.linalg.solve(a, _t(dt, (2, 37, 3), dev, rng))
+    clgrad.linalg.det(_t(dt, (3, 3), dev, rng))
+    clgrad.linalg.det(clgrad.zeros(4, 4, dtype=dt, device=dev))
+    s = _t(dt, (2, 19, 19), dev, rng)
+    clgrad.linalg.cholesky_ex(s @ s.mT + 19 * clgrad.eye(19, dtype=dt, device=dev))
+    clgrad.linalg.cholesky_ex(-clgrad.eye(3, dtype=dt, device=dev))
+
+
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
+    "linalg": drive_linalg,
 }
-FLOAT_ONLY = {"softmax", "conv", "pool", "optim"}
+FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

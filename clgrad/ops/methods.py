@@ -155,8 +155,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def matrix_power(input, n):
-    """input @ input @ ... (n times) by repeated squaring; n = 0 gives the identity. Negative n
-    needs an inverse, which clgrad does not have yet.
+    """input @ input @ ... (n times) by repeated squaring; n = 0 gives the identity, a negative
+    n the power of the inverse.
 
     >>> import clgrad
     >>> clgrad.tensor([[1.0, 1.0], [0.0, 1.0]]).matrix_power(3).tolist()
@@ -167,8 +167,8 @@ def matrix_power(input, n):
                            f"they are {input.shape[-2] if input.dim() > 1 else '?'} by "
                            f"{input.shape[-1] if input.dim() else '?'} matrices")
     if n < 0:
-        raise NotImplementedError("matrix_power with a negative exponent needs a matrix "
-                                  "inverse, which clgrad does not have yet")
+        from .linalg_lu import inv
+        return matrix_power(inv(input), -n)
     from .creation import eye
     result, base = None, input
     while n:

@@ -1,0 +1,655 @@
+"""Linear systems, inverses and determinants through an LU factorization on the device, and the
+Cholesky factorization (cl_kernels/linalg.mako); the norms and products of torch.linalg composed
+from clgrad ops. clgrad.linalg re-exports them with torch.linalg's names.
+
+Gradients are the standard adjoint formulas, written in clgrad ops (solve's backward calls
+solve), so they differentiate again.
+"""
+import collections
+import math
+
+from .. import dtypes
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
+from ..tensor import Tensor, empty_tensor
+from ._base import check_fp64, contiguous_raw, copy_into
+
+PROGRAMS = {dt: Program("linalg", dt.short, render("linalg.mako", dt=dt))
+            for dt in (dtypes.float32, dtypes.float64)}
+
+LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+SlogDet = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+class LinAlgError(RuntimeError):
+    """A matrix that the operation cannot handle (singular, not positive-definite): torch's
+    torch.linalg.LinAlgError, a RuntimeError.
+
+    >>> import clgrad
+    >>> issubclass(clgrad.linalg.LinAlgError, RuntimeError)
+    True
+    """
+
+
+# ---- checks ---------------------------------------------------------------------------------------
+def _square(op, A):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.{op}(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.name.capitalize()}" if not A.dtype.is_floating_point
+                           else f"linalg.{op}: Low precision dtypes not supported. Got "
+                                f"{A.dtype.name.capitalize()}")
+    check_fp64(A.dtype, A._storage.device)
+
+
+def _batch_copy(A):
+    """A contiguous [batch, n, n] copy of A (the kernels work in place) and the batch shape."""
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    flat = empty_tensor(tuple(A.shape), A.dtype, A._storage.device)
+    copy_into(flat, A)
+    return flat.reshape((_count(batch), n, n)), batch
+
+
+def _count(batch):
+    c = 1
+    for b in batch:
+        c *= b
+    return c
+
+
+def _pow2_group(dev, kernel, n):
+    most = group_limit(dev, kernel, 256)
+    L = 1
+    while L * 2 <= min(most, max(n, 1)):
+        L *= 2
+    return L
+
+
+# ---- raw factorizations (no autograd) ------------------------------------------------------------
+def lu_factor_raw(A):
+    """(LU [..., n, n], pivots int32 [..., n] 1-based, info int32 [...]) of a square float A."""
+    dev, dt = A._storage.device, A.dtype
+    n = A.shape[-1]
+    lu, batch = _batch_copy(A)
+    count = lu.shape[0]
+    piv = empty_tensor((count, n), dtypes.int32, dev)
+    info = empty_tensor((count,), dtypes.int32, dev)
+    if count and n:
+        k = get_kernel(dev, PROGRAMS[dt], "lu_factor")
+        L = _pow2_group(dev, k, n)
+        launch(dev, k, (count * L,), (L,), lu._storage.buf, piv._storage.buf, info._storage.buf,
+               n)
+    elif count:
+        info.zero_()
+    return lu.reshape(batch + (n, n)), piv.reshape(batch + (n,)), info.reshape(batch)
+
+
+def lu_solve_raw(LU, piv, B):
+    """X with A X = B from A's LU factors; LU [b, n, n], piv [b, n], B [b, n, k] (same batch,
+    contiguous); B is not changed."""
+    dev, dt = LU._storage.device, LU.dtype
+    n, k = B.shape[-2], B.shape[-1]
+    X = empty_tensor(tuple(B.shape), dt, dev)
+    copy_into(X, B)
+    count = B.numel() // max(n * k, 1) * k if n else 0
+    if count:
+        gs, ls = grid(dev, count)
+        launch(dev, get_kernel(dev, PROGRAMS[dt], "lu_solve"), gs, ls, contiguous_raw(LU)._storage.buf,
+               contiguous_raw(piv)._storage.buf, X._storage.buf, n, k, count)
+    return X
+
+
+def cholesky_raw(A):
+    """(L, info): the lower Cholesky factor of each symmetric positive-definite matrix (only
+    A's lower triangle is read) and the first failing column, 1-based (0: none)."""
+    dev, dt = A._storage.device, A.dtype
+    n = A.shape[-1]
+    a, batch = _batch_copy(A)
+    count = a.shape[0]
+    info = empty_tensor((count,), dtypes.int32, dev)
+    if count and n:
+        k = get_kernel(dev, PROGRAMS[dt], "cholesky")
+        L = _pow2_group(dev, k, n)
+        launch(dev, k, (count * L,), (L,), a._storage.buf, info._storage.buf, n)
+    elif count:
+        info.zero_()
+    return a.reshape(batch + (n, n)).tril(), info.reshape(batch)
+
+
+def _swaps_sign(piv):
+    """(-1) ** (number of row swaps) of each pivot row, as piv's float dtype is not known: int."""
+    n = piv.shape[-1]
+    from .creation import arange
+    moved = (piv != arange(1, n + 1, dtype=dtypes.int32, device=piv.device)).sum(-1)
+    return 1 - 2 * (moved % 2)
+
+
+def _raise_info(op, info, what):
+    bad = info.reshape(-1).tolist()
+    for b, v in enumerate(bad):
+        if v:
+            where = f" (batch element {b})" if info.dim() else ""
+            raise LinAlgError(f"linalg.{op}: {what.format(v)}{where}.")
+
+
+# ---- autograd ops --------------------------------------------------------------------------------
+def _mT(t):
+    return t.transpose(-2, -1)
+
+
+class Solve(Op):
+    """X = A^-1 B for matrices B [..., n, k] (batch dims already broadcast)."""
+
+    @staticmethod
+    def forward(ctx, A, B):
+        lu, piv, info = lu_factor_raw(A)
+        batch = tuple(A.shape[:-2])
+        n, k = B.shape[-2], B.shape[-1]
+        c = _count(batch)
+        X = lu_solve_raw(lu.reshape((c, n, n)), piv.reshape((c, n)),
+                         contiguous_raw(B).reshape((c, n, k)))
+        X = X.reshape(batch + (n, k))
+        ctx.save_for_backward(A, X)
+        ctx.info = info
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        A, X = ctx.saved_tensors
+        gB = solve(_mT(A), g)
+        return -(gB @ _mT(X)), gB
+
+
+def _as_matrix_rhs(A, B, left):
+    """torch's rule: B is a batch of vectors when B.ndim == 1 or B is [..., n] with A's batch."""
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    return vector
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with A @ X = B (or X @ A = B with left=False), batched and broadcast, as
+    torch.linalg.solve; B may be a vector (or a batch of them).
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[3.0, 1.0], [1.0, 2.0]])
+    >>> clgrad.linalg.solve(A, clgrad.tensor([9.0, 8.0])).tolist()
+    [2.0, 3.0]
+    """
+    _square("solve", A)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
+    if B.dtype is not A.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {A.dtype.name.capitalize()} and B of type "
+                           f"{B.dtype.name.capitalize()} instead")
+    if not left:
+        return _mT(solve(_mT(A), _mT(B)))
+    vector = _as_matrix_rhs(A, B, left)
+    Bm = B.unsqueeze(-1) if vector else B
+    n = A.shape[-1]
+    if Bm.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = "
+                           f"B ({tuple(A.shape[-2:])} and {tuple(Bm.shape[-2:])})")
+    from ._base import broadcast_shapes
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    A_ = A.expand(batch + (n, n))
+    B_ = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    X = Solve.apply(A_, B_)
+    X = X.squeeze(-1) if vector else X
+    if out is not None:
+        out.copy_(X)
+        return out
+    return X
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """(result, info) of solve; info says which pivot was zero (0: none).
+
+    >>> import clgrad
+    >>> clgrad.linalg.solve_ex(clgrad.eye(2), clgrad.ones(2)).info.tolist()
+    0
+    """
+    X = solve(A, B, left=left)
+    info = lu_factor_raw(A.detach())[2]
+    if check_errors:
+        _raise_info("solve_ex", info, "The solver failed because the input matrix is singular")
+    return SolveEx(X, info)
+
+
+def inv(A, *, out=None):
+    """The inverse of each square matrix, as torch.linalg.inv (LinAlgError when singular).
+
+    >>> import clgrad
+    >>> clgrad.linalg.inv(clgrad.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    _square("inv", A)
+    with no_grad():
+        info = lu_factor_raw(A.detach())[2]
+    _raise_info("inv", info, "The diagonal element {} is zero, the inversion could not be "
+                             "completed because the input matrix is singular")
+    from .creation import eye
+    n = A.shape[-1]
+    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)))
+    if out is not None:
+        out.copy_(X)
+        return out
+    return X
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """(inverse, info): info is the first zero pivot, 1-based (0: invertible).
+
+    >>> import clgrad
+    >>> clgrad.linalg.inv_ex(clgrad.zeros(2, 2)).info.item()
+    1
+    """
+    _square("inv_ex", A)
+    info = lu_factor_raw(A.detach())[2]
+    if check_errors:
+        _raise_info("inv_ex", info, "The diagonal element {} is zero, the inversion could not "
+                                    "be completed because the input matrix is singular")
+    from .creation import eye
+    n = A.shape[-1]
+    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)))
+    return InvEx(X, info)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """(LU, pivots): the compact LU factorization with partial pivoting (pivots 1-based,
+    int32), as torch.linalg.lu_factor.
+
+    >>> import clgrad
+    >>> LU, piv = clgrad.linalg.lu_factor(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> piv.tolist(), LU.tolist()
+    ([2, 2], [[3.0, 4.0], [0.3333333432674408, 0.6666666269302368]])
+    """
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
+                           "CPU")
+    _square("lu_factor", A)
+    with no_grad():
+        lu, piv, _ = lu_factor_raw(A.detach())
+    return LUFactor(lu, piv)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """(LU, pivots, info) of lu_factor; info is the first zero pivot, 1-based.
+
+    >>> import clgrad
+    >>> clgrad.linalg.lu_factor_ex(clgrad.eye(3)).info.item()
+    0
+    """
+    _square("lu_factor_ex", A)
+    with no_grad():
+        lu, piv, info = lu_factor_raw(A.detach())
+    if check_errors:
+        _raise_info("lu_factor_ex", info, "U[{0},{0}] is zero and using it on lu_solve would "
+                                          "result in a division by zero")
+    return LUFactorEx(lu, piv, info)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B from lu_factor's (LU, pivots); left=True and adjoint=False only.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[3.0, 1.0], [1.0, 2.0]])
+    >>> LU, piv = clgrad.linalg.lu_factor(A)
+    >>> clgrad.linalg.lu_solve(LU, piv, clgrad.tensor([[9.0], [8.0]])).tolist()
+    [[2.0], [3.0]]
+    """
+    if not left or adjoint:
+        raise NotImplementedError("linalg.lu_solve: clgrad solves A X = B only (left=True, "
+                                  "adjoint=False); use linalg.solve for the other forms")
+    n = LU.shape[-1]
+    from ._base import broadcast_shapes
+    batch = broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
+    k = B.shape[-1]
+    with no_grad():
+        c = _count(batch)
+        lu = LU.expand(batch + (n, n)).contiguous().reshape((c, n, n))
+        pv = pivots.expand(batch + (n,)).contiguous().reshape((c, n))
+        b = B.expand(batch + (n, k)).contiguous().reshape((c, n, k))
+        X = lu_solve_raw(lu, pv, b).reshape(batch + (n, k))
+    return X
+
+
+class Det(Op):
+    @staticmethod
+    def forward(ctx, A):
+        lu, piv, _ = lu_factor_raw(A)
+        d = lu.diagonal(0, -2, -1).prod(-1) * _swaps_sign(piv).to(A.dtype)
+        ctx.save_for_backward(A, d)
+        return d
+
+    @staticmethod
+    def backward(ctx, g):
+        A, d = ctx.saved_tensors
+        # d det / dA = det * A^-T (A invertible)
+        return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+
+
+def det(A, *, out=None):
+    """The determinant of each square matrix (from its LU factors), as torch.linalg.det. The
+    gradient is det * A^-T, defined where A is invertible.
+
+    >>> import clgrad
+    >>> round(clgrad.linalg.det(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 5)
+    -2.0
+    """
+    _square("det", A)
+    return Det.apply(A)
+
+
+class LogAbsDet(Op):
+    @staticmethod
+    def forward(ctx, A):
+        lu, piv, _ = lu_factor_raw(A)
+        diag = lu.diagonal(0, -2, -1)
+        ctx.save_for_backward(A)
+        return diag.abs().log().sum(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (A,) = ctx.saved_tensors
+        return g.unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+
+
+def slogdet(A, *, out=None):
+    """(sign, logabsdet) of each square matrix: det = sign * exp(logabsdet), without overflow.
+
+    >>> import clgrad
+    >>> s, l = clgrad.linalg.slogdet(clgrad.tensor([[2.0, 0.0], [0.0, -3.0]]))
+    >>> s.item(), round(l.item(), 4)
+    (-1.0, 1.7918)
+    """
+    _square("slogdet", A)
+    with no_grad():
+        lu, piv, _ = lu_factor_raw(A.detach())
+        diag = lu.diagonal(0, -2, -1)
+        sign = diag.sign().prod(-1) * _swaps_sign(piv).to(A.dtype)
+    return SlogDet(sign, LogAbsDet.apply(A))
+
+
+def logdet(A):
+    """log(det(A)): nan where det < 0, -inf where det == 0, as torch.logdet.
+
+    >>> import clgrad
+    >>> round(clgrad.logdet(clgrad.tensor([[2.0, 0.0], [0.0, 3.0]])).item(), 4)
+    1.7918
+    """
+    sign, logabs = slogdet(A)
+    from .pointwise import where
+    return where(sign < 0, logabs * math.nan, logabs)
+
+
+class Cholesky(Op):
+    @staticmethod
+    def forward(ctx, A):
+        L, info = cholesky_raw(A)
+        ctx.save_for_backward(L)
+        ctx.info = info
+        return L
+
+    @staticmethod
+    def backward(ctx, g):
+        # gA = 1/2 (S + S^T), S = L^-T Phi(L^T gL) L^-1, Phi: the lower triangle, half diagonal
+        (L,) = ctx.saved_tensors
+        P = (_mT(L) @ g).tril()
+        P = P - 0.5 * P.diagonal(0, -2, -1).diag_embed()
+        Linv = inv(L)
+        S = _mT(Linv) @ P @ Linv
+        return 0.5 * (S + _mT(S))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """(L, info): the Cholesky factor and the order of the first leading minor that is not
+    positive-definite (0: A is positive-definite).
+
+    >>> import clgrad
+    >>> clgrad.linalg.cholesky_ex(clgrad.tensor([[4.0, 2.0], [2.0, 3.0]])).L.tolist()
+    [[2.0, 0.0], [1.0, 1.4142135381698608]]
+    """
+    _square("cholesky_ex", A)
+    L = Cholesky.apply(A)
+    info = L.grad_fn.info if L.grad_fn is not None else cholesky_raw(A.detach())[1]
+    if check_errors:
+        _raise_info("cholesky_ex", info, "The factorization could not be completed because the "
+                                         "input is not positive-definite (the leading minor of "
+                                         "order {} is not positive-definite)")
+    return CholeskyEx(_mT(L) if upper else L, info)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The lower (or upper) Cholesky factor L of symmetric positive-definite A = L L^T, as
+    torch.linalg.cholesky; LinAlgError when A is not positive-definite.
+
+    >>> import clgrad
+    >>> clgrad.linalg.cholesky(clgrad.tensor([[4.0, 2.0], [2.0, 3.0]]))[0].tolist()
+    [2.0, 0.0]
+    """
+    L, info = cholesky_ex(A)
+    _raise_info("cholesky", info, "The factorization could not be completed because the input "
+                                  "is not positive-definite (the leading minor of order {} is "
+                                  "not positive-definite)")
+    return _mT(L) if upper else L
+
+
+# ---- composed from clgrad ops ---------------------------------------------------------------------
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The vector ord-norm over dim (all elements when None): 2, 1, inf, -inf, 0 (count of
+    non-zeros) or any real ord, as torch.linalg.vector_norm.
+
+    >>> import clgrad
+    >>> clgrad.linalg.vector_norm(clgrad.tensor([3.0, -4.0]), ord=float("inf")).item()
+    4.0
+    """
+    from .reduce import norm
+    return norm(x, 2 if ord == 2 else ord, dim, keepdim, dtype)
+
+
+def _check_matrix_dims(op, A, dim):
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = (d % A.dim() for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """The matrix norm over the two dims: 'fro', inf / -inf (largest / smallest absolute row
+    sum), 1 / -1 (column sums), as torch.linalg.matrix_norm. 'nuc', 2 and -2 need singular
+    values, which clgrad does not compute yet.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[1.0, -2.0], [3.0, 4.0]])
+    >>> clgrad.linalg.matrix_norm(A, ord=1).item(), clgrad.linalg.matrix_norm(A, float("inf")).item()
+    (6.0, 7.0)
+    """
+    if dtype is not None:
+        A = A.to(dtypes.as_dtype(dtype))
+    d0, d1 = _check_matrix_dims("matrix_norm", A, dim)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
+                                  f"which clgrad does not compute yet")
+    if ord in (math.inf, -math.inf, 1, -1):
+        rows, cols = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
+        s = A.abs().sum(rows, keepdim=True)
+        r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
+        return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.norm: a vector norm (dim an int, or A 1-D, or no ord and no dim: the 2-norm
+    of all elements) or a matrix norm (dim a pair, or A 2-D with an ord).
+
+    >>> import clgrad
+    >>> clgrad.linalg.norm(clgrad.tensor([[3.0, 0.0], [0.0, 4.0]])).item()
+    5.0
+    """
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.dim() == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
+                           dtype=dtype)
+    if dim is None and ord is not None and A.dim() != 1:
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {A.dim()}D.")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of vectors along dim, broadcasting the rest (real dtypes).
+
+    >>> import clgrad
+    >>> clgrad.linalg.vecdot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([[3.0, 4.0]])).tolist()
+    [11.0]
+    """
+    return (x * y).sum(dim)
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices (the first and last may be vectors), as
+    torch.linalg.multi_dot.
+
+    >>> import clgrad
+    >>> clgrad.linalg.multi_dot([clgrad.ones(2), clgrad.ones(2, 3), clgrad.ones(3)]).item()
+    6.0
+    """
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        if t.dim() not in ((1, 2) if i in (0, len(tensors) - 1) else (2,)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D{' or 1D' if i in (0, len(tensors) - 1) else ''} but got {t.dim()}D")
+    result = tensors[0]
+    for t in tensors[1:]:
+        result = result @ t
+    return result
+
+
+def matrix_power(A, n, *, out=None):
+    """A multiplied by itself n times; a negative n uses the inverse.
+
+    >>> import clgrad
+    >>> clgrad.linalg.matrix_power(clgrad.tensor([[2.0, 0.0], [0.0, 4.0]]), -1).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    from .methods import matrix_power as _power
+    if n < 0:
+        return _power(inv(A), -n)
+    return _power(A, n)
+
+
+def matrix_exp(A):
+    """exp(A) of each square matrix: scaling and squaring with a Taylor series of degree 18 on
+    A / 2^s, where s makes the largest 1-norm of the batch at most 1/2 (composed of matmuls, so
+    it differentiates).
+
+    >>> import clgrad
+    >>> [round(v, 4) for v in clgrad.linalg.matrix_exp(clgrad.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    ...  .reshape(-1).tolist()]
+    [1.0, 1.0, 0.0, 1.0]
+    """
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, got "
+                           f"shape {tuple(A.shape)}")
+    from .creation import eye
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    with no_grad():
+        norm1 = float(A.detach().abs().sum(-2).amax().item())
+    s = max(0, int(math.ceil(math.log2(norm1))) + 1) if norm1 > 0.5 and math.isfinite(norm1) else 0
+    X = A / (2.0 ** s)
+    I = eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    result, term = I, I
+    for k in range(1, 19):
+        term = (term @ X) / k
+        result = result + term
+    for _ in range(s):
+        result = result @ result
+    return result
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (X A = B with left=False) for triangular A; only A's triangle (and not its
+    diagonal, with unitriangular) is read. Solved through the general solver.
+
+    >>> import clgrad
+    >>> U = clgrad.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> clgrad.linalg.solve_triangular(U, clgrad.tensor([[4.0], [8.0]]), upper=True).tolist()
+    [[1.0], [2.0]]
+    """
+    T = A.triu() if upper else A.tril()
+    if unitriangular:
+        from .creation import eye
+        n = A.shape[-1]
+        I = eye(n, dtype=A.dtype, device=A.device)
+        T = T * (1 - I) + I
+    return solve(T, B, left=left)
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B where A = L L^T (or U^T U with upper), as torch.cholesky_solve.
+
+    >>> import clgrad
+    >>> L = clgrad.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> clgrad.cholesky_solve(clgrad.tensor([[4.0], [3.0]]), L).tolist()
+    [[0.5], [1.0]]
+    """
+    A = _mT(L) @ L if upper else L @ _mT(L)
+    return solve(A, B)
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of A = L L^T (or U^T U) from its Cholesky factor, as torch.cholesky_inverse.
+
+    >>> import clgrad
+    >>> clgrad.cholesky_inverse(clgrad.tensor([[2.0, 0.0], [0.0, 1.0]])).tolist()
+    [[0.25, 0.0], [0.0, 1.0]]
+    """
+    return inv(_mT(L) @ L if upper else L @ _mT(L))
+
+
+def _legacy_cholesky(A, upper=False, *, out=None):
+    """torch.cholesky (deprecated in torch for linalg.cholesky): the factor of A.
+
+    >>> import clgrad
+    >>> clgrad.cholesky(clgrad.tensor([[4.0, 0.0], [0.0, 9.0]])).tolist()
+    [[2.0, 0.0], [0.0, 3.0]]
+    """
+    return cholesky(A, upper=upper)
+
+
+def _inverse(A, *, out=None):
+    """torch.inverse: linalg.inv.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[4.0]]).inverse().item()
+    0.25
+    """
+    return inv(A)
+
+
+FUNCTIONS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
+             "cholesky": _legacy_cholesky, "cholesky_solve": cholesky_solve,
+             "cholesky_inverse": cholesky_inverse, "matrix_exp": matrix_exp}
+METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
+           "cholesky": _legacy_cholesky, "cholesky_solve": cholesky_solve,
+           "cholesky_inverse": cholesky_inverse, "matrix_exp": matrix_exp}

@@ -1,0 +1,150 @@
+"""clgrad.linalg: the LU and Cholesky kernels and what is built on them (solve, inv, det,
+slogdet, cholesky) against numpy.linalg, batched and strided; gradients by finite differences;
+the composed norms and products; errors."""
+import math
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import linalg as LA
+from clgrad.autograd import gradcheck, gradgradcheck
+
+DT = [("float64", 1e-10), ("float32", 2e-4)]
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+@pytest.mark.parametrize("dtype,tol", DT)
+def test_lu_based_ops_match_numpy(device, dtype, tol):
+    rng = np.random.default_rng(0)
+    for shape in ((1, 1), (5, 5), (3, 7, 7), (2, 2, 33, 33)):   # 33 rows cross a group of 32
+        a = rng.standard_normal(shape)
+        A = clgrad.tensor(a, dtype=getattr(clgrad, dtype))
+        b = rng.standard_normal(shape[:-1] + (3,))
+        X = LA.solve(A, clgrad.tensor(b, dtype=A.dtype))
+        np.testing.assert_allclose(_np(X), np.linalg.solve(a, b), rtol=tol * 10, atol=tol * 10)
+        np.testing.assert_allclose(_np(LA.inv(A)), np.linalg.inv(a), rtol=tol * 10,
+                                   atol=tol * 10)
+        np.testing.assert_allclose(_np(LA.det(A)), np.linalg.det(a), rtol=tol * 10, atol=tol)
+        sign, logabs = LA.slogdet(A)
+        s2, l2 = np.linalg.slogdet(a)
+        np.testing.assert_array_equal(_np(sign), s2)
+        np.testing.assert_allclose(_np(logabs), l2, rtol=tol, atol=tol)
+    # a vector right-hand side, broadcasting, a strided A, left=False
+    a = rng.standard_normal((2, 4, 4))
+    A = clgrad.tensor(a.transpose(0, 2, 1).copy()).transpose(1, 2)       # strided view of a
+    assert not A.is_contiguous()
+    v = rng.standard_normal(4)
+    np.testing.assert_allclose(_np(LA.solve(A, clgrad.tensor(v))), np.linalg.solve(a, v),
+                               rtol=1e-9)
+    m = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(_np(LA.solve(A, clgrad.tensor(m), left=False)),
+                               np.linalg.solve(a.transpose(0, 2, 1), m.T).transpose(0, 2, 1),
+                               rtol=1e-9)
+
+
+def test_pivoting_determinant_sign_and_lu_factor(device):
+    A = clgrad.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]], dtype=clgrad.float64)
+    assert LA.det(A).item() == -2.0                     # one row swap
+    LU, piv = LA.lu_factor(A)
+    assert piv.dtype == clgrad.int32 and piv.tolist() == [2, 2, 3]
+    X = LA.lu_solve(LU, piv, clgrad.tensor([[1.0], [2.0], [4.0]], dtype=clgrad.float64))
+    assert X.reshape(-1).tolist() == [2.0, 1.0, 2.0]
+    S = clgrad.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=clgrad.float64)   # singular
+    assert LA.det(S).item() == 0.0 and LA.lu_factor_ex(S).info.item() == 2
+    assert LA.slogdet(S).logabsdet.item() == -math.inf
+    assert LA.inv_ex(S).info.item() == 2
+    assert math.isnan(clgrad.logdet(-clgrad.eye(3, dtype=clgrad.float64)).item())
+
+
+def test_empty_and_zero_size(device):
+    assert LA.det(clgrad.zeros(0, 0, dtype=clgrad.float64)).item() == 1.0
+    assert LA.inv(clgrad.zeros(2, 0, 0)).shape == (2, 0, 0)
+    assert LA.det(clgrad.zeros(0, 3, 3)).shape == (0,)
+    assert LA.solve(clgrad.zeros(0, 3, 3), clgrad.zeros(0, 3, 2)).shape == (0, 3, 2)
+
+
+@pytest.mark.parametrize("dtype,tol", DT)
+def test_cholesky_matches_numpy(device, dtype, tol):
+    rng = np.random.default_rng(1)
+    for n in (1, 4, 40):
+        a = rng.standard_normal((2, n, n))
+        spd = a @ a.transpose(0, 2, 1) + n * np.eye(n)
+        A = clgrad.tensor(spd, dtype=getattr(clgrad, dtype))
+        np.testing.assert_allclose(_np(LA.cholesky(A)), np.linalg.cholesky(spd), rtol=tol,
+                                   atol=tol * 10)
+        np.testing.assert_allclose(_np(LA.cholesky(A, upper=True)),
+                                   np.linalg.cholesky(spd).transpose(0, 2, 1), rtol=tol,
+                                   atol=tol * 10)
+    bad = clgrad.tensor([[1.0, 2.0], [2.0, 1.0]])
+    assert LA.cholesky_ex(bad).info.item() == 2
+    with pytest.raises(LA.LinAlgError, match="order 2 is not positive-definite"):
+        LA.cholesky(bad)
+
+
+def test_gradients(device):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    A = clgrad.tensor(a, requires_grad=True)
+    B = clgrad.tensor(rng.standard_normal((2, 3, 2)), requires_grad=True)
+    assert gradcheck(LA.solve, (A, B))
+    assert gradgradcheck(LA.solve, (A, B))
+    assert gradcheck(LA.inv, (A,))
+    assert gradcheck(LA.det, (A,))
+    assert gradgradcheck(LA.det, (A,))
+    assert gradcheck(lambda A: LA.slogdet(A).logabsdet, (A,))
+    spd = a @ a.transpose(0, 2, 1) + np.eye(3)
+    S = clgrad.tensor(spd, requires_grad=True)
+    # the factor of the symmetric part, as torch's gradient assumes a symmetric input
+    assert gradcheck(lambda S: LA.cholesky((S + S.mT) / 2), (S,))
+    assert gradcheck(lambda A: LA.matrix_exp(A * 0.3), (A,))
+
+
+def test_composed_norms_and_products(device):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 3, 4))
+    A = clgrad.tensor(a)
+    for ord in (2, 1, math.inf, -math.inf, 0, 3.5):
+        np.testing.assert_allclose(_np(LA.vector_norm(A, ord, dim=-1)),
+                                   np.linalg.norm(a, ord, axis=-1), rtol=1e-10)
+    for ord in ("fro", 1, -1, math.inf, -math.inf):
+        np.testing.assert_allclose(_np(LA.matrix_norm(A, ord)), np.linalg.norm(a, ord,
+                                                                               axis=(-2, -1)),
+                                   rtol=1e-10)
+    np.testing.assert_allclose(LA.norm(A).item(), np.linalg.norm(a.reshape(-1)), rtol=1e-10)
+    np.testing.assert_allclose(_np(LA.norm(A[0], 1)), np.linalg.norm(a[0], 1), rtol=1e-10)
+    assert LA.matrix_norm(A, keepdim=True).shape == (2, 1, 1)
+    np.testing.assert_allclose(_np(LA.vecdot(A, A)), (a * a).sum(-1), rtol=1e-10)
+    m = [rng.standard_normal(s) for s in ((3,), (3, 4), (4, 2), (2,))]
+    np.testing.assert_allclose(LA.multi_dot([clgrad.tensor(x) for x in m]).item(),
+                               np.linalg.multi_dot(m), rtol=1e-10)
+    sq = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    np.testing.assert_allclose(_np(LA.matrix_power(clgrad.tensor(sq), -2)),
+                               np.linalg.matrix_power(sq, -2), rtol=1e-9)
+    # exp of a nilpotent and of a diagonal matrix, in closed form
+    np.testing.assert_allclose(_np(LA.matrix_exp(clgrad.tensor([[0.0, 2.0], [0.0, 0.0]],
+                                                               dtype=clgrad.float64))),
+                               [[1.0, 2.0], [0.0, 1.0]], atol=1e-12)
+    np.testing.assert_allclose(_np(LA.matrix_exp(clgrad.tensor(np.diag([1.0, -3.0, 5.0])))),
+                               np.diag(np.exp([1.0, -3.0, 5.0])), rtol=1e-10)
+    U = clgrad.tensor(np.triu(sq))
+    np.testing.assert_allclose(_np(LA.solve_triangular(U, clgrad.tensor(np.eye(3)),
+                                                       upper=True)),
+                               np.linalg.inv(np.triu(sq)), rtol=1e-9)
+
+
+def test_errors_name_the_op_and_the_shapes():
+    with pytest.raises(RuntimeError, match="linalg.inv: A must be batches of square matrices, "
+                                           "but they are 2 by 3 matrices"):
+        LA.inv(clgrad.zeros(2, 3))
+    with pytest.raises(LA.LinAlgError, match="singular"):
+        LA.inv(clgrad.zeros(2, 2))
+    with pytest.raises(RuntimeError, match="Incompatible shapes"):
+        LA.solve(clgrad.eye(3), clgrad.ones(2, 1))
+    with pytest.raises(RuntimeError, match="Expected a floating point"):
+        LA.det(clgrad.ones(2, 2, dtype=clgrad.int64))
+    with pytest.raises(NotImplementedError, match="singular values"):
+        LA.matrix_norm(clgrad.eye(2), "nuc")
