@@ -868,3 +868,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+# ---- more activations, distances and losses (clgrad/nn/_functional_more.py) ----------------------
+from . import _functional_more  # noqa: E402
+from ._functional_more import *  # noqa: E402,F401,F403
+
+__all__ += _functional_more.__all__

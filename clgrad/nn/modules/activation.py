@@ -8,7 +8,9 @@ from .linear import Linear
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax",
-           "LogSoftmax", "MultiheadAttention"]
+           "LogSoftmax", "MultiheadAttention", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish",
+           "SELU", "CELU", "Mish", "GLU", "Softsign", "Tanhshrink", "LogSigmoid", "Softshrink",
+           "Hardshrink", "Threshold", "PReLU", "RReLU", "Softmin", "Softmax2d"]
 
 
 class ReLU(Module):
@@ -282,3 +284,304 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:
             out = out.transpose(0, 1)
         return out, weights
+
+
+# ---- the piecewise activations of clgrad/nn/_functional_more.py -----------------------------------
+class Hardtanh(Module):
+    """x clamped to [min_val, max_val].
+
+    >>> import clgrad
+    >>> clgrad.nn.Hardtanh(-2.0, 2.0)(clgrad.tensor([-3.0, 1.0])).tolist()
+    [-2.0, 1.0]
+    """
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + \
+            (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6).
+
+    >>> import clgrad
+    >>> clgrad.nn.ReLU6()(clgrad.tensor([-1.0, 7.0])).tolist()
+    [0.0, 6.0]
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class _Simple(Module):
+    """An activation without parameters: forward is `fn` of clgrad.nn.functional."""
+    fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        f = getattr(F, self.fn)
+        return f(input, inplace=True) if self.inplace else f(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Hardsigmoid(_Simple):
+    """0 below -3, 1 above 3, x / 6 + 1/2 between.
+
+    >>> import clgrad
+    >>> clgrad.nn.Hardsigmoid()(clgrad.tensor([0.0])).tolist()
+    [0.5]
+    """
+    fn = "hardsigmoid"
+
+
+class Hardswish(_Simple):
+    """x * relu6(x + 3) / 6.
+
+    >>> import clgrad
+    >>> clgrad.nn.Hardswish()(clgrad.tensor([4.0])).tolist()
+    [4.0]
+    """
+    fn = "hardswish"
+
+
+class SELU(_Simple):
+    """scale * elu(x, alpha) with the self-normalising constants.
+
+    >>> import clgrad
+    >>> clgrad.nn.SELU()(clgrad.tensor([0.0])).tolist()
+    [0.0]
+    """
+    fn = "selu"
+
+
+class Mish(_Simple):
+    """x * tanh(softplus(x)).
+
+    >>> import clgrad
+    >>> clgrad.nn.Mish()(clgrad.tensor([0.0])).tolist()
+    [0.0]
+    """
+    fn = "mish"
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    >>> import clgrad
+    >>> clgrad.nn.CELU(alpha=2.0)(clgrad.tensor([1.0])).tolist()
+    [1.0]
+    """
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the two halves a, b of the input along dim.
+
+    >>> import clgrad
+    >>> clgrad.nn.GLU()(clgrad.ones(2, 4)).shape
+    clgrad.Size([2, 2])
+    """
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softsign(Module):
+    """x / (1 + |x|).
+
+    >>> import clgrad
+    >>> clgrad.nn.Softsign()(clgrad.tensor([1.0])).tolist()
+    [0.5]
+    """
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x).
+
+    >>> import clgrad
+    >>> clgrad.nn.Tanhshrink()(clgrad.tensor([0.0])).tolist()
+    [0.0]
+    """
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)).
+
+    >>> import clgrad
+    >>> round(clgrad.nn.LogSigmoid()(clgrad.tensor([0.0])).item(), 4)
+    -0.6931
+    """
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softshrink(Module):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between.
+
+    >>> import clgrad
+    >>> clgrad.nn.Softshrink(1.0)(clgrad.tensor([2.0, 0.5])).tolist()
+    [1.0, 0.0]
+    """
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """x where |x| > lambd, else 0.
+
+    >>> import clgrad
+    >>> clgrad.nn.Hardshrink(1.0)(clgrad.tensor([2.0, 0.5])).tolist()
+    [2.0, 0.0]
+    """
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Threshold(Module):
+    """x where x > threshold, else value.
+
+    >>> import clgrad
+    >>> clgrad.nn.Threshold(0.1, 20.0)(clgrad.tensor([0.0, 1.0])).tolist()
+    [20.0, 1.0]
+    """
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + \
+            (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """x where x > 0, else a * x with a learned slope a (one, or one per channel), 0.25 at first.
+
+    >>> import clgrad
+    >>> m = clgrad.nn.PReLU(num_parameters=3)
+    >>> m(-clgrad.ones(2, 3)).tolist(), m
+    ([[-0.25, -0.25, -0.25], [-0.25, -0.25, -0.25]], PReLU(num_parameters=3))
+    """
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init_ = self.init
+        from .. import init as _init
+        _init.constant_(self.weight, init_)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random negative slope from U(lower, upper) in training, the mean slope
+    in evaluation.
+
+    >>> import clgrad
+    >>> clgrad.nn.RReLU(0.1, 0.3).eval()(clgrad.tensor([-1.0])).tolist()
+    [-0.20000000298023224]
+    """
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + \
+            (", inplace=True" if self.inplace else "")
+
+
+class Softmin(Module):
+    """softmax(-x) along dim.
+
+    >>> import clgrad
+    >>> clgrad.nn.Softmin(dim=0)(clgrad.tensor([0.0, 0.0])).tolist()
+    [0.5, 0.5]
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """softmax over the channels of each location of a [N, C, H, W] or [C, H, W] input.
+
+    >>> import clgrad
+    >>> clgrad.nn.Softmax2d()(clgrad.zeros(1, 2, 1, 1)).reshape(-1).tolist()
+    [0.5, 0.5]
+    """
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3)

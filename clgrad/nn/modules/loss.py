@@ -4,7 +4,9 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
-           "BCELoss", "BCEWithLogitsLoss"]
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
+           "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
 
 
 class _Loss(Module):
@@ -151,3 +153,186 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence; input holds log-probabilities (target too with log_target).
+
+    >>> import clgrad
+    >>> p = clgrad.tensor([[0.25, 0.75]])
+    >>> clgrad.nn.KLDivLoss(reduction="batchmean")(p.log(), p).item()
+    0.0
+    """
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -y * (x1 - x2) + margin).
+
+    >>> import clgrad
+    >>> clgrad.nn.MarginRankingLoss()(clgrad.tensor([2.0]), clgrad.tensor([1.0]), clgrad.tensor([1.0])).item()
+    0.0
+    """
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """x where y is 1, max(0, margin - x) where y is -1.
+
+    >>> import clgrad
+    >>> clgrad.nn.HingeEmbeddingLoss()(clgrad.tensor([0.5]), clgrad.tensor([-1.0])).item()
+    0.5
+    """
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-y x)).
+
+    >>> import clgrad
+    >>> round(clgrad.nn.SoftMarginLoss()(clgrad.tensor([0.0]), clgrad.tensor([1.0])).item(), 4)
+    0.6931
+    """
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) where y is 1, max(0, cos(x1, x2) - margin) where y is -1.
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[1.0, 0.0]])
+    >>> clgrad.nn.CosineEmbeddingLoss()(x, x, clgrad.tensor([-1.0])).item()
+    1.0
+    """
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) with the pairwise p-distance.
+
+    >>> import clgrad
+    >>> a = clgrad.zeros(1, 2)
+    >>> clgrad.nn.TripletMarginLoss(margin=1.0)(a, a, a).item()
+    1.0
+    """
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of the target under a Poisson distribution.
+
+    >>> import clgrad
+    >>> clgrad.nn.PoissonNLLLoss()(clgrad.tensor([0.0]), clgrad.tensor([1.0])).item()
+    1.0
+    """
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of the target under N(input, var).
+
+    >>> import clgrad
+    >>> clgrad.nn.GaussianNLLLoss()(clgrad.zeros(2), clgrad.zeros(2), clgrad.ones(2)).item()
+    0.0
+    """
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(None, None, reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """One-versus-all logistic loss per class, averaged over the classes.
+
+    >>> import clgrad
+    >>> round(clgrad.nn.MultiLabelSoftMarginLoss()(clgrad.zeros(1, 2), clgrad.ones(1, 2)).item(), 4)
+    0.6931
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class CosineSimilarity(Module):
+    """x1 . x2 / max(|x1| |x2|, eps) along dim.
+
+    >>> import clgrad
+    >>> clgrad.nn.CosineSimilarity(dim=0)(clgrad.tensor([1.0, 0.0]), clgrad.tensor([2.0, 0.0])).item()
+    1.0
+    """
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """The p-norm of x1 - x2 + eps over the last dimension.
+
+    >>> import clgrad
+    >>> round(clgrad.nn.PairwiseDistance()(clgrad.zeros(1, 2), clgrad.ones(1, 2)).item(), 4)
+    1.4142
+    """
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
