@@ -11,8 +11,11 @@ True
 """
 from . import lr_scheduler
 from .adam import Adam, AdamW
+from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
+from .classic import ASGD, Rprop
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "ASGD", "Rprop", "lr_scheduler"]

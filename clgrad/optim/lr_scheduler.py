@@ -8,7 +8,9 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "OneCycleLR"]
+           "CosineAnnealingLR", "OneCycleLR", "MultiplicativeLR", "ConstantLR", "LinearLR",
+           "PolynomialLR", "CosineAnnealingWarmRestarts", "SequentialLR", "ChainedScheduler",
+           "ReduceLROnPlateau", "CyclicLR"]
 
 
 def _format_param(name, optimizer, param):
@@ -374,4 +376,421 @@ class OneCycleLR(LRScheduler):
                     group["betas"] = (momentum, *group["betas"][1:])
                 else:
                     group["momentum"] = momentum
+        return lrs
+
+
+# ---- more of torch's schedulers (recursive get_lr as torch's, closed forms for step(epoch)) ----
+class MultiplicativeLR(LambdaLR):
+    """Multiply the lr by lr_lambda(epoch) at every step (one function, or one per group).
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.MultiplicativeLR(opt, lambda e: 0.5)
+    >>> opt.step(); sched.step(); opt.step(); sched.step(); sched.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        lambdas = lr_lambda if isinstance(lr_lambda, (list, tuple)) else [lr_lambda]
+        for fn in lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, lr_lambda, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * fn(self.last_epoch)
+                for fn, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+
+
+class ConstantLR(LRScheduler):
+    """lr * factor until total_iters epochs have passed, then lr.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.9)
+    >>> clgrad.optim.lr_scheduler.ConstantLR(opt, factor=0.5).get_last_lr()
+    [0.45]
+    """
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The lr factor goes linearly from start_factor to end_factor over total_iters epochs.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.75]
+    """
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, \
+            total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        d = self.end_factor - self.start_factor
+        f = 1.0 + d / (self.total_iters * self.start_factor + (self.last_epoch - 1) * d)
+        return [group["lr"] * f for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) *
+                        min(self.total_iters, self.last_epoch) / self.total_iters)
+                for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr * (1 - epoch / total_iters) ** power, then constant after total_iters.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.PolynomialLR(opt, total_iters=4)
+    >>> opt.step(); sched.step(); sched.get_last_lr()
+    [0.75]
+    """
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        f = ((1.0 - self.last_epoch / self.total_iters) /
+             (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [group["lr"] * f for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial lr to eta_min over T_0 epochs, restarting; each
+    period T_mult times the last. step(epoch) takes fractional epochs.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+    >>> [round(lr, 3) for lr in [sched.get_last_lr()[0]] +
+    ...  [(opt.step(), sched.step(), sched.get_last_lr()[0])[2] for _ in range(3)]]
+    [1.0, 0.5, 1.0, 0.5]
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) *
+                (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._step_count += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class SequentialLR(LRScheduler):
+    """Run schedulers one after another, switching at the milestone epochs.
+
+    >>> import clgrad
+    >>> from clgrad.optim import lr_scheduler as S
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.1, total_iters=2),
+    ...                              S.ExponentialLR(opt, gamma=0.9)], milestones=[2])
+    >>> [round(v, 3) for v in [sched.get_last_lr()[0]] +
+    ...  [(opt.step(), sched.step(), sched.get_last_lr()[0])[2] for _ in range(3)]]
+    [0.1, 0.1, 1.0, 0.9]
+    """
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got "
+                             f"no scheduler.")
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the "
+                                 f"same optimizer, but got scheduler at index {i} to be "
+                                 f"different than the optimizer passed in.")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to be "
+                             f"one more than the number of milestone points, but got number of "
+                             f"schedulers {len(schedulers)} and the number of milestones to be "
+                             f"equal to {len(milestones)}")
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # undo the steps the schedulers took when they were made, then start the first one
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for s in self._schedulers:
+            s.last_epoch -= 1
+        self._schedulers[0]._is_initial = True
+        self._schedulers[0].step()
+        self._schedulers[0]._is_initial = False
+        self._last_lr = schedulers[0].get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            s.step(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+    def state_dict(self):
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers together each epoch (their factors compose).
+
+    >>> import clgrad
+    >>> from clgrad.optim import lr_scheduler as S
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=1),
+    ...                             S.ExponentialLR(opt, gamma=0.5)])
+    >>> sched.get_last_lr(), (opt.step(), sched.step(), sched.get_last_lr())[2]
+    ([0.5], [0.5])
+    """
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
+                             f"chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the "
+                                 f"same optimizer, but got scheduler {type(s).__name__} at index "
+                                 f"{i} has {s.optimizer}, which is different from "
+                                 f"{optimizer}.")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def step(self):
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the lr by factor when the metric passed to step(metric) has not improved for
+    `patience` epochs (mode 'min' or 'max', threshold 'rel' or 'abs', cooldown, min_lr).
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=1.0)
+    >>> sched = clgrad.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)
+    >>> for loss in [1.0, 1.0, 1.0]:
+    ...     opt.step(); sched.step(loss)
+    >>> sched.get_last_lr()
+    [0.1]
+    """
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode {mode} is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold mode {threshold_mode} is unknown!")
+        self.optimizer = optimizer
+        self.factor = factor
+        self.min_lrs = _format_param("min_lr", optimizer, min_lr)
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.cooldown_counter = 0
+        self.last_epoch = 0
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = 0
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def is_better(self, a, best):
+        rel = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return a < (best * (1.0 - self.threshold) if rel else best - self.threshold)
+        return a > (best * (self.threshold + 1.0) if rel else best + self.threshold)
+
+    def step(self, metrics, epoch=None):
+        current = float(metrics)
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self.is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for i, group in enumerate(self.optimizer.param_groups):
+                old = float(group["lr"])
+                new = max(old * self.factor, self.min_lrs[i])
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    @property
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+
+class CyclicLR(LRScheduler):
+    """The lr cycles between base_lr and max_lr (per batch): 'triangular', 'triangular2' or
+    'exp_range', or a scale_fn; momentum cycles the other way with cycle_momentum.
+
+    >>> import clgrad
+    >>> opt = clgrad.optim.SGD([clgrad.nn.Parameter(clgrad.zeros(1))], lr=0.1, momentum=0.9)
+    >>> sched = clgrad.optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, step_size_up=2)
+    >>> [round(v, 3) for v in [sched.get_last_lr()[0]] +
+    ...  [(opt.step(), sched.step(), sched.get_last_lr()[0])[2] for _ in range(4)]]
+    [0.1, 0.55, 1.0, 0.55, 0.1]
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else \
+            ("iterations" if mode == "exp_range" else "cycle")
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m, group in zip(self.max_momentums, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def scale_fn(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        arg = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [base + (mx - base) * scale * self.scale_fn(arg)
+               for base, mx in zip(self.base_lrs if hasattr(self, "base_lrs") and
+                                   not self._is_initial else
+                                   [g["lr"] for g in self.optimizer.param_groups], self.max_lrs)]
+        if self.cycle_momentum:
+            for group, bm, mm in zip(self.optimizer.param_groups, self.base_momentums,
+                                     self.max_momentums):
+                m = mm - (mm - bm) * scale * self.scale_fn(arg)
+                if self.use_beta1:
+                    group["betas"] = (m, *group["betas"][1:])
+                else:
+                    group["momentum"] = m
         return lrs
