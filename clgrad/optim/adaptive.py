@@ -163,7 +163,7 @@ class NAdam(Optimizer):
     >>> p = clgrad.nn.Parameter(clgrad.tensor([1.0]))
     >>> opt = clgrad.optim.NAdam([p], lr=0.1)
     >>> p.grad = clgrad.tensor([2.0]); opt.step(); round(p.item(), 4)
-    0.9
+    0.8944
     """
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
