@@ -34,6 +34,26 @@ def _grads(group, optimizer):
         yield p, g, optimizer.state[p]
 
 
+def _adam_moments_start(group, p, g, state, lr, wd, **extra):
+    """The shared start of NAdam's and RAdam's step: state on first use, the step count, weight
+    decay (decoupled or into the gradient), and the two moments; returns the gradient."""
+    if not state:
+        state["step"] = 0.0
+        state.update(extra)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+    state["step"] += 1
+    if wd:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - lr * wd)
+        else:
+            g = g + wd * p
+    beta1, beta2 = group["betas"]
+    state["exp_avg"].lerp_(g, 1 - beta1)
+    state["exp_avg_sq"].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    return g
+
+
 class Adagrad(Optimizer):
     """Adagrad: sum += g^2; p -= lr / (1 + (step - 1) lr_decay) * g / (sqrt(sum) + eps).
 
@@ -185,25 +205,13 @@ class NAdam(Optimizer):
             beta1, beta2 = group["betas"]
             lr, wd, md = _scalar(group["lr"]), group["weight_decay"], group["momentum_decay"]
             for p, g, state in _grads(group, self):
-                if not state:
-                    state["step"] = 0.0
-                    state["mu_product"] = 1.0
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                state["step"] += 1
+                g = _adam_moments_start(group, p, g, state, lr, wd, mu_product=1.0)
                 step = state["step"]
-                if wd:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        g = g + wd * p
                 bias_correction2 = 1 - beta2 ** step
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
                 state["mu_product"] *= mu
                 mu_product_next = state["mu_product"] * mu_next
-                state["exp_avg"].lerp_(g, 1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).addcmul_(g, g, value=1 - beta2)
                 denom = (state["exp_avg_sq"] / bias_correction2).sqrt() + group["eps"]
                 p.addcdiv_(g, denom, value=-lr * (1.0 - mu) / (1.0 - state["mu_product"]))
                 p.addcdiv_(state["exp_avg"], denom, value=-lr * mu_next / (1.0 - mu_product_next))
@@ -237,19 +245,8 @@ class RAdam(Optimizer):
             lr, wd = _scalar(group["lr"]), group["weight_decay"]
             rho_inf = 2 / (1 - beta2) - 1
             for p, g, state in _grads(group, self):
-                if not state:
-                    state["step"] = 0.0
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                state["step"] += 1
+                _adam_moments_start(group, p, g, state, lr, wd)
                 step = state["step"]
-                if wd:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        g = g + wd * p
-                state["exp_avg"].lerp_(g, 1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).addcmul_(g, g, value=1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 corrected = state["exp_avg"] / bias_correction1

@@ -2,6 +2,7 @@
 state names and update rules, as in-place clgrad ops under no_grad."""
 from ..ops.creation import full_like, zeros_like
 from ..ops.pointwise import where
+from .adaptive import _check
 from .optimizer import Optimizer, _no_grad_step, _scalar
 
 __all__ = ["ASGD", "Rprop"]
@@ -20,10 +21,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
-        if not 0.0 <= _scalar(lr):
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check(lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize, capturable=capturable,
                         differentiable=differentiable)
@@ -73,8 +71,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if not 0.0 <= _scalar(lr):
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
