@@ -875,3 +875,7 @@ from . import _functional_more  # noqa: E402
 from ._functional_more import *  # noqa: E402,F401,F403
 
 __all__ += _functional_more.__all__
+from . import _interpolate  # noqa: E402
+from ._interpolate import *  # noqa: E402,F401,F403
+
+__all__ += _interpolate.__all__
