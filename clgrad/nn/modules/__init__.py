@@ -9,6 +9,8 @@ from .normalization import GroupNorm, LayerNorm
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .sparse import Embedding
 from . import activation as _activation, loss as _loss, upsampling as _upsampling
+from . import normalization as _normalization
+from .normalization import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, MultiheadAttention, ReLU, SiLU,
                          Sigmoid, Softmax, Softplus, Tanh)
@@ -36,5 +38,5 @@ __all__ = [
     "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer",
 ] + _padding.__all__
-__all__ += [n for n in _activation.__all__ + _loss.__all__ + _upsampling.__all__
-            if n not in __all__]
+__all__ += [n for n in _activation.__all__ + _loss.__all__ + _upsampling.__all__ +
+            _normalization.__all__ if n not in __all__]
