@@ -879,3 +879,7 @@ from . import _interpolate  # noqa: E402
 from ._interpolate import *  # noqa: E402,F401,F403
 
 __all__ += _interpolate.__all__
+from . import _functional_pool  # noqa: E402
+from ._functional_pool import *  # noqa: E402,F401,F403
+
+__all__ += _functional_pool.__all__

@@ -9,7 +9,9 @@ from .normalization import GroupNorm, LayerNorm
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .sparse import Embedding
 from . import activation as _activation, loss as _loss, upsampling as _upsampling
-from . import normalization as _normalization
+from . import normalization as _normalization, pooling as _pooling, pixelshuffle as _pixel
+from .pooling import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .activation import (ELU, GELU, LeakyReLU, LogSoftmax, MultiheadAttention, ReLU, SiLU,
@@ -39,4 +41,4 @@ __all__ = [
     "TransformerDecoderLayer",
 ] + _padding.__all__
 __all__ += [n for n in _activation.__all__ + _loss.__all__ + _upsampling.__all__ +
-            _normalization.__all__ if n not in __all__]
+            _normalization.__all__ + _pooling.__all__ + _pixel.__all__ if n not in __all__]
