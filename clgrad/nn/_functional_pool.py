@@ -1,4 +1,5 @@
-"""The 1-d pooling functions and adaptive max pooling, torch's arguments and results. The 1-d
+"""The 1-d pooling functions, adaptive max pooling, the shuffles and embedding_bag (a pooling
+of embeddings), torch's arguments and results. The 1-d
 ones run the 2-d kernels on a height-1 view ([N, C, L] -> [N, C, 1, L]); adaptive max pooling
 takes the max of each of torch's adaptive windows (start floor(i * L / out), end
 ceil((i + 1) * L / out)), one window per output position, so it suits small outputs.
@@ -8,7 +9,8 @@ import math
 from ..ops.join import stack
 
 __all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
+           "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+           "embedding_bag"]
 
 
 def _F():
@@ -198,3 +200,78 @@ def channel_shuffle(input, groups):
     rest = tuple(input.shape[2:])
     return input.reshape((N, groups, C // groups) + rest).transpose(1, 2).reshape(
         (N, C) + rest)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """The sum, mean or max of the embeddings of each bag of indices: the rows of a 2-D input,
+    or the segments of a 1-D input that `offsets` starts. Indices equal to padding_idx are left
+    out; an empty bag gives zeros. per_sample_weights scales each embedding ('sum' only).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> w = clgrad.tensor([[1.0, 1.0], [2.0, 0.0], [0.0, 4.0]])
+    >>> F.embedding_bag(clgrad.tensor([0, 1, 2]), w, clgrad.tensor([0, 2]), mode="sum").tolist()
+    [[3.0, 1.0], [0.0, 4.0]]
+    """
+    import numpy as np
+    from ..ops.creation import full, tensor as _tensor
+    from ..ops.join import cat
+    from ..ops.pointwise import where
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        B, L = input.shape
+        starts = [b * L for b in range(B)]
+        flat = input.reshape(-1)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+        ends = [s + L for s in starts]
+    elif input.dim() == 1:
+        if offsets is None or offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
+                             else f"offsets has to be a 1D Tensor, but got {offsets.dim()}D")
+        starts = [int(v) for v in offsets.tolist()]
+        if starts and starts[0] != 0:
+            raise ValueError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                             f"has to start from position 0. However, got {starts[0]}")
+        flat, psw = input, per_sample_weights
+        n = input.shape[0]
+        if include_last_offset:
+            ends = starts[1:]
+            starts = starts[:-1]
+        else:
+            ends = starts[1:] + [n]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    D = weight.shape[1]
+    emb = _F().embedding(flat, weight, None, max_norm, norm_type)
+    if psw is not None:
+        emb = emb * psw.unsqueeze(-1)
+    T = emb.shape[0]
+    ids = flat.tolist()
+    bags = [[j for j in range(a, b) if padding_idx is None or ids[j] != padding_idx]
+            for a, b in zip(starts, ends)]
+    Lmax = max([len(b) for b in bags] + [1])
+    # each bag's positions in a row, padded with T: a row appended to the embeddings
+    idx = np.full((len(bags), Lmax), T, dtype=np.int64)
+    for r, b in enumerate(bags):
+        idx[r, :len(b)] = b
+    fill = -math.inf if mode == "max" else 0.0
+    table = cat([emb, full((1, D), fill, dtype=emb.dtype, device=emb.device)], 0)
+    picked = table[_tensor(idx, device=emb.device)]                  # [B, Lmax, D]
+    counts = _tensor(np.array([len(b) for b in bags], dtype=np.float64),
+                     device=emb.device).to(emb.dtype).unsqueeze(-1)
+    if mode == "sum":
+        return picked.sum(1)
+    if mode == "mean":
+        return picked.sum(1) / counts.clamp_min(1)
+    out = picked.amax(1)
+    return where(counts > 0, out, 0.0)              # an empty bag gives zeros, as torch

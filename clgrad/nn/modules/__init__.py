@@ -7,7 +7,7 @@ from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import GroupNorm, LayerNorm
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from . import activation as _activation, loss as _loss, upsampling as _upsampling
 from . import normalization as _normalization, pooling as _pooling, pixelshuffle as _pixel
 from .pooling import *  # noqa: F401,F403
@@ -32,7 +32,7 @@ __all__ = [
     "ParameterDict", "Identity", "Linear",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d",
-    "Dropout2d", "Dropout3d", "Embedding", "ReLU",
+    "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "ReLU",
     "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU",
