@@ -126,6 +126,79 @@ inline void acc_add(${c.ptr(dt)} p, long i, ${dt.ct} v) {
 }
 % endif
 
+## ---- atomic combination for scatter_reduce: op 0 product, 1 maximum, 2 minimum --------------
+## The same compare-and-swap loops as acc_add (on the element's own word, or the aligned 32-bit
+## word that holds a 16- or 8-bit element), with the combination in place of the sum. A NaN
+## operand makes the maximum and minimum NaN, as torch's.
+inline ${dt.ct} combine(${dt.ct} a, ${dt.ct} v, int op) {
+    if (op == 0) return a * v;
+% if dt.kind == "f":
+    if (isnan(a) || isnan(v)) return a + v;
+% endif
+    if (op == 1) return a > v ? a : v;
+    return a < v ? a : v;
+}
+
+% if dt.cl in ("float", "int"):
+<% W = "uint" if dt.cl == "float" else "int"; AS = "as_float" if dt.cl == "float" else "" %>\
+inline void acc_combine(__global ${dt.cl} *p, long i, ${dt.ct} v, int op) {
+    volatile __global ${W} *w = (volatile __global ${W} *)(p + i);
+    ${W} old = 0, seen;
+    do {
+        seen = old;
+        old = atomic_cmpxchg(w, seen, as_${W}(combine(${AS}(seen), v, op)));
+    } while (old != seen);
+}
+% elif dt.cl in ("double", "long"):
+<% AS = "as_double" if dt.cl == "double" else "" %>\
+inline void acc_combine(__global ${dt.cl} *p, long i, ${dt.ct} v, int op) {
+    volatile __global long *w = (volatile __global long *)(p + i);
+    long old = 0, seen;
+    do {
+        seen = old;
+        old = atom_cmpxchg(w, seen, as_long(combine(${AS}(seen), v, op)));
+    } while (old != seen);
+}
+% else:
+<%
+    bits = 16 if dt.itemsize == 2 else 8
+    per_word = 32 // bits
+    mask = "0xFFFFu" if bits == 16 else "0xFFu"
+%>
+inline void acc_combine(${c.ptr(dt)} p, long i, ${dt.ct} v, int op) {
+    volatile __global uint *w = (volatile __global uint *)((__global uchar *)p +
+                                                           (i * ${dt.itemsize} & ~(long)3));
+    uint shift = (uint)(i & ${per_word - 1}) * ${bits};
+    uint old = 0, seen;
+    do {
+        seen = old;
+        uint e = (seen >> shift) & ${mask};
+% if dt.cl == "half":
+        ushort h = (ushort)e;
+        float f = combine(vload_half(0, (const __private half *)&h), v, op);
+        vstore_half(f, 0, (__private half *)&h);
+        e = h;
+% elif dt.name == "bfloat16":
+        e = f2bf(combine(bf2f((ushort)e), v, op));
+% else:
+        e = ((uint)combine((${dt.ct})e, v, op)) & ${mask};
+% endif
+        old = atomic_cmpxchg(w, seen, (seen & ~(${mask} << shift)) | (e << shift));
+    } while (old != seen);
+}
+% endif
+
+__kernel void scatter_combine(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src,
+                              long so, long8 s_st, int op, int nidx${index_params()}, long n,
+                              long chunk, int nd, long8 shp)
+{
+<%c:walk>
+        ${index_terms()}
+        ${dt.ct} v = ${c.load(dt, "src", capture(c.at, "so", "s_st"))};
+        acc_combine(dst, ${c.at("dof", "d_st")} + ix_, v, op);
+</%c:walk>
+}
+
 __kernel void scatter_add(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src, long so,
                           long8 s_st, ${dt.ct} alpha, int nidx${index_params()}, long n,
                           long chunk, int nd, long8 shp)

@@ -385,7 +385,7 @@ def drive_softmax(dev, dt, rng):
 
 
 def drive_index(dev, dt, rng):
-    """gather, scatter, scatter_add, nonzero, tril/triu, index checks."""
+    """gather, scatter, scatter_add, scatter_reduce, nonzero, tril/triu, index checks."""
     import numpy as np
     import clgrad
     x = _t(dt, (5, 7), dev, rng)
@@ -398,6 +398,10 @@ def drive_index(dev, dt, rng):
     perm = clgrad.tensor(np.argsort(rng.random((5, 7)), axis=0), dtype=clgrad.int64, device=dev)
     clgrad.zeros((5, 7), dtype=dt, device=dev).scatter(0, perm, src)
     clgrad.zeros((5, 7), dtype=dt, device=dev).scatter_add(0, idx, src)
+    # scatter_reduce's compare-and-swap combinations, duplicates included, a strided source
+    for red in ("prod", "amax", "amin"):
+        x.scatter_reduce(0, idx, src, red)
+    x.scatter_reduce(1, idx, src.t().contiguous().t(), "amax", include_self=False)
     clgrad.nonzero(_t(dt, (3, 50), dev, rng, low=0))
     clgrad.nonzero(_t(dt, (200,), dev, rng, low=0))
     x.tril(); x.triu(1); x.t().tril(-1)

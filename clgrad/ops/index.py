@@ -1113,12 +1113,13 @@ def _scatter_args(input, dim, index, src=None, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     if reduce is not None:
-        if reduce == "multiply":
-            raise NotImplementedError("scatter(reduce='multiply') is not implemented in clgrad")
-        if reduce != "add":
+        if reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
         if not isinstance(src, Tensor):
             src = full_raw(index._shape, src, input._dtype, input._storage.device)
+        if reduce == "multiply":
+            from .scatter_reduce import ScatterMultiply
+            return ScatterMultiply, _scatter_add_args(input, dim, index, src)[1]
         return _scatter_add_args(input, dim, index, src)
     d = views._wrap(dim, len(input._shape))
     index = _index_dtype("scatter", index)
