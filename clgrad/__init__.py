@@ -116,7 +116,8 @@ def broadcast_tensors(*tensors):
 
 
 # training: modules and losses, optimisers, data loading, checkpoints (they build on the above)
-from . import linalg, nn, optim, utils  # noqa: E402
+from . import func, linalg, nn, optim, utils  # noqa: E402
+from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 # mixed precision: the first autocast region wraps the listed ops (namespace, Tensor,
