@@ -205,3 +205,27 @@ def test_sequence_utilities():
         rnn_utils.pack_sequence([b, a])
     with pytest.raises(ValueError, match="total_length"):
         rnn_utils.pad_packed_sequence(p, total_length=2)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-6), ("float16", 2e-3), ("bfloat16", 2e-2)])
+def test_fused_lstm_cell_every_float_dtype(device, dtype, tol):
+    from clgrad.ops.rnn_cell import lstm_cell
+    rng = np.random.default_rng(3)
+    g, c = rng.standard_normal((3, 8)), rng.standard_normal((3, 2))
+    dt = getattr(clgrad, dtype)
+    h2, c2 = lstm_cell(clgrad.tensor(g).to(dt), clgrad.tensor(c).to(dt))
+    i, f, gg, o = np.split(g, 4, -1)
+    want_c = _sig(f) * c + _sig(i) * np.tanh(gg)
+    np.testing.assert_allclose(c2.float().numpy(), want_c, rtol=tol, atol=tol)
+    np.testing.assert_allclose(h2.float().numpy(), _sig(o) * np.tanh(want_c), rtol=tol,
+                               atol=tol)
+
+
+def test_fused_lstm_cell_differentiates_twice(device):
+    from clgrad.autograd import gradgradcheck
+    from clgrad.ops.rnn_cell import lstm_cell
+    g = clgrad.randn(2, 8, dtype=clgrad.float64, requires_grad=True)
+    c = clgrad.randn(2, 2, dtype=clgrad.float64, requires_grad=True)
+    assert gradcheck(lambda g, c: lstm_cell(g, c), (g, c))
+    assert gradcheck(lambda g, c: lstm_cell(g, c)[0], (g, c))       # no gradient into c
+    assert gradgradcheck(lambda g, c: lstm_cell(g, c), (g, c))

@@ -513,14 +513,24 @@ def drive_linalg(dev, dt, rng):
     clgrad.linalg.cholesky_ex(-clgrad.eye(3, dtype=dt, device=dev))
 
 
+def drive_rnn(dev, dt, rng):
+    """The fused LSTM cell, forward and backward (with and without c's gradient)."""
+    from clgrad.ops.rnn_cell import lstm_cell
+    g = _t(dt, (3, 20), dev, rng).requires_grad_()
+    c = _t(dt, (3, 5), dev, rng).requires_grad_()
+    h, c2 = lstm_cell(g, c)
+    (h.sum() + c2.sum()).backward()
+    lstm_cell(g, c)[0].sum().backward()
+
+
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
-    "linalg": drive_linalg,
+    "linalg": drive_linalg, "rnn": drive_rnn,
 }
-FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg"}
+FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "rnn"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

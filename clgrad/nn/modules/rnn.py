@@ -2,14 +2,16 @@
 order and initialisation, so a torch state_dict loads and gives torch's numbers.
 
 Each layer and direction projects the input of every step with one GEMM; then each step adds
-the projected hidden state (one GEMM) and applies the gates (composed ops, so the layers
-differentiate to any order). Packed sequences run step by step on the sequences still running,
+the projected hidden state (one GEMM) and applies the gates: LSTM's in one fused kernel
+(clgrad/ops/rnn_cell.py, which differentiates again through an op formula), RNN's and GRU's as
+composed ops. Packed sequences run step by step on the sequences still running,
 as torch does: at step t the first batch_sizes[t] rows.
 """
 import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
+from ...ops.rnn_cell import lstm_cell
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -31,9 +33,8 @@ def _rnn_step(act, x_proj, h, w_hh, b_hh):
 def _lstm_step(x_proj, state, w_hh, b_hh, w_hr):
     h, c = state
     gates = x_proj + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)                      # torch's order: input, forget, cell, out
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    # the gates (torch's order: input, forget, cell, output) in one kernel, forward and backward
+    h, c = lstm_cell(gates, c)
     if w_hr is not None:
         h = F.linear(h, w_hr)                            # proj_size: h is projected down
     return h, (h, c)
