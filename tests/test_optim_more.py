@@ -189,3 +189,40 @@ def test_reduce_lr_on_plateau():
     assert s.get_last_lr() == [0.5]                                  # min_lr holds
     with pytest.raises(ValueError, match="Factor should be < 1.0"):
         S.ReduceLROnPlateau(s.optimizer, factor=1.0)
+
+
+def test_lbfgs_minimises(device):
+    # a convex quadratic: the minimiser is A^-1 b, in closed form
+    rng = np.random.default_rng(4)
+    M = rng.standard_normal((5, 5))
+    A, b = M @ M.T + 5 * np.eye(5), rng.standard_normal(5)
+    At, bt = clgrad.tensor(A), clgrad.tensor(b)
+    for ls in (None, "strong_wolfe"):
+        x = clgrad.nn.Parameter(clgrad.zeros(5, dtype=clgrad.float64))
+        opt = clgrad.optim.LBFGS([x], lr=1 if ls else 0.2, max_iter=200,
+                                 line_search_fn=ls, tolerance_grad=1e-10, tolerance_change=1e-15)
+
+        def closure():
+            opt.zero_grad()
+            loss = 0.5 * (x * (At @ x)).sum() - (bt * x).sum()
+            loss.backward()
+            return loss
+        first = opt.step(closure)
+        np.testing.assert_allclose(x.detach().numpy(), np.linalg.solve(A, b), rtol=1e-6)
+        state = opt.state[x]
+        assert first.item() == 0.0 and state["n_iter"] >= 1 and state["func_evals"] >= 2
+    # Rosenbrock from (-1.5, 2) with the line search
+    y = clgrad.nn.Parameter(clgrad.tensor([-1.5, 2.0], dtype=clgrad.float64))
+    opt = clgrad.optim.LBFGS([y], line_search_fn="strong_wolfe", max_iter=100)
+
+    def rosen():
+        opt.zero_grad()
+        loss = 100 * (y[1] - y[0] ** 2) ** 2 + (1 - y[0]) ** 2
+        loss.backward()
+        return loss
+    opt.step(rosen)
+    np.testing.assert_allclose(y.detach().numpy(), [1.0, 1.0], rtol=1e-5)
+    with pytest.raises(ValueError, match="parameter groups"):
+        clgrad.optim.LBFGS([{"params": [y]}, {"params": [x]}])
+    with pytest.raises(RuntimeError, match="needs a closure"):
+        opt.step(None)

@@ -13,9 +13,10 @@ from . import lr_scheduler
 from .adam import Adam, AdamW
 from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from .classic import ASGD, Rprop
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "ASGD", "Rprop", "lr_scheduler"]
+           "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "lr_scheduler"]
