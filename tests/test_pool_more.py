@@ -62,3 +62,23 @@ def test_shuffles(device):
         x.reshape(2, 4, 2, 2, 3).transpose(0, 2, 1, 3, 4).reshape(2, 8, 2, 3))
     with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
         F.pixel_shuffle(clgrad.ones(1, 3, 2, 2), 2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_integer_pooling(device, dtype):
+    rng = np.random.default_rng(2)
+    low = 0 if dtype == "uint8" else -50
+    x = rng.integers(low, 100, (2, 3, 6, 8))
+    X = clgrad.tensor(x).to(getattr(clgrad, dtype))
+    got = F.max_pool2d(X, 2)
+    assert got.dtype == X.dtype
+    np.testing.assert_array_equal(got.numpy(), x.reshape(2, 3, 3, 2, 4, 2).max((3, 5)))
+    mean = x.reshape(2, 3, 3, 2, 4, 2).sum((3, 5)) / 4
+    np.testing.assert_array_equal(F.avg_pool2d(X, 2).numpy(), np.trunc(mean))  # toward zero
+    assert nn.MaxPool1d(2)(X[0, :, 0]).shape == (3, 4)
+
+
+def test_integer_pooling_refuses_inexact_values(device):
+    big = clgrad.tensor([[[[2 ** 60, 1], [2, 3]]]])
+    with pytest.raises(NotImplementedError, match="not exact"):
+        F.max_pool2d(big, 2)

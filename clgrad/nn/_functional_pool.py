@@ -275,3 +275,35 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         return picked.sum(1) / counts.clamp_min(1)
     out = picked.amax(1)
     return where(counts > 0, out, 0.0)              # an empty bag gives zeros, as torch
+
+
+def _through_float(op, input, fn):
+    """An integer pooling computed in float64 (float32 without fp64) and converted back: exact
+    while the values fit the float's mantissa, which is checked for the 64-bit ints."""
+    from .. import dtypes
+    dev = input._storage.device
+    ft = dtypes.float64 if dev.has_fp64 else dtypes.float32
+    if input.dtype in (dtypes.int64, dtypes.int32) and input.numel():
+        limit = 2 ** 53 if ft is dtypes.float64 else 2 ** 24
+        if input.dtype is dtypes.int64 or ft is dtypes.float32:
+            if input.abs().max().item() >= limit:
+                raise NotImplementedError(f"{op} of {input.dtype} values beyond {limit} is not "
+                                          f"exact in clgrad (it pools integers in {ft})")
+    return fn(input.to(ft))
+
+
+def int_max_pool2d(input, pool, return_indices):
+    """max_pool2d of an integer tensor (no gradient: integer outputs have none)."""
+    if input.dtype.name == "bool":
+        raise RuntimeError('"max_pool2d" not implemented for \'Bool\'')
+    out = _through_float("max_pool2d", input, pool)
+    if return_indices:
+        return out[0].to(input.dtype), out[1]
+    return out.to(input.dtype)
+
+
+def int_avg_pool2d(input, pool):
+    """avg_pool2d of an integer tensor: the mean truncated toward zero, as torch's."""
+    if input.dtype.name == "bool":
+        raise RuntimeError('"avg_pool2d" not implemented for \'Bool\'')
+    return _through_float("avg_pool2d", input, pool).trunc().to(input.dtype)

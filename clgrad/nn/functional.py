@@ -567,16 +567,36 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """2-D max pooling."""
-    return _conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                            return_indices)
+    """2-D max pooling (integer tensors too, without gradient).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.max_pool2d(clgrad.arange(16).reshape(1, 1, 4, 4), 2).reshape(-1).tolist()
+    [5, 7, 13, 15]
+    """
+    def pool(x):
+        return _conv.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        from ._functional_pool import int_max_pool2d
+        return int_max_pool2d(input, pool, return_indices)
+    return pool(input)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """2-D average pooling."""
-    return _conv.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                            divisor_override)
+    """2-D average pooling (of integer tensors: the mean truncated toward zero, as torch's).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.avg_pool2d(clgrad.arange(16).reshape(1, 1, 4, 4), 2).reshape(-1).tolist()
+    [2, 4, 10, 12]
+    """
+    def pool(x):
+        return _conv.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        from ._functional_pool import int_avg_pool2d
+        return int_avg_pool2d(input, pool)
+    return pool(input)
 
 
 def adaptive_avg_pool2d(input, output_size):
