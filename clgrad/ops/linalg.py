@@ -194,12 +194,14 @@ def _small_local(dev, M, N):
     return 8, 8
 
 
-def gemm(a, b, bias=None, beta=0, alpha=1):
+def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     """alpha * a @ b + beta * bias for a batch of matrices; not recorded by autograd.
 
     a is (Ba, M, K) and b is (Bb, K, N) with Ba and Bb each 1 or the batch size (a batch of one
     is broadcast); any strides. bias, read only when beta != 0, broadcasts to (batch, M, N).
-    Returns a new contiguous (batch, M, N) tensor of a's dtype.
+    Returns a new contiguous (batch, M, N) tensor of a's dtype. b_cache, a dict the caller keeps
+    for one unchanged b (a recurrent layer's weight, multiplied at every step), holds b's packed
+    panels after the first call, so that later calls skip packing it.
 
     >>> import clgrad
     >>> a = clgrad.tensor([[[1.0, 2.0]]]); b = clgrad.tensor([[[3.0], [4.0]]])
@@ -247,13 +249,17 @@ def gemm(a, b, bias=None, beta=0, alpha=1):
     pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
     cdt = _compute_dtype(dt)
     pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
-    pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
     ls = min(64, dev.max_work_group_size)
     kp = _ceil(K, ls) * ls
     launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
            pa._storage.buf, mb * K * mr, *aargs, M, K)
-    launch(dev, get_kernel(dev, prog, "pack_b"), (kp, nb, pb_n), (ls, 1, 1),
-           pb._storage.buf, nb * K * nr, *bargs, K, N)
+    pb = b_cache.get("packed") if b_cache is not None else None
+    if pb is None:
+        pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
+        launch(dev, get_kernel(dev, prog, "pack_b"), (kp, nb, pb_n), (ls, 1, 1),
+               pb._storage.buf, nb * K * nr, *bargs, K, N)
+        if b_cache is not None:
+            b_cache["packed"] = pb
     lx, ly = cfg["LX"], cfg["LY"]
     # gemm_lanes: LX work-items (SIMD lanes) per panel of B; gemm_packed: one
     gx = nb * lx if lanes else _ceil(nb, lx) * lx

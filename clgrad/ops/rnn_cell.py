@@ -1,19 +1,79 @@
-"""The LSTM cell's pointwise part as one kernel forward and one backward (cl_kernels/rnn.mako):
-from the summed gate pre-activations [B, 4H] and c_prev to (h, c), instead of nine elementwise
-kernels a step. When backward itself is recorded (create_graph), the gradient is written in
-clgrad ops instead, so that it differentiates again."""
+"""The LSTM in fused kernels (cl_kernels/rnn.mako).
+
+- `lstm_cell`: one step's pointwise part, from the summed gate pre-activations [B, 4H] and c_prev
+  to (h, c), in one kernel forward and one backward (instead of nine elementwise kernels).
+- `lstm_layer`: one layer in one direction over a whole [T, B, *] sequence, as cuDNN and torch
+  run it: per step one GEMM (h_prev @ W_hh^T, with the step's input projection added by the same
+  GEMM) and one cell kernel writing into the layer's output buffers; W_hh is packed into GEMM
+  panels once per sequence, not once per step. Backward runs the steps in reverse (one cell
+  kernel and one GEMM for dh_prev each) and W_hh's gradient as ONE GEMM over all steps at the
+  end, rather than T products summed.
+
+When backward itself is recorded (create_graph), both give their gradient in clgrad ops
+instead (the cell: its formula; the layer: its steps recomputed from the saved inputs as
+composed ops, differentiated by the engine), so that they differentiate again.
+"""
 from .. import dtypes
 from ..autograd.function import Op
-from ..autograd.grad_mode import is_grad_enabled
-from ..runtime.kernels import Program, get_kernel, grid, launch, render
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..tensor import empty_tensor
-from ._base import contiguous_raw
+from ._base import contiguous_raw, full_raw, view_raw
+from .linalg import gemm
 
 PROGRAMS = {dt: Program("rnn", dt.short, render("rnn.mako", dt=dt)) for dt in dtypes.FLOATS}
 
 
+def _arg(t, off=0):
+    return t._storage.buf, t._offset + off
+
+
+def _launch(name, dev, dt, B, H, *args):
+    """The `_v` kernel (a vector of hidden units per work-item) where H allows it."""
+    w = vec_width(dev, dt)
+    vec = H % w == 0
+    if B * H:
+        gs, ls = grid(dev, B * H // w if vec else B * H)
+        launch(dev, get_kernel(dev, PROGRAMS[dt], name + ("_v" if vec else "_s")), gs, ls,
+               *args, B, H)
+
+
+def _cell_fwd(gates, go, c_prev, cpo, h, ho, c, co, act, ao):
+    """The cell kernel on [B, 4H] / [B, H] slices at the given extra element offsets."""
+    B, H = c_prev._shape[-2:]
+    _launch("lstm_fwd", gates._storage.device, gates._dtype, B, H, *_arg(gates, go),
+            *_arg(c_prev, cpo), *_arg(h, ho), *_arg(c, co), *_arg(act, ao))
+
+
+def _cell_bwd(dh, dh2, dc, act, ao, c_prev, cpo, c, co, dgates, dgo, dcp):
+    """dh, dh2, dc: (tensor, extra offset) or None."""
+    B, H = c_prev._shape[-2:]
+    opt = []
+    for g in (dh, dh2, dc):
+        opt += [*_arg(g[0], g[1]), 1] if g is not None else [act._storage.buf, 0, 0]
+    _launch("lstm_bwd", act._storage.device, act._dtype, B, H, *opt, *_arg(act, ao),
+            *_arg(c_prev, cpo), *_arg(c, co), *_arg(dgates, dgo), *_arg(dcp))
+
+
+def _cell_formula(gates, c_prev, dh, dc):
+    """The cell's gradient written in clgrad ops (for create_graph)."""
+    from .join import cat
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cn = f * c_prev + i * g
+    tc = cn.tanh()
+    gc = dh * o * (1 - tc * tc)
+    if dc is not None:
+        gc = gc + dc
+    dgates = cat([gc * g * i * (1 - i), gc * c_prev * f * (1 - f), gc * i * (1 - g * g),
+                  dh * tc * o * (1 - o)], -1)
+    return dgates, gc * f
+
+
 class LSTMCell(Op):
     """(h, c) = the LSTM update of gates [B, 4H] (order i, f, g, o) and c_prev [B, H]."""
+
+    _forward_uses_ops = False
 
     @staticmethod
     def forward(ctx, gates, c_prev):
@@ -23,11 +83,7 @@ class LSTMCell(Op):
         h = empty_tensor((B, H), dt, dev)
         c = empty_tensor((B, H), dt, dev)
         act = empty_tensor((B, 4 * H), dt, dev)
-        if B * H:
-            gs, ls = grid(dev, B * H)
-            launch(dev, get_kernel(dev, PROGRAMS[dt], "lstm_cell"), gs, ls, gates._storage.buf,
-                   gates._offset, c_prev._storage.buf, c_prev._offset, h._storage.buf,
-                   c._storage.buf, act._storage.buf, B, H)
+        _cell_fwd(gates, 0, c_prev, 0, h, 0, c, 0, act, 0)
         ctx.save_for_backward(gates, c_prev, c, act)
         return h, c
 
@@ -35,31 +91,14 @@ class LSTMCell(Op):
     def backward(ctx, dh, dc):
         gates, c_prev, c, act = ctx.saved_tensors
         B, H = c_prev._shape
-        if dh is None:
-            dh = c_prev.new_zeros((B, H))
         if is_grad_enabled():                    # create_graph: a differentiable formula
-            i, f, g, o = gates.chunk(4, -1)
-            i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-            cn = f * c_prev + i * g
-            tc = cn.tanh()
-            gc = dh * o * (1 - tc * tc)
-            if dc is not None:
-                gc = gc + dc
-            from .join import cat
-            dgates = cat([gc * g * i * (1 - i), gc * c_prev * f * (1 - f),
-                          gc * i * (1 - g * g), dh * tc * o * (1 - o)], -1)
-            return dgates, gc * f
-        dev, dt = gates._storage.device, gates._dtype
-        dh = contiguous_raw(dh)
-        dcx = contiguous_raw(dc) if dc is not None else dh
-        dgates = empty_tensor((B, 4 * H), dt, dev)
-        dcp = empty_tensor((B, H), dt, dev)
-        if B * H:
-            gs, ls = grid(dev, B * H)
-            launch(dev, get_kernel(dev, PROGRAMS[dt], "lstm_cell_bwd"), gs, ls, dh._storage.buf,
-                   dh._offset, dcx._storage.buf, dcx._offset, int(dc is not None),
-                   act._storage.buf, c_prev._storage.buf, c_prev._offset, c._storage.buf,
-                   dgates._storage.buf, dcp._storage.buf, B, H)
+            return _cell_formula(gates, c_prev, dh if dh is not None else c.new_zeros((B, H)),
+                                 dc)
+        dgates = empty_tensor((B, 4 * H), act._dtype, act._storage.device)
+        dcp = empty_tensor((B, H), act._dtype, act._storage.device)
+        _cell_bwd((contiguous_raw(dh), 0) if dh is not None else None, None,
+                  (contiguous_raw(dc), 0) if dc is not None else None,
+                  act, 0, c_prev, 0, c, 0, dgates, 0, dcp)
         return dgates, dcp
 
 
@@ -76,3 +115,127 @@ def lstm_cell(gates, c_prev):
     (0.2311, 0.5)
     """
     return LSTMCell.apply(gates, c_prev)
+
+
+def _batch(t, off, rows, cols, row_stride=None, col_stride=1):
+    """A (1, rows, cols) view of t's storage from element offset off (relative to t's)."""
+    return view_raw(t, (1, rows, cols), (0, cols if row_stride is None else row_stride,
+                                         col_stride), t._offset + off)
+
+
+def _composed(proj, w_hh, h0, c0, reverse):
+    """lstm_layer in clgrad ops (recorded): what create_graph differentiates."""
+    from .join import stack
+    T = proj.shape[0]
+    h, c, outs = h0, c0, [None] * T
+    w_t = w_hh.t()
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        h, c = LSTMCell.apply(proj[t] + h.matmul(w_t), c)
+        outs[t] = h
+    return stack(outs, 0), h, c
+
+
+class LSTMLayer(Op):
+    """out [T, B, H], h_T, c_T of an LSTM layer in one direction; proj [T, B, 4H] is the input
+    projection of every step with both biases, w_hh [4H, H], h0 and c0 [B, H]."""
+
+    _forward_uses_ops = False
+
+    @staticmethod
+    def forward(ctx, proj, w_hh, h0, c0, reverse):
+        proj, h0, c0 = contiguous_raw(proj), contiguous_raw(h0), contiguous_raw(c0)
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, G = proj._shape
+        H = G // 4
+        out = empty_tensor((T, B, H), dt, dev)
+        cs = empty_tensor((T, B, H), dt, dev)
+        act = empty_tensor((T, B, G), dt, dev)
+        w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
+        cache = {}
+        h, ho, c, co = h0, 0, c0, 0
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
+                         b_cache=cache)
+            _cell_fwd(gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
+            h, ho, c, co = out, t * B * H, cs, t * B * H
+        h_n = contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho))
+        c_n = contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co))
+        ctx.reverse = reverse
+        ctx.save_for_backward(proj, w_hh, h0, c0)
+        ctx.internal = (out, cs, act)
+        return out, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, dout, dh_n, dc_n):
+        proj, w_hh, h0, c0 = ctx.saved_tensors
+        reverse = ctx.reverse
+        if is_grad_enabled():                    # create_graph: through the composed steps
+            from ..autograd.engine import grad
+            ins = (proj, w_hh, h0, c0)
+            with enable_grad():
+                outs = _composed(proj, w_hh, h0, c0, reverse)
+            pairs = [(o, g) for o, g in zip(outs, (dout, dh_n, dc_n)) if g is not None]
+            want = [x for x in ins if x.requires_grad]
+            got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs],
+                            create_graph=True, allow_unused=True))
+            res = [next(got) if x.requires_grad else None for x in ins]
+            return (*res, None)
+        out, cs, act = ctx.internal
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, G = proj._shape
+        H = G // 4
+        dout = contiguous_raw(dout) if dout is not None else None
+        dgates = empty_tensor((T, B, G), dt, dev)
+        w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
+        cache = {}
+        dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
+        dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
+        order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
+        for n, t in enumerate(order):
+            last = n == T - 1                    # the first step run forward: c_prev is c0
+            prev = order[n + 1] if not last else None
+            c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
+            dcp = empty_tensor((B, H), dt, dev)
+            _cell_bwd(dh, (dout, t * B * H) if dout is not None else None, dc, act, t * B * G,
+                      c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
+            dc = (dcp, 0)
+            dh = (gemm(_batch(dgates, t * B * G, B, G), w, b_cache=cache), 0)
+        needs = ctx.needs_input_grad
+        dw = None
+        if needs[1] and T * B:
+            # h_prev of every step, in the steps' order: h0 where the sequence starts
+            hp = empty_tensor((T, B, H), dt, dev)
+            start, rest = (T - 1, 0) if reverse else (0, 1)
+            from ._base import copy_into
+            copy_into(view_raw(hp, (B, H), (H, 1), start * B * H), h0)
+            if T > 1:
+                src = (1 - rest) * B * H
+                copy_into(view_raw(hp, ((T - 1) * B, H), (H, 1), rest * B * H),
+                          view_raw(out, ((T - 1) * B, H), (H, 1), out._offset + src))
+            # dW_hh = sum_t dgates_t^T @ h_prev_t: one [4H, T*B] @ [T*B, H] product
+            dw = gemm(_batch(dgates, 0, G, T * B, 1, G), _batch(hp, 0, T * B, H))
+            dw = view_raw(dw, (G, H), (H, 1), dw._offset)
+        elif needs[1]:
+            dw = full_raw((G, H), 0, dt, dev)
+        dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
+            full_raw((B, H), 0, dt, dev)
+        dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
+        return dgates, dw, dh0, dc0, None
+
+
+LSTMLayer._backward_cls._handles_none = True
+
+
+def lstm_layer(proj, w_hh, h0, c0, reverse=False):
+    """(out, h_n, c_n) of an LSTM layer in one direction over a sequence: proj [T, B, 4H] holds
+    x_t @ W_ih^T + b_ih + b_hh for every step (gate order i, f, g, o), w_hh is [4H, H], h0 and c0
+    [B, H]; with reverse=True the steps run from T-1 down to 0.
+
+    >>> import clgrad
+    >>> from clgrad.ops.rnn_cell import lstm_layer
+    >>> out, h, c = lstm_layer(clgrad.zeros(3, 1, 4), clgrad.zeros(4, 1), clgrad.zeros(1, 1),
+    ...                        clgrad.ones(1, 1))
+    >>> out.shape, [round(v, 4) for v in c.flatten().tolist()]
+    (clgrad.Size([3, 1, 1]), [0.125])
+    """
+    return LSTMLayer.apply(proj, w_hh, h0, c0, reverse)

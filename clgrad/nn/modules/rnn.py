@@ -11,7 +11,7 @@ import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
-from ...ops.rnn_cell import lstm_cell
+from ...ops.rnn_cell import lstm_cell, lstm_layer
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -148,6 +148,24 @@ class RNNBase(Module):
         act = (lambda t: t.tanh()) if self.mode == "RNN_TANH" else (lambda t: t.relu())
         return _rnn_step(act, x_proj, state, w_hh, b_hh)
 
+    def _run_sequence(self, x, state, layer, d):
+        """One layer in one direction over a whole [T, B, F] sequence; returns the output
+        [T, B, H_out] and the final state."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
+        T, B = x.shape[0], x.shape[1]
+        if self.mode == "LSTM" and w_hr is None:
+            # both biases in the one GEMM of the input projection, then the fused layer
+            bias = b_ih + b_hh if b_ih is not None else None
+            proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, -1)
+            out, h, c = lstm_layer(proj, w_hh, state[0], state[1], bool(d))
+            return out, (h, c)
+        proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, b_ih).reshape(T, B, -1)
+        steps = proj.unbind(0)                   # one op: its backward is one stack
+        outs = [None] * T
+        for t in (range(T - 1, -1, -1) if d else range(T)):
+            outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
+        return stack(outs, 0), state
+
     def _run_direction(self, steps_x, batch_sizes, state, layer, d):
         """One layer in one direction over the steps (inputs [bs_t, in]); returns the outputs
         per step and the final state."""
@@ -227,7 +245,23 @@ class RNNBase(Module):
                     hx.unsqueeze(1)
         states = self._initial(hx, B, like, input.sorted_indices if packed else None)
         finals = [[] for _ in states]
-        for layer in range(self.num_layers):
+        if not packed and T:
+            # every sequence runs every step: the layers take whole [T, B, F] tensors
+            seq = x
+            for layer in range(self.num_layers):
+                per_dir = []
+                for d in range(dirs):
+                    k = layer * dirs + d
+                    s0 = tuple(s[k] for s in states) if self.mode == "LSTM" else states[0][k]
+                    out, sT = self._run_sequence(seq, s0, layer, d)
+                    per_dir.append(out)
+                    for f, s in zip(finals, sT if self.mode == "LSTM" else (sT,)):
+                        f.append(s)
+                seq = cat(per_dir, -1) if dirs == 2 else per_dir[0]
+                if self.dropout and self.training and layer < self.num_layers - 1:
+                    seq = F.dropout(seq, self.dropout)
+            steps = None
+        for layer in range(self.num_layers if packed or not T else 0):
             per_dir = []
             for d in range(dirs):
                 k = layer * dirs + d
@@ -250,7 +284,9 @@ class RNNBase(Module):
             out = PackedSequence(cat(steps, 0), input.batch_sizes, input.sorted_indices,
                                  input.unsorted_indices)
         else:
-            if steps:
+            if steps is None:
+                out = seq
+            elif steps:
                 out = stack(steps, 0)
             else:
                 out = like.new_zeros((0, B, dirs * (self.proj_size or self.hidden_size)))
