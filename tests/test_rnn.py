@@ -229,3 +229,54 @@ def test_fused_lstm_cell_differentiates_twice(device):
     assert gradcheck(lambda g, c: lstm_cell(g, c), (g, c))
     assert gradcheck(lambda g, c: lstm_cell(g, c)[0], (g, c))       # no gradient into c
     assert gradgradcheck(lambda g, c: lstm_cell(g, c), (g, c))
+
+
+def test_fused_lstm_layer_gradients(device):
+    """A 2-layer bidirectional LSTM runs each layer and direction as one fused op: gradients of
+    the output and of the final cell state alone (no gradient from the output or h_n then)."""
+    clgrad.manual_seed(0)
+    m = nn.LSTM(2, 2, num_layers=2, bidirectional=True).double()
+    x = clgrad.randn(3, 2, 2, dtype=clgrad.float64, requires_grad=True)
+    h0 = clgrad.randn(4, 2, 2, dtype=clgrad.float64, requires_grad=True)
+    c0 = clgrad.randn(4, 2, 2, dtype=clgrad.float64, requires_grad=True)
+    # a few of the weights (each input costs two forwards): the rest are tested by their sums
+    w = (m.weight_hh_l0, m.weight_ih_l1_reverse, m.bias_hh_l1)
+    assert gradcheck(lambda x, h0, c0, *w: m(x, (h0, c0))[0], (x, h0, c0) + w)
+    assert gradcheck(lambda x, c0: m(x, (h0, c0))[1][1], (x, c0))
+
+
+def test_fused_lstm_layer_differentiates_twice(device):
+    from clgrad.autograd import gradgradcheck
+    from clgrad.ops.rnn_cell import lstm_layer
+    clgrad.manual_seed(0)
+    args = [clgrad.randn(*s, dtype=clgrad.float64, requires_grad=True)
+            for s in ((2, 1, 8), (8, 2), (1, 2), (1, 2))]
+    for reverse in (False, True):
+        assert gradgradcheck(lambda *a: lstm_layer(*a, reverse=reverse), args)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 5e-3), ("bfloat16", 5e-2)])
+def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
+    """The layer op against numpy steps, H = 8 (the vector kernels on every code path) and 3
+    (the scalar ones), forward and reversed; and its gradients against float64's."""
+    from clgrad.ops.rnn_cell import lstm_layer
+    rng = np.random.default_rng(4)
+    dt = getattr(clgrad, dtype)
+    for H, reverse in ((8, False), (3, True)):
+        proj, w = rng.standard_normal((3, 2, 4 * H)), rng.standard_normal((4 * H, H)) / 3
+        h0, c0 = rng.standard_normal((2, H)), rng.standard_normal((2, H))
+        h, c, want = h0, c0, [None] * 3
+        for t in ((2, 1, 0) if reverse else (0, 1, 2)):
+            want[t], (h, c) = _np_step("LSTM", np.zeros((2, 1)), (h, c), np.zeros((4 * H, 1)),
+                                       w, proj[t], None, None)
+        ins = [clgrad.tensor(a).to(dt).requires_grad_() for a in (proj, w, h0, c0)]
+        out, h_n, c_n = lstm_layer(*ins, reverse=reverse)
+        for got, ref in ((out, np.stack(want)), (h_n, h), (c_n, c)):
+            np.testing.assert_allclose(got.detach().float().numpy(), ref, rtol=tol, atol=tol)
+        (out.sum() + 2 * c_n.sum()).backward()
+        ref = [clgrad.tensor(a).requires_grad_() for a in (proj, w, h0, c0)]
+        o64, _, c64 = lstm_layer(*ref, reverse=reverse)
+        (o64.sum() + 2 * c64.sum()).backward()
+        for a, b in zip(ins, ref):
+            np.testing.assert_allclose(a.grad.float().numpy(), b.grad.numpy(), rtol=tol * 4,
+                                       atol=tol * 4)

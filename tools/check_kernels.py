@@ -514,13 +514,23 @@ def drive_linalg(dev, dt, rng):
 
 
 def drive_rnn(dev, dt, rng):
-    """The fused LSTM cell, forward and backward (with and without c's gradient)."""
-    from clgrad.ops.rnn_cell import lstm_cell
-    g = _t(dt, (3, 20), dev, rng).requires_grad_()
-    c = _t(dt, (3, 5), dev, rng).requires_grad_()
-    h, c2 = lstm_cell(g, c)
-    (h.sum() + c2.sum()).backward()
-    lstm_cell(g, c)[0].sum().backward()
+    """The fused LSTM cell and layer, forward and backward (with and without the gradients of
+    c, h and the outputs), with H a multiple of the vector width (the _v kernels: 8 covers
+    VEC 8 and 4 and VEC8 4 and 2) and not (the _s kernels)."""
+    from clgrad.ops.rnn_cell import lstm_cell, lstm_layer
+    for H in (5, 8):
+        g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
+        c = _t(dt, (3, H), dev, rng).requires_grad_()
+        h, c2 = lstm_cell(g, c)
+        (h.sum() + c2.sum()).backward()
+        lstm_cell(g, c)[0].sum().backward()
+        proj = _t(dt, (3, 2, 4 * H), dev, rng).requires_grad_()
+        w = _t(dt, (4 * H, H), dev, rng).requires_grad_()
+        h0 = _t(dt, (2, H), dev, rng).requires_grad_()
+        c0 = _t(dt, (2, H), dev, rng).requires_grad_()
+        out, hn, cn = lstm_layer(proj, w, h0, c0, reverse=H == 8)
+        (out.sum() + hn.sum() + cn.sum()).backward()
+        lstm_layer(proj, w, h0, c0)[1].sum().backward()
 
 
 # family -> the function that drives its ops for one dtype

@@ -38,16 +38,14 @@ def _launch(name, dev, dt, B, H, *args):
                *args, B, H)
 
 
-def _cell_fwd(gates, go, c_prev, cpo, h, ho, c, co, act, ao):
+def _cell_fwd(B, H, gates, go, c_prev, cpo, h, ho, c, co, act, ao):
     """The cell kernel on [B, 4H] / [B, H] slices at the given extra element offsets."""
-    B, H = c_prev._shape[-2:]
     _launch("lstm_fwd", gates._storage.device, gates._dtype, B, H, *_arg(gates, go),
             *_arg(c_prev, cpo), *_arg(h, ho), *_arg(c, co), *_arg(act, ao))
 
 
-def _cell_bwd(dh, dh2, dc, act, ao, c_prev, cpo, c, co, dgates, dgo, dcp):
+def _cell_bwd(B, H, dh, dh2, dc, act, ao, c_prev, cpo, c, co, dgates, dgo, dcp):
     """dh, dh2, dc: (tensor, extra offset) or None."""
-    B, H = c_prev._shape[-2:]
     opt = []
     for g in (dh, dh2, dc):
         opt += [*_arg(g[0], g[1]), 1] if g is not None else [act._storage.buf, 0, 0]
@@ -83,7 +81,7 @@ class LSTMCell(Op):
         h = empty_tensor((B, H), dt, dev)
         c = empty_tensor((B, H), dt, dev)
         act = empty_tensor((B, 4 * H), dt, dev)
-        _cell_fwd(gates, 0, c_prev, 0, h, 0, c, 0, act, 0)
+        _cell_fwd(B, H, gates, 0, c_prev, 0, h, 0, c, 0, act, 0)
         ctx.save_for_backward(gates, c_prev, c, act)
         return h, c
 
@@ -96,7 +94,7 @@ class LSTMCell(Op):
                                  dc)
         dgates = empty_tensor((B, 4 * H), act._dtype, act._storage.device)
         dcp = empty_tensor((B, H), act._dtype, act._storage.device)
-        _cell_bwd((contiguous_raw(dh), 0) if dh is not None else None, None,
+        _cell_bwd(B, H, (contiguous_raw(dh), 0) if dh is not None else None, None,
                   (contiguous_raw(dc), 0) if dc is not None else None,
                   act, 0, c_prev, 0, c, 0, dgates, 0, dcp)
         return dgates, dcp
@@ -156,7 +154,7 @@ class LSTMLayer(Op):
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
                          b_cache=cache)
-            _cell_fwd(gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
+            _cell_fwd(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
             h, ho, c, co = out, t * B * H, cs, t * B * H
         h_n = contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho))
         c_n = contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co))
@@ -196,7 +194,7 @@ class LSTMLayer(Op):
             prev = order[n + 1] if not last else None
             c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
             dcp = empty_tensor((B, H), dt, dev)
-            _cell_bwd(dh, (dout, t * B * H) if dout is not None else None, dc, act, t * B * G,
+            _cell_bwd(B, H, dh, (dout, t * B * H) if dout is not None else None, dc, act, t * B * G,
                       c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
             dc = (dcp, 0)
             dh = (gemm(_batch(dgates, t * B * G, B, G), w, b_cache=cache), 0)
