@@ -1,11 +1,12 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells, with torch's parameter names, shapes, gate
 order and initialisation, so a torch state_dict loads and gives torch's numbers.
 
-Each layer and direction projects the input of every step with one GEMM; then each step adds
-the projected hidden state (one GEMM) and applies the gates: LSTM's in one fused kernel
-(clgrad/ops/rnn_cell.py, which differentiates again through an op formula), RNN's and GRU's as
-composed ops. Packed sequences run step by step on the sequences still running,
-as torch does: at step t the first batch_sizes[t] rows.
+Each layer and direction projects the input of every step with one GEMM. An LSTM without
+proj_size over a whole (unpacked) sequence then runs as one fused op (clgrad/ops/rnn_cell.py:
+per step one GEMM and one gate kernel, W_hh's gradient one GEMM at the end). Otherwise each step
+adds the projected hidden state (one GEMM) and applies the gates: LSTM's in one fused kernel,
+RNN's and GRU's as composed ops. Packed sequences run step by step on the sequences still
+running, as torch does: at step t the first batch_sizes[t] rows.
 """
 import math
 
