@@ -1,13 +1,32 @@
 """Scaled dot-product attention, torch.nn.functional.scaled_dot_product_attention's semantics.
 
 softmax(q @ k^T * scale + mask) @ v over the last two dimensions, any leading batch dimensions.
-This is the composed form: matmul, softmax and dropout ops, so it differentiates to any order.
-It materialises the [L, S] attention matrix.
+
+Two forms:
+- fused (cl_kernels/attention.mako): one kernel forward, two backward (dQ; dK and dV), tiled with
+  an online softmax, so memory grows with L + S, never L * S. Forward saves each row's
+  logsumexp; backward recomputes the probabilities tile by tile from it and regenerates the
+  dropout mask from the same Philox counters. Used whenever the output has elements and the
+  mask (if any) does not require grad.
+- composed: matmul, softmax and dropout ops (it materialises the [L, S] matrix). Used for a mask
+  that requires grad and for empty outputs.
+Double backward: when the fused op's backward is itself recorded (create_graph=True), it gives
+its gradients by recomputing the composed form from the saved inputs (with the dropout mask the
+forward drew), so gradients of gradients exist; a plain backward runs the fused kernels.
+Rows whose every key is masked give zeros and zero gradients, as torch 2.13 on CPU.
 """
 import math
 
 from .. import dtypes
-from ..tensor import Tensor
+from ..autograd.function import Op
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
+from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
+from ..tensor import Tensor, empty_tensor
+from ._base import broadcast_shapes, contiguous_raw
+
+PROGRAMS = {dt: Program("attention", dt.short, render("attention.mako", dt=dt))
+            for dt in dtypes.FLOATS}
+EC = 64                       # columns of a head handled per launch (the template's EC)
 
 
 def _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
@@ -65,6 +84,164 @@ def additive_mask(attn_mask, is_causal, L, S, dtype, device):
     return attn_mask.to(dtype)
 
 
+def _safe_softmax(scores):
+    """softmax over the last dim, with zeros for rows whose every score is -inf (torch's
+    _safe_softmax: a fully masked row attends to nothing)."""
+    from . import softmax as _softmax
+    from .pointwise import where
+    w = _softmax.softmax(scores, -1)
+    dead = (scores == -math.inf).all(-1, keepdim=True)
+    return where(dead, w.new_zeros(()), w)
+
+
+def _lse_dtype(dt):
+    return dtypes.float64 if dt is dtypes.float64 else dtypes.float32
+
+
+def _rows_per_group(dev, kernel):
+    """Own rows (work-items) per work-group: enough to share each local tile widely, within the
+    kernel's queried limit."""
+    return group_limit(dev, kernel, 32 if dev.cpu_paths else 64)
+
+
+def _chunks(*widths):
+    return max(-(-w // EC) for w in widths)
+
+
+def _mask_args(q, mask):
+    if mask is None:
+        return (q._storage.buf, 0, 0, 0, 0, 0, 0)
+    return (mask._storage.buf, mask._offset, *mask._strides, 1)
+
+
+def _dropout_mask(dt, dev, N, L, S, p, rng):
+    """The [N, L, S] dropout factors (0 or 1 / (1 - p)) the fused kernels used."""
+    z = empty_tensor((N, L, S), dt, dev)
+    gs, ls = grid(dev, N * L * S)
+    launch(dev, get_kernel(dev, PROGRAMS[dt], "attn_dropout_mask"), gs, ls, z._storage.buf,
+           N, L, S, p, _dscale(p), *rng)
+    return z
+
+
+def _dscale(p):
+    return 1.0 / (1.0 - p) if p < 1.0 else 0.0
+
+
+def _composed_flat(q, k, v, mask, causal, scale, groups, z):
+    """The fused op's result in clgrad ops on its flat operands (what double backward
+    differentiates): q [N, L, E], k and v [N / groups, S, *], mask (No, Hq, L, S) or None, z the
+    dropout factors or None."""
+    from .linalg import matmul
+    N, L, S = q.shape[0], q.shape[1], k.shape[1]
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=0), v.repeat_interleave(groups, dim=0)
+    scores = matmul(q, k.transpose(-2, -1)) * scale
+    if mask is not None:
+        scores = scores + mask.reshape(N, L, S)
+    if causal:
+        scores = scores + additive_mask(None, True, L, S, scores.dtype, q.device)
+    w = _safe_softmax(scores)
+    if z is not None:
+        w = w * z
+    return matmul(w, v)
+
+
+class FusedAttention(Op):
+    """out [N, L, Ev] of q [N, L, E], k [Nk, S, E], v [Nk, S, Ev] (N = Nk * groups) with an
+    optional additive mask viewed as (N / Hq, Hq, L, S), in the fused kernels."""
+
+    _forward_uses_ops = False
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, causal, scale, groups, Hq, p):
+        from . import creation
+        q, k, v = contiguous_raw(q), contiguous_raw(k), contiguous_raw(v)
+        dev, dt = q._storage.device, q._dtype
+        N, L, E = q._shape
+        S, Ev = v._shape[1], v._shape[2]
+        rng = creation.default_generator.take(N * L * S) if p > 0 else (0, 0)
+        out = empty_tensor((N, L, Ev), dt, dev)
+        lse = empty_tensor((N, L), _lse_dtype(dt), dev)
+        kern = get_kernel(dev, PROGRAMS[dt], "attn_fwd")
+        ls = _rows_per_group(dev, kern)
+        gs = N * -(-L // ls) * ls
+        for c in range(_chunks(Ev)):
+            launch(dev, kern, (gs,), (ls,), q._storage.buf, q._offset, k._storage.buf,
+                   k._offset, v._storage.buf, v._offset, out._storage.buf, 0, lse._storage.buf,
+                   L, S, E, Ev, groups, Hq, *_mask_args(q, mask), int(causal), scale, p,
+                   _dscale(p), *rng, c * EC)
+        ctx.save_for_backward(q, k, v, out)
+        ctx.lse, ctx.mask, ctx.rng = lse, mask, rng
+        ctx.args = (causal, scale, groups, Hq, p)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out = ctx.saved_tensors
+        causal, scale, groups, Hq, p = ctx.args
+        dev, dt = q._storage.device, q._dtype
+        N, L, E = q._shape
+        Nk, S, Ev = v._shape
+        if is_grad_enabled():            # create_graph: the composed form, differentiable again
+            from ..autograd.engine import grad
+            z = _dropout_mask(dt, dev, N, L, S, p, ctx.rng) if p > 0 else None
+            with enable_grad():
+                o = _composed_flat(q, k, v, ctx.mask, causal, scale, groups, z)
+            ins = (q, k, v)
+            want = [x for x in ins if x.requires_grad]
+            got = iter(grad([o], want, [dout], create_graph=True, allow_unused=True))
+            return (*[next(got) if x.requires_grad else None for x in ins],
+                    None, None, None, None, None, None)
+        dout = contiguous_raw(dout)
+        lt = _lse_dtype(dt)
+        with no_grad():                  # D = rowsum(dO * out), in the compute type
+            dd = contiguous_raw((dout.to(lt) * out.to(lt)).sum(-1))
+        dq = empty_tensor((N, L, E), dt, dev)
+        dk = empty_tensor((Nk, S, E), dt, dev)
+        dv = empty_tensor((Nk, S, Ev), dt, dev)
+        tail = (L, S, E, Ev, groups, Hq, *_mask_args(q, ctx.mask), int(causal), scale, p,
+                _dscale(p), *ctx.rng)
+        head = (q._storage.buf, q._offset, k._storage.buf, k._offset, v._storage.buf, v._offset,
+                dout._storage.buf, dout._offset, ctx.lse._storage.buf, dd._storage.buf)
+        kq = get_kernel(dev, PROGRAMS[dt], "attn_bwd_dq")
+        ls = _rows_per_group(dev, kq)
+        for c in range(_chunks(E)):
+            launch(dev, kq, (N * -(-L // ls) * ls,), (ls,), *head, dq._storage.buf, 0, *tail,
+                   c * EC)
+        kkv = get_kernel(dev, PROGRAMS[dt], "attn_bwd_dkdv")
+        ls = _rows_per_group(dev, kkv)
+        for c in range(_chunks(E, Ev)):
+            launch(dev, kkv, (Nk * -(-S // ls) * ls,), (ls,), *head, dk._storage.buf, 0,
+                   dv._storage.buf, 0, *tail, c * EC)
+        return dq, dk, dv, None, None, None, None, None, None
+
+
+def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa):
+    """Flatten the batch dims (broadcast, heads last), run FusedAttention, shape the result."""
+    L, S, E, Ev = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
+    bq, bk, bv = tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2])
+    if gqa:
+        outer = broadcast_shapes(bq[:-1], bk[:-1], bv[:-1])
+        Hq, Hk = bq[-1], bk[-1]
+        qb, kb = outer + (Hq,), outer + (Hk,)
+    else:
+        qb = kb = broadcast_shapes(bq, bk, bv)
+        Hq = Hk = qb[-1] if qb else 1
+    N = math.prod(qb)
+    Nk = math.prod(kb)
+    q = query.expand(qb + (L, E)).reshape(N, L, E)
+    k = key.expand(kb + (S, E)).reshape(Nk, S, E)
+    v = value.expand(kb + (S, Ev)).reshape(Nk, S, Ev)
+    mask = None
+    if attn_mask is not None:
+        with no_grad():
+            m = additive_mask(attn_mask, False, L, S, query.dtype, query.device)
+            mask = m.expand(qb + (L, S)).reshape(N // Hq, Hq, L, S)
+    out = FusedAttention.apply(q, k, v, mask, bool(is_causal), float(scale), Hq // Hk, Hq,
+                               float(dropout_p))
+    return out.reshape(qb + (L, Ev))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, as torch's.
@@ -79,21 +256,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, k, v, is_causal=True).shape
     clgrad.Size([1, 2, 3, 4])
     """
-    from . import softmax as _softmax
     from .linalg import matmul
 
     _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(E) if E else 1.0
-    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+    gqa = enable_gqa and query.dim() >= 3 and key.dim() >= 3
+    empty = L * S * value.shape[-1] == 0 or 0 in query.shape[:-2] or 0 in key.shape[:-2]
+    if not empty and (attn_mask is None or not (attn_mask.requires_grad and is_grad_enabled())):
+        return _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa)
+    if gqa:
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
     scores = matmul(query, key.transpose(-2, -1)) * scale
     mask = additive_mask(attn_mask, is_causal, L, S, scores.dtype, query.device)
     if mask is not None:
         scores = scores + mask
-    weights = _softmax.softmax(scores, -1)
+    weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         from ..nn.functional import dropout
         weights = dropout(weights, dropout_p)
