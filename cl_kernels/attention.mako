@@ -104,7 +104,8 @@ inline void load_tile(__local ${CT} *tile, ${c.cptr(dt)} x, long base, long row0
 __kernel void attn_fwd(${c.cptr(dt)} q, long qo, ${c.cptr(dt)} k, long ko, ${c.cptr(dt)} v,
                        long vo, ${c.ptr(dt)} out, long oo, __global ${CT} *lse, ${common_args})
 {
-    __local ${CT} kt[BK * EC], vt[BK * EC];
+    __local ${CT} kt[BK * EC];
+    __local ${CT} vt[BK * EC];
     long ls = get_local_size(0), nb = (L + ls - 1) / ls, g = get_group_id(0);
     long n = g / nb, i0 = (g - n * nb) * ls, i = i0 + get_local_id(0);
     int active = i < L;
@@ -177,7 +178,8 @@ __kernel void attn_bwd_dq(${c.cptr(dt)} q, long qo, ${c.cptr(dt)} k, long ko, ${
                           long vo, ${c.cptr(dt)} dout, long doo, __global const ${CT} *lse,
                           __global const ${CT} *dd, ${c.ptr(dt)} dq, long dqo, ${common_args})
 {
-    __local ${CT} kt[BK * EC], vt[BK * EC];
+    __local ${CT} kt[BK * EC];
+    __local ${CT} vt[BK * EC];
     long ls = get_local_size(0), nb = (L + ls - 1) / ls, g = get_group_id(0);
     long n = g / nb, i0 = (g - n * nb) * ls, i = i0 + get_local_id(0);
     int active = i < L;
@@ -186,7 +188,6 @@ __kernel void attn_bwd_dq(${c.cptr(dt)} q, long qo, ${c.cptr(dt)} k, long ko, ${
     long mb = mo + (n / Hq) * mso + (n % Hq) * msh;
     long last = min(L, i0 + ls) - 1;
     long jend = causal ? min(S, last + 1) : S;
-    ${CT} li = active ? lse[n * L + i] : -INFINITY, di = active ? dd[n * L + i] : 0;
     ${CT} ob[EC];
     ${V} ov[NV], acc[NV];
     for (int w = 0; w < NV; ++w)
@@ -209,13 +210,16 @@ ${own_chunk("dout", "db", "e0", "Ev")}
             barrier(CLK_LOCAL_MEM_FENCE);
 ${dots("dp", "vt")}
         }
+        /* read here, not once before the loop: Intel's CPU compiler lost di (kept from before
+           the barriers) and computed dS as if D were 0 */
+        ${CT} li = active ? lse[n * L + i] : -INFINITY, di = active ? dd[n * L + i] : 0;
         for (int r = 0; r < BK; ++r) {
             long j = j0 + r;
 ${score("s[r]", "i", "j", "active && j < S")}
             ${CT} pr = (s[r] == -INFINITY || li == -INFINITY) ? 0 : exp(s[r] - li);
             ${CT} z = (p > 0.0f && pr != 0) ? keep(offset + (n * L + i) * S + j, seed, p, dscale)
                                             : (${CT})1;
-            s[r] = pr * (dp[r] * z - di) * scale;    /* dS, times the scale of the scores */
+            dp[r] = pr * (dp[r] * z - di) * scale;   /* dS, times the scale of the scores */
         }
         if (E > EC) {                                /* kt holds the last chunk, not c0's */
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -224,7 +228,7 @@ ${score("s[r]", "i", "j", "active && j < S")}
         }
         for (int r = 0; r < BK; ++r)
             for (int w = 0; w < NV; ++w)
-                acc[w] += s[r] * LDV(${CT}, ${VW}, r * NV + w, kt);
+                acc[w] += dp[r] * LDV(${CT}, ${VW}, r * NV + w, kt);
     }
     if (!active)
         return;
@@ -242,7 +246,8 @@ __kernel void attn_bwd_dkdv(${c.cptr(dt)} q, long qo, ${c.cptr(dt)} k, long ko,
                             __global const ${CT} *lse, __global const ${CT} *dd,
                             ${c.ptr(dt)} dk, long dko, ${c.ptr(dt)} dv, long dvo, ${common_args})
 {
-    __local ${CT} qt[BK * EC], dt_[BK * EC];
+    __local ${CT} qt[BK * EC];
+    __local ${CT} dt_[BK * EC];
     long ls = get_local_size(0), nb = (S + ls - 1) / ls, g = get_group_id(0);
     long nk = g / nb, j0 = (g - nk * nb) * ls, j = j0 + get_local_id(0);
     int active = j < S;
