@@ -84,16 +84,20 @@ inline void load_tile(__local ${CT} *tile, ${c.cptr(dt)} x, long base, long row0
         }
 </%def>
 
-## the score of (i, j) from the dot product x: scaled, masked; -inf where attention is not allowed
-<%def name="score(x, i, j, ok)">
-    {
-        ${CT} sc_ = ${x} * scale;
-        if (!(${ok}) || (causal && ${j} > ${i}))
-            sc_ = -INFINITY;
-        else if (has_mask)
-            sc_ += (${CT})(${c.load(dt, "mask", f"mb + {i} * msl + {j} * mss")});
-        ${x} = sc_;
-    }
+## s[r] = the score of (i, j) (expressions of r) from its dot product: scaled, masked (-inf where
+## attention is not allowed); `full`: no element of the tile is outside or causally masked.
+## Whole vectors where possible: PoCL vectorises only explicit vectors.
+<%def name="scores(i, j, ok, full)">
+        for (int w = 0; w < BK / ${VW}; ++w)
+            STV(${CT}, ${VW}, LDV(${CT}, ${VW}, w, s) * scale, w, s);
+        if (!(${full}) || has_mask) {
+            for (int r = 0; r < BK; ++r) {
+                if (!(${ok}) || (causal && ${j} > ${i}))
+                    s[r] = -INFINITY;
+                else if (has_mask)
+                    s[r] += (${CT})(${c.load(dt, "mask", f"mb + ({i}) * msl + ({j}) * mss")});
+            }
+        }
 </%def>
 
 <% common_args = f"""long L, long S, long E, long Ev, long groups, long Hq,
@@ -130,25 +134,30 @@ ${own_chunk("q", "qb", "e0", "E")}
             barrier(CLK_LOCAL_MEM_FENCE);
 ${dots("s", "kt")}
         }
-        ${CT} mt = -INFINITY;
-        for (int r = 0; r < BK; ++r) {
-            long j = j0 + r;
-${score("s[r]", "i", "j", "active && j < S")}
-            mt = s[r] > mt ? s[r] : mt;
-        }
-        ${CT} mn = m > mt ? m : mt;
+${scores("i", "(j0 + r)", "active && j0 + r < S", "active && j0 + BK <= S && (!causal || j0 + BK - 1 <= i)")}
+        ${V} mv = (${V})(-INFINITY);
+        for (int w = 0; w < BK / ${VW}; ++w)
+            mv = fmax(mv, LDV(${CT}, ${VW}, w, s));
+        ${CT} mn = m;
+        for (int r = 0; r < ${VW}; ++r)
+            mn = fmax(mn, ((${CT} *)&mv)[r]);
         if (mn != -INFINITY) {
             ${CT} alpha = exp(m - mn);              /* 0 while nothing was allowed yet */
             l *= alpha;
             for (int w = 0; w < NV; ++w)
                 acc[w] *= alpha;
-            for (int r = 0; r < BK; ++r) {
-                ${CT} pr = exp(s[r] - mn);
-                l += pr;                             /* the softmax sums before dropout */
-                if (p > 0.0f && pr != 0)
-                    pr *= keep(offset + (n * L + i) * S + j0 + r, seed, p, dscale);
-                s[r] = pr;
+            ${V} lv = (${V})0;
+            for (int w = 0; w < BK / ${VW}; ++w) {
+                ${V} x = exp(LDV(${CT}, ${VW}, w, s) - mn);
+                lv += x;                             /* the softmax sums before dropout */
+                STV(${CT}, ${VW}, x, w, s);
             }
+            for (int r = 0; r < ${VW}; ++r)
+                l += ((${CT} *)&lv)[r];
+            if (p > 0.0f)
+                for (int r = 0; r < BK; ++r)
+                    if (s[r] != 0)
+                        s[r] *= keep(offset + (n * L + i) * S + j0 + r, seed, p, dscale);
             m = mn;
         } else {
             for (int r = 0; r < BK; ++r)
@@ -213,13 +222,21 @@ ${dots("dp", "vt")}
         /* read here, not once before the loop: Intel's CPU compiler lost di (kept from before
            the barriers) and computed dS as if D were 0 */
         ${CT} li = active ? lse[n * L + i] : -INFINITY, di = active ? dd[n * L + i] : 0;
-        for (int r = 0; r < BK; ++r) {
-            long j = j0 + r;
-${score("s[r]", "i", "j", "active && j < S")}
-            ${CT} pr = (s[r] == -INFINITY || li == -INFINITY) ? 0 : exp(s[r] - li);
-            ${CT} z = (p > 0.0f && pr != 0) ? keep(offset + (n * L + i) * S + j, seed, p, dscale)
-                                            : (${CT})1;
-            dp[r] = pr * (dp[r] * z - di) * scale;   /* dS, times the scale of the scores */
+${scores("i", "(j0 + r)", "active && j0 + r < S", "active && j0 + BK <= S && (!causal || j0 + BK - 1 <= i)")}
+        /* dp becomes dS (times the scale of the scores); p = 0 in a row with nothing allowed */
+        if (li == -INFINITY) {
+            for (int r = 0; r < BK; ++r)
+                dp[r] = 0;
+        } else if (p > 0.0f) {
+            for (int r = 0; r < BK; ++r) {
+                ${CT} pr = exp(s[r] - li);
+                ${CT} z = pr != 0 ? keep(offset + (n * L + i) * S + j0 + r, seed, p, dscale) : 1;
+                dp[r] = pr * (dp[r] * z - di) * scale;
+            }
+        } else {
+            for (int w = 0; w < BK / ${VW}; ++w)
+                STV(${CT}, ${VW}, exp(LDV(${CT}, ${VW}, w, s) - li) * (LDV(${CT}, ${VW}, w, dp) - di)
+                                  * scale, w, dp);
         }
         if (E > EC) {                                /* kt holds the last chunk, not c0's */
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -279,15 +296,33 @@ ${own_chunk("v", "vb", "e0", "Ev")}
                 barrier(CLK_LOCAL_MEM_FENCE);
 ${dots("dp", "dt_")}
             }
+${scores("(i0 + r)", "j", "active && i0 + r < L", "active && i0 + BK <= L && (!causal || j <= i0)")}
+            ${CT} lr[BK], dr[BK];
             for (int r = 0; r < BK; ++r) {
                 long i = i0 + r;
-                ${CT} li = i < L ? lse[n * L + i] : -INFINITY, di = i < L ? dd[n * L + i] : 0;
-${score("s[r]", "i", "j", "active && i < L")}
-                ${CT} pr = (s[r] == -INFINITY || li == -INFINITY) ? 0 : exp(s[r] - li);
-                ${CT} z = (p > 0.0f && pr != 0) ? keep(offset + (n * L + i) * S + j, seed, p, dscale)
-                                                : (${CT})1;
-                s[r] = pr * (dp[r] * z - di) * scale;    /* dS times the scale */
-                dp[r] = pr * z;                          /* the weight that multiplied v */
+                lr[r] = i < L ? lse[n * L + i] : -INFINITY;
+                dr[r] = i < L ? dd[n * L + i] : 0;
+                if (lr[r] == -INFINITY) {            /* a row with nothing allowed: p = 0 */
+                    lr[r] = 0;
+                    s[r] = -INFINITY;
+                }
+            }
+            for (int w = 0; w < BK / ${VW}; ++w)
+                STV(${CT}, ${VW}, exp(LDV(${CT}, ${VW}, w, s) - LDV(${CT}, ${VW}, w, lr)), w, s);
+            /* s becomes dS (times the scale), dp the weight that multiplied v */
+            if (p > 0.0f) {
+                for (int r = 0; r < BK; ++r) {
+                    ${CT} z = s[r] != 0 ? keep(offset + (n * L + i0 + r) * S + j, seed, p, dscale) : 1;
+                    ${CT} ds = s[r] * (dp[r] * z - dr[r]) * scale;
+                    dp[r] = s[r] * z;
+                    s[r] = ds;
+                }
+            } else {
+                for (int w = 0; w < BK / ${VW}; ++w) {
+                    ${V} pr = LDV(${CT}, ${VW}, w, s);
+                    STV(${CT}, ${VW}, pr * (LDV(${CT}, ${VW}, w, dp) - LDV(${CT}, ${VW}, w, dr)) * scale, w, s);
+                    STV(${CT}, ${VW}, pr, w, dp);
+                }
             }
             if (c0 < Ev) {
                 if (Ev > EC) {
