@@ -166,9 +166,12 @@ ${scores("i", "(j0 + r)", "active && j0 + r < S", "active && j0 + BK <= S && (!c
         barrier(CLK_LOCAL_MEM_FENCE);
         load_tile(vt, v, vb, j0, S, Ev, c0, Ev);
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int r = 0; r < BK; ++r)
-            for (int w = 0; w < NV; ++w)
-                acc[w] += s[r] * LDV(${CT}, ${VW}, r * NV + w, vt);
+        for (int w = 0; w < NV; ++w) {         /* the accumulator in a register */
+            ${V} a = acc[w];
+            for (int r = 0; r < BK; ++r)
+                a += s[r] * LDV(${CT}, ${VW}, r * NV + w, vt);
+            acc[w] = a;
+        }
     }
     if (!active)
         return;
@@ -243,9 +246,12 @@ ${scores("i", "(j0 + r)", "active && j0 + r < S", "active && j0 + BK <= S && (!c
             load_tile(kt, k, kb, j0, S, E, c0, E);
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        for (int r = 0; r < BK; ++r)
-            for (int w = 0; w < NV; ++w)
-                acc[w] += dp[r] * LDV(${CT}, ${VW}, r * NV + w, kt);
+        for (int w = 0; w < NV; ++w) {         /* the accumulator in a register */
+            ${V} a = acc[w];
+            for (int r = 0; r < BK; ++r)
+                a += dp[r] * LDV(${CT}, ${VW}, r * NV + w, kt);
+            acc[w] = a;
+        }
     }
     if (!active)
         return;
@@ -330,9 +336,12 @@ ${scores("(i0 + r)", "j", "active && i0 + r < L", "active && i0 + BK <= L && (!c
                     load_tile(dt_, dout, db, i0, L, Ev, c0, Ev);
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
-                for (int r = 0; r < BK; ++r)
-                    for (int w = 0; w < NV; ++w)
-                        av[w] += dp[r] * LDV(${CT}, ${VW}, r * NV + w, dt_);
+                for (int w = 0; w < NV; ++w) {         /* the accumulator in a register */
+                    ${V} a = av[w];
+                    for (int r = 0; r < BK; ++r)
+                        a += dp[r] * LDV(${CT}, ${VW}, r * NV + w, dt_);
+                    av[w] = a;
+                }
             }
             if (c0 < E) {
                 if (E > EC) {
@@ -340,9 +349,12 @@ ${scores("(i0 + r)", "j", "active && i0 + r < L", "active && i0 + BK <= L && (!c
                     load_tile(qt, q, qb, i0, L, E, c0, E);
                     barrier(CLK_LOCAL_MEM_FENCE);
                 }
-                for (int r = 0; r < BK; ++r)
-                    for (int w = 0; w < NV; ++w)
-                        ak[w] += s[r] * LDV(${CT}, ${VW}, r * NV + w, qt);
+                for (int w = 0; w < NV; ++w) {         /* the accumulator in a register */
+                    ${V} a = ak[w];
+                    for (int r = 0; r < BK; ++r)
+                        a += s[r] * LDV(${CT}, ${VW}, r * NV + w, qt);
+                    ak[w] = a;
+                }
             }
         }
     }
