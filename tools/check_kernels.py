@@ -533,14 +533,32 @@ def drive_rnn(dev, dt, rng):
         lstm_layer(proj, w, h0, c0)[1].sum().backward()
 
 
+def drive_attention(dev, dt, rng):
+    """The fused attention kernels forward and backward: key rows crossing a local tile (S = 34 >
+    BK), value columns crossing a chunk (Ev = 66 > EC, two launches), a broadcast bool mask,
+    causal masking with dropout, grouped-query heads; a double backward regenerates the
+    dropout mask (attn_dropout_mask)."""
+    import clgrad
+    import clgrad.nn.functional as F
+    q = _t(dt, (1, 2, 3, 3), dev, rng).requires_grad_()
+    k = _t(dt, (1, 1, 34, 3), dev, rng).requires_grad_()
+    v = _t(dt, (1, 1, 34, 66), dev, rng).requires_grad_()
+    mask = clgrad.tensor(rng.random((3, 34)) < 0.7, device=dev)
+    F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).sum().backward()
+    out = F.scaled_dot_product_attention(q, k.expand(1, 2, 34, 3), v.expand(1, 2, 34, 66),
+                                         is_causal=True, dropout_p=0.3)
+    g, = clgrad.autograd.grad(out.sum(), q, create_graph=True)
+    g.sum().backward()
+
+
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
-    "linalg": drive_linalg, "rnn": drive_rnn,
+    "linalg": drive_linalg, "rnn": drive_rnn, "attention": drive_attention,
 }
-FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "rnn"}
+FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "rnn", "attention"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

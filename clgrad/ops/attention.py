@@ -89,9 +89,12 @@ def _safe_softmax(scores):
     _safe_softmax: a fully masked row attends to nothing)."""
     from . import softmax as _softmax
     from .pointwise import where
-    w = _softmax.softmax(scores, -1)
     dead = (scores == -math.inf).all(-1, keepdim=True)
-    return where(dead, w.new_zeros(()), w)
+    zero = scores.new_zeros(())
+    # The dead rows' scores are replaced before the softmax too: a softmax of all -inf is NaN,
+    # and its backward would carry that NaN into the gradients even where the output is masked.
+    w = _softmax.softmax(where(dead, zero, scores), -1)
+    return where(dead, zero, w)
 
 
 def _lse_dtype(dt):
@@ -156,6 +159,9 @@ class FusedAttention(Op):
     @staticmethod
     def forward(ctx, q, k, v, mask, causal, scale, groups, Hq, p):
         from . import creation
+        # The inputs themselves are saved (double backward differentiates through them); the
+        # kernels read contiguous copies where an input is a strided view.
+        given = (q, k, v)
         q, k, v = contiguous_raw(q), contiguous_raw(k), contiguous_raw(v)
         dev, dt = q._storage.device, q._dtype
         N, L, E = q._shape
@@ -171,21 +177,23 @@ class FusedAttention(Op):
                    k._offset, v._storage.buf, v._offset, out._storage.buf, 0, lse._storage.buf,
                    L, S, E, Ev, groups, Hq, *_mask_args(q, mask), int(causal), scale, p,
                    _dscale(p), *rng, c * EC)
-        ctx.save_for_backward(q, k, v, out)
+        ctx.save_for_backward(*given, out)
+        ctx.raw = (q, k, v)
         ctx.lse, ctx.mask, ctx.rng = lse, mask, rng
         ctx.args = (causal, scale, groups, Hq, p)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out = ctx.saved_tensors
         causal, scale, groups, Hq, p = ctx.args
+        q, k, v = ctx.raw
         dev, dt = q._storage.device, q._dtype
         N, L, E = q._shape
         Nk, S, Ev = v._shape
         if is_grad_enabled():            # create_graph: the composed form, differentiable again
             from ..autograd.engine import grad
             z = _dropout_mask(dt, dev, N, L, S, p, ctx.rng) if p > 0 else None
+            q, k, v, _ = ctx.saved_tensors
             with enable_grad():
                 o = _composed_flat(q, k, v, ctx.mask, causal, scale, groups, z)
             ins = (q, k, v)
@@ -193,6 +201,7 @@ class FusedAttention(Op):
             got = iter(grad([o], want, [dout], create_graph=True, allow_unused=True))
             return (*[next(got) if x.requires_grad else None for x in ins],
                     None, None, None, None, None, None)
+        out = ctx.saved_tensors[3]
         dout = contiguous_raw(dout)
         lt = _lse_dtype(dt)
         with no_grad():                  # D = rowsum(dO * out), in the compute type

@@ -1,0 +1,226 @@
+"""F.scaled_dot_product_attention's fused kernels (cl_kernels/attention.mako): forward and the
+three gradients against a float64 numpy reference (masks, causal, L != S, grouped-query heads,
+odd head dims, tile and chunk edges), every float dtype, non-contiguous and empty inputs,
+gradcheck / gradgradcheck, dropout (reproducible, its rate, the same mask in backward), fully
+masked rows (torch 2.13 gives zeros) and errors."""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck, gradgradcheck
+
+from helpers import assert_close, float_dtypes, make, rounded, to_np
+
+
+def np_attention(q, k, v, dout, mask=None, causal=False, scale=None, groups=1, z=None):
+    """(out, dq, dk, dv) in float64: mask additive (broadcast to [..., L, S]), z dropout factors."""
+    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    if scale is None:
+        scale = 1 / np.sqrt(E) if E else 1.0     # torch's default; E = 0 gives scale 1
+    kr, vr = np.repeat(k, groups, axis=-3), np.repeat(v, groups, axis=-3)
+    s = q @ np.swapaxes(kr, -1, -2) * scale
+    if mask is not None:
+        s = s + mask
+    if causal:
+        s = s + np.triu(np.full((L, S), -np.inf), 1)
+    dead = np.all(s == -np.inf, -1, keepdims=True)
+    e = np.exp(s - np.where(dead, 0, s.max(-1, keepdims=True, initial=-np.inf)))
+    p = np.where(dead, 0, e / np.where(dead, 1, e.sum(-1, keepdims=True)))
+    w = p if z is None else p * z
+    out = w @ vr
+    dw = dout @ np.swapaxes(vr, -1, -2)
+    dp = dw if z is None else dw * z
+    ds = p * (dp - (p * dp).sum(-1, keepdims=True))
+    dq = ds @ kr * scale
+    dk = np.swapaxes(ds, -1, -2) @ q * scale
+    dv = np.swapaxes(w, -1, -2) @ dout
+
+    def fold(g):                  # the query heads that share a key/value head: summed
+        return g.reshape(g.shape[:-3] + (g.shape[-3] // groups, groups) + g.shape[-2:]).sum(-3)
+    return out, dq, fold(dk), fold(dv)
+
+
+def _run(dev, dt, shapes, rng, mask=None, layout="contiguous", **kw):
+    """clgrad's output and gradients and the numpy reference's, for q, k, v of `shapes`."""
+    arrs = [rounded(rng.standard_normal(s), dt).astype(np.float64) for s in shapes]
+    ts = [make(a, dt, dev, layout, requires_grad=True) for a in arrs]
+    cm = None if mask is None else clgrad.tensor(mask, device=dev)
+    out = F.scaled_dot_product_attention(*ts, attn_mask=cm, **kw)
+    dout = rounded(rng.standard_normal(tuple(out.shape)), dt).astype(np.float64)
+    out.backward(clgrad.tensor(dout, dtype=dt, device=dev))
+    add = None
+    if mask is not None:
+        add = np.where(mask, 0.0, -np.inf) if mask.dtype == bool else mask.astype(np.float64)
+    groups = shapes[0][-3] // shapes[1][-3] if kw.get("enable_gqa") else 1
+    ref = np_attention(*arrs, dout, add, kw.get("is_causal", False), kw.get("scale"), groups)
+    return [out] + [t.grad for t in ts], ref
+
+
+# (q shape, k shape, v shape, keywords): crossing the 32-row tiles and the 64-column chunks
+CASES = [
+    (((2, 3, 5), (2, 7, 5), (2, 7, 3)), {}),
+    (((1, 2, 33, 17), (1, 2, 40, 17), (1, 2, 40, 80)), dict(scale=0.3)),
+    (((1, 1, 40, 3), (1, 1, 33, 3), (1, 1, 33, 1)), dict(is_causal=True)),
+    (((1, 1, 6, 80), (1, 1, 35, 80), (1, 1, 35, 2)), dict(is_causal=True)),
+    (((2, 4, 9, 8), (2, 2, 11, 8), (2, 2, 11, 8)), dict(enable_gqa=True)),
+    (((1, 1, 130, 1), (1, 1, 3, 1), (1, 1, 3, 2)), {}),
+]
+
+
+@pytest.mark.parametrize("shapes,kw", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_matches_numpy(device, code_paths, shapes, kw):
+    dt = clgrad.float64 if device.has_fp64 else clgrad.float32
+    got, ref = _run(device, dt, shapes, np.random.default_rng(0), **kw)
+    for g, r in zip(got, ref):
+        assert_close(g, r, clgrad.float32)
+
+
+def test_masks(device, code_paths):
+    rng = np.random.default_rng(1)
+    dt = clgrad.float32
+    bm = rng.random((2, 1, 9, 35)) < 0.6
+    bm[0, 0, 3] = False                                  # a row with nothing allowed
+    fm = rng.standard_normal((3, 1, 35)).astype(np.float32)
+    fm[1, 0, 5] = -np.inf
+    for mask in (bm, fm, bm[0, 0]):
+        got, ref = _run(device, dt, ((2, 3, 9, 6), (2, 3, 35, 6), (2, 3, 35, 4)), rng, mask)
+        for g, r in zip(got, ref):
+            assert_close(g, r, dt)
+    out = got[0]                       # the fully masked row: zeros (torch 2.13 on CPU)
+    assert not np.isnan(to_np(out)).any()
+
+
+def test_fully_masked_rows_give_zeros_and_zero_gradients(device):
+    q, k, v = (clgrad.randn(1, 3, 4, requires_grad=True) for _ in range(3))
+    mask = clgrad.tensor([[True, False, True], [False, False, False], [True, True, True]])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out.sum().backward()
+    assert to_np(out)[0, 1].tolist() == [0.0] * 4
+    assert to_np(q.grad)[0, 1].tolist() == [0.0] * 4
+    assert np.abs(to_np(q.grad)[0, 0]).sum() > 0
+
+
+def test_dtypes(device):
+    for dt in float_dtypes(device):
+        got, ref = _run(device, dt, ((2, 5, 12), (2, 7, 12), (2, 7, 9)),
+                        np.random.default_rng(2), is_causal=True)
+        assert all(g.dtype is dt for g in got)
+        tol = {clgrad.float16: 1e-2, clgrad.bfloat16: 6e-2}.get(dt)
+        for g, r in zip(got, ref):
+            assert_close(g, r, dt, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided"])
+def test_non_contiguous(device, layout):
+    got, ref = _run(device, clgrad.float32, ((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4)),
+                    np.random.default_rng(3), layout=layout)
+    for g, r in zip(got, ref):
+        assert_close(g, r, clgrad.float32)
+
+
+def test_heads_from_a_batch_first_projection(device):
+    """q [B, L, H, E] viewed as [B, H, L, E] (what attention layers pass); batch broadcast."""
+    rng = np.random.default_rng(4)
+    qn, kn, vn = rng.standard_normal((2, 5, 3, 4)), rng.standard_normal((1, 6, 3, 4)), \
+        rng.standard_normal((1, 6, 3, 4))
+    q, k, v = (clgrad.tensor(a, dtype=clgrad.float32).transpose(1, 2) for a in (qn, kn, vn))
+    out = F.scaled_dot_product_attention(q, k, v)
+    ref = np_attention(qn.transpose(0, 2, 1, 3), *(np.broadcast_to(a.transpose(0, 2, 1, 3),
+                                                                   (2, 3, 6, 4)) for a in (kn, vn)),
+                       np.zeros((2, 3, 5, 4)))[0]
+    assert_close(out, ref, clgrad.float32)
+
+
+@pytest.mark.parametrize("shapes", [((2, 0, 4), (2, 3, 4), (2, 3, 5)), ((2, 4, 4), (2, 0, 4),
+                                    (2, 0, 5)), ((0, 4, 4), (0, 3, 4), (0, 3, 5)),
+                                    ((2, 4, 3), (2, 3, 3), (2, 3, 0)), ((2, 4, 0), (2, 3, 0),
+                                                                       (2, 3, 5))])
+def test_empty(device, shapes):
+    got, ref = _run(device, clgrad.float32, shapes, np.random.default_rng(5))
+    for g, r in zip(got, ref):
+        assert_close(g, r, clgrad.float32)
+
+
+def test_gradcheck_and_double_backward(device):
+    dt = clgrad.float64 if device.has_fp64 else clgrad.float32
+    tol = {} if device.has_fp64 else dict(eps=1e-2, atol=5e-2, rtol=5e-2)
+    clgrad.manual_seed(0)
+    q = clgrad.randn(1, 2, 3, 2, dtype=dt, requires_grad=True)
+    k, v = (clgrad.randn(1, 1, 4, 2, dtype=dt, requires_grad=True) for _ in range(2))
+    mask = clgrad.tensor([[True, True, False, True], [False] * 4, [True, False, True, True]])
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    assert gradcheck(f, (q, k, v), **tol)
+    assert gradgradcheck(f, (q, k, v), **tol)
+
+    def causal_dropout(q, k, v):           # the same mask every call: reseeded
+        clgrad.manual_seed(7)
+        return F.scaled_dot_product_attention(q, k.expand(1, 2, 4, 2), v.expand(1, 2, 4, 2),
+                                              dropout_p=0.4, is_causal=True)
+    assert gradcheck(causal_dropout, (q, k, v), **tol)
+    assert gradgradcheck(causal_dropout, (q, k, v), **tol)
+
+
+def test_float_mask_that_requires_grad(device):
+    rng = np.random.default_rng(6)
+    q, k, v = (clgrad.tensor(rng.standard_normal((2, 3, 4)), dtype=clgrad.float32,
+                             requires_grad=True) for _ in range(3))
+    mask = clgrad.tensor(rng.standard_normal((3, 3)), dtype=clgrad.float32, requires_grad=True)
+    F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+    qn, kn, vn = (to_np(t) for t in (q, k, v))
+    s = qn @ kn.transpose(0, 2, 1) / 2 + to_np(mask)
+    p = np.exp(s - s.max(-1, keepdims=True, initial=-np.inf))
+    p /= p.sum(-1, keepdims=True)
+    dp = np.ones((2, 3, 4)) @ vn.transpose(0, 2, 1)
+    assert_close(mask.grad, (p * (dp - (p * dp).sum(-1, keepdims=True))).sum(0), clgrad.float32)
+
+
+def test_dropout(device, code_paths):
+    """v = identity recovers the weights w = p * z: the dropped fraction is p_drop, the kept ones
+    are scaled by 1 / (1 - p_drop), the same seed gives the same mask, and the gradients are
+    those of the numpy reference with that mask."""
+    rng = np.random.default_rng(7)
+    L, S, pd = 40, 50, 0.3
+    qn, kn = rng.standard_normal((2, L, 3)), rng.standard_normal((2, S, 3))
+    vn = np.broadcast_to(np.eye(S), (2, S, S)).copy()
+    q, k, v = (clgrad.tensor(a, dtype=clgrad.float32, requires_grad=True) for a in (qn, kn, vn))
+    clgrad.manual_seed(3)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=pd)
+    clgrad.manual_seed(3)
+    again = F.scaled_dot_product_attention(q, k, v, dropout_p=pd)
+    assert np.array_equal(to_np(out), to_np(again))
+    p = np_attention(qn, kn, np.eye(S)[None], np.zeros((2, L, S)))[0]
+    z = to_np(out) / p
+    kept = z > 0
+    assert abs(1 - kept.mean() - pd) < 0.03
+    np.testing.assert_allclose(z[kept], 1 / (1 - pd), rtol=1e-4)
+    z = np.where(kept, 1 / (1 - pd), 0.0)
+    dout = rng.standard_normal((2, L, S))
+    out.backward(clgrad.tensor(dout, dtype=clgrad.float32))
+    ref = np_attention(qn, kn, vn, dout, z=z)
+    for t, r in zip((q, k, v), ref[1:]):
+        assert_close(t.grad, r, clgrad.float32, rtol=1e-4, atol=1e-5)
+    # dropout_p=1 drops everything
+    assert not to_np(F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)).any()
+
+
+def test_errors():
+    q, k = clgrad.randn(2, 3, 4), clgrad.randn(2, 5, 4)
+    with pytest.raises(RuntimeError, match="same last dimension"):
+        F.scaled_dot_product_attention(q, clgrad.randn(2, 5, 3), clgrad.randn(2, 5, 4))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, k, k.double())
+    with pytest.raises(RuntimeError, match="must match"):
+        F.scaled_dot_product_attention(q, k, k, attn_mask=clgrad.ones(2, 4, dtype=clgrad.bool))
+    with pytest.raises(RuntimeError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, k, attn_mask=clgrad.ones(3, 5, dtype=clgrad.bool),
+                                       is_causal=True)
+    with pytest.raises(RuntimeError, match="multiple"):
+        F.scaled_dot_product_attention(clgrad.randn(1, 3, 2, 4), clgrad.randn(1, 2, 2, 4),
+                                       clgrad.randn(1, 2, 2, 4), enable_gqa=True)
+    with pytest.raises(ValueError, match="dropout_p"):
+        F.scaled_dot_product_attention(q, k, k, dropout_p=1.5)
+    with pytest.raises(TypeError, match="query"):
+        F.scaled_dot_product_attention(q.numpy(), k, k)
