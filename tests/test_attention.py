@@ -2,15 +2,38 @@
 three gradients against a float64 numpy reference (masks, causal, L != S, grouped-query heads,
 odd head dims, tile and chunk edges), every float dtype, non-contiguous and empty inputs,
 gradcheck / gradgradcheck, dropout (reproducible, its rate, the same mask in backward), fully
-masked rows (torch 2.13 gives zeros) and errors."""
+masked rows (torch 2.13 gives zeros) and errors. The fused kernels are put first here
+(sdpa_kernel with priority); the composed MATH form runs the numpy comparisons too, and
+test_backend_choice checks which form runs when."""
 import numpy as np
 import pytest
 
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck, gradgradcheck
+from clgrad.nn.attention import SDPBackend, sdpa_kernel
 
 from helpers import assert_close, float_dtypes, make, rounded, to_np
+
+
+@pytest.fixture(autouse=True)
+def fused_first():
+    """The fused kernels wherever they apply (the CPU paths would otherwise pick MATH at these
+    sizes), the composed form where they do not (empty inputs, a mask that requires grad)."""
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH], set_priority=True):
+        yield
+
+
+def ran_fused(out):
+    """Whether the fused kernels made `out`: a FusedAttention node in its graph."""
+    todo = [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None:
+            if type(fn).__name__.startswith("FusedAttention"):
+                return True
+            todo.extend(nxt for nxt, _ in fn.next_functions)
+    return False
 
 
 def np_attention(q, k, v, dout, mask=None, causal=False, scale=None, groups=1, z=None):
@@ -69,9 +92,12 @@ CASES = [
 
 
 @pytest.mark.parametrize("shapes,kw", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_matches_numpy(device, code_paths, shapes, kw):
+@pytest.mark.parametrize("backend", [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])
+def test_matches_numpy(device, code_paths, shapes, kw, backend):
     dt = clgrad.float64 if device.has_fp64 else clgrad.float32
-    got, ref = _run(device, dt, shapes, np.random.default_rng(0), **kw)
+    with sdpa_kernel(backend):
+        got, ref = _run(device, dt, shapes, np.random.default_rng(0), **kw)
+    assert ran_fused(got[0]) == (backend is SDPBackend.FLASH_ATTENTION)
     for g, r in zip(got, ref):
         assert_close(g, r, clgrad.float32)
 
@@ -224,3 +250,31 @@ def test_errors():
         F.scaled_dot_product_attention(q, k, k, dropout_p=1.5)
     with pytest.raises(TypeError, match="query"):
         F.scaled_dot_product_attention(q.numpy(), k, k)
+
+
+def test_backend_choice(device, monkeypatch):
+    """Every backend enabled: GPU paths take the fused kernels; CPU paths the composed form until
+    the score matrices reach CPU_FUSED_FROM elements. A backend that cannot run is an error."""
+    from clgrad.ops import attention
+    q = clgrad.randn(2, 3, 4, requires_grad=True)
+
+    def form():
+        with sdpa_kernel(list(SDPBackend)):
+            out = F.scaled_dot_product_attention(q, q, q)
+        return "fused" if ran_fused(out) else "math"
+    assert form() == ("math" if device.cpu_paths else "fused")
+    monkeypatch.setattr(attention, "CPU_FUSED_FROM", 2 * 3 * 3)
+    assert form() == "fused"
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], set_priority=True):
+        assert F.scaled_dot_product_attention(q, q, q).grad_fn is not None
+        assert form() == "fused"           # the inner block's own choice
+    mask = clgrad.zeros(3, 3, requires_grad=True)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION), \
+            pytest.raises(RuntimeError, match="No available kernel.*requires grad"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION), \
+            pytest.raises(RuntimeError, match="No available kernel"):
+        F.scaled_dot_product_attention(q, q, q)
+    with pytest.raises(AssertionError, match="SDPBackend"):
+        with sdpa_kernel("math"):
+            pass

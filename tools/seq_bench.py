@@ -99,6 +99,11 @@ def sdpa_section(table, args, torch):
             lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum() \
                 .backward()
         return step
+    from clgrad.nn.attention import SDPBackend, sdpa_kernel
     t = best_of(make(clgrad), rep, sync_cl)
     others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
     _rows(table, "SDPA causal fwd+bwd, 4x4 heads, T=512, d=64", t * 1e3, "ms", others, 1e3)
+    for name, backend in (("fused", SDPBackend.FLASH_ATTENTION), ("composed", SDPBackend.MATH)):
+        with sdpa_kernel(backend):
+            t = best_of(make(clgrad), rep, sync_cl)
+        _rows(table, f"  the same, {name} form", t * 1e3, "ms", others, 1e3)

@@ -12,6 +12,6 @@ True
 from .parameter import Buffer, Parameter
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from . import functional, init, parallel, utils
+from . import attention, functional, init, parallel, utils
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils"] + _modules_all
+__all__ = ["Parameter", "Buffer", "attention", "functional", "init", "utils"] + _modules_all

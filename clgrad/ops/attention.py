@@ -29,6 +29,35 @@ PROGRAMS = {dt: Program("attention", dt.short, render("attention.mako", dt=dt))
 EC = 64                       # columns of a head handled per launch (the template's EC)
 
 
+# The forms F.scaled_dot_product_attention may take, set by clgrad.nn.attention.sdpa_kernel as
+# torch's context manager sets its backends: "fused" (torch's FLASH_ATTENTION and
+# EFFICIENT_ATTENTION) and "math" (the composed form); with `priority`, the first usable one.
+BACKENDS = {"enabled": ("fused", "math"), "priority": False}
+
+# On the CPU code paths the composed form was faster at every size measured (PoCL on 2 cores:
+# 7.9 vs 18.4 ms for a GPT block's attention, 61 vs 88 ms at T=512 causal, 242 vs 285 ms at
+# T=2048: its GEMMs are register-blocked, the fused kernels keep one row per work-item). So the
+# CPU paths use it until its [N, L, S] score matrices would reach this many elements (128 MiB in
+# float32); from there memory decides. GPU paths use the fused kernels: they never write the
+# score matrices to global memory.
+CPU_FUSED_FROM = 1 << 25
+
+
+def _form(device, n_scores, why_not_fused):
+    """'fused' or 'math' for an attention of n_scores scores on `device` (a runtime Device),
+    within the enabled backends."""
+    usable = [f for f in BACKENDS["enabled"] if f == "math" or why_not_fused is None]
+    if not usable:
+        reason = f"the fused kernels do not take {why_not_fused}" if why_not_fused else \
+            "no backend clgrad has (MATH, FLASH_ATTENTION, EFFICIENT_ATTENTION) is enabled"
+        raise RuntimeError(f"scaled_dot_product_attention: No available kernel: {reason} "
+                           f"(see clgrad.nn.attention.sdpa_kernel)")
+    if BACKENDS["priority"] or len(usable) == 1:
+        return usable[0]
+    fused = not device.cpu_paths or n_scores >= CPU_FUSED_FROM
+    return "fused" if fused else "math"
+
+
 def _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
@@ -274,7 +303,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(E) if E else 1.0
     gqa = enable_gqa and query.dim() >= 3 and key.dim() >= 3
     empty = L * S * value.shape[-1] == 0 or 0 in query.shape[:-2] or 0 in key.shape[:-2]
-    if not empty and (attn_mask is None or not (attn_mask.requires_grad and is_grad_enabled())):
+    mask_grad = attn_mask is not None and attn_mask.requires_grad and is_grad_enabled()
+    why_not = "an empty input" if empty else "an attn_mask that requires grad" if mask_grad \
+        else None
+    if _form(query._storage.device, math.prod(query.shape[:-2]) * L * S, why_not) == "fused":
         return _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa)
     if gqa:
         groups = query.shape[-3] // key.shape[-3]
