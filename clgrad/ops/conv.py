@@ -223,10 +223,12 @@ def _conv_fwd(out, xp, xo, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH,
     ntiles = VR * tiles
     if dev.cpu_paths:
         # a CPU runs a work-group on one core: LY blocks of output channels share the input
-        lx, ly = 1, min(cfg["LY"], MB, dev.max_work_group_size)
+        lx, ly = 1, min(cfg["LY"], MB if not dev.is_pocl else cfg["LY"], dev.max_work_group_size)
     else:
         lx, ly = min(cfg["LX"], dev.max_work_group_size), 1
     k = get_kernel(dev, prog, "conv_fwd_1" if sw == 1 else "conv_fwd_s")
+    # (on PoCL the work-group size stays the configured one even when fewer blocks need it: each
+    # local size is a code generation at first launch; the idle work-items test their index)
     launch(dev, k, (_ceil(ntiles, lx) * lx, _ceil(MB, ly) * ly, N * G), (lx, ly, 1),
            out._storage.buf, out._offset, *out._strides, xp._storage.buf, xo, plane, Wq,
            wp._storage.buf, *_bias_args(bias, xp), Cig, Cog, G, KH, KW, dh, dw, OH, OW, VL,
@@ -369,7 +371,7 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
     want = 16 * dev.compute_units * (1 if dev.cpu_paths else 16)
     NC = max(1, min(N, want // (JB * CB * G)))
     part = empty_tensor((NC, Co, Cig, KH, KW), cdt, dev)
-    lx = min(cfg["LX"], JB, dev.max_work_group_size)
+    lx = min(cfg["LX"], JB if not dev.is_pocl else cfg["LX"], dev.max_work_group_size)
     k = get_kernel(dev, prog, "conv_wgrad_1" if sw == 1 else "conv_wgrad_s")
     launch(dev, k, (_ceil(JB, lx) * lx, CB, NC * G), (lx, 1, 1), part._storage.buf,
            gv._storage.buf, gv._offset, *gv._strides[:3], xp._storage.buf, plane, Wq, Cig, Cog,
