@@ -9,6 +9,7 @@ from . import dtypes
 from .autograd import engine
 from .autograd.function import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
+from .ops import methods as _methods
 from .ops.elementwise import OPS
 from .tensor import Tensor
 
@@ -45,6 +46,8 @@ register(
 Tensor.T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim))))
                     if self.ndim > 2 else views.t(self))
 Tensor.mT = property(views.mT)
+Tensor.H = property(lambda self: _methods.matrix_H(self))
+Tensor.mH = property(lambda self: _methods.matrix_mH(self))
 Tensor.data = property(lambda self: _data(self), lambda self, v: _set_data(self, v))
 
 

@@ -237,3 +237,52 @@ def test_bitwise_shifts(device):
     assert x.bitwise_left_shift(1).tolist() == (a << 1).tolist()
     with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
         clgrad.tensor([1.0], device=device) << 1
+
+
+def test_conjugate_transposes(device):
+    x = clgrad.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(x.H.numpy(), x.numpy().T)
+    b = clgrad.arange(12.0).reshape(2, 2, 3)
+    np.testing.assert_array_equal(b.mH.numpy(), b.numpy().transpose(0, 2, 1))
+    assert x.H.data_ptr() == x.data_ptr()                   # a view
+    assert clgrad.tensor(2.0).H.item() == 2.0
+    with pytest.raises(RuntimeError, match="only supported on matrices.*3-D"):
+        b.H
+    with pytest.raises(RuntimeError, match="mH is only supported.*1-D"):
+        clgrad.zeros(3).mH
+
+
+def test_host_callables_new_and_resize(device):
+    y = clgrad.arange(4.0)
+    assert y.apply_(lambda v: v * v) is y
+    np.testing.assert_array_equal(y.numpy(), [0, 1, 4, 9])
+    z = clgrad.arange(6).reshape(2, 3)
+    z.map_(clgrad.tensor([10, 20, 30]), lambda a, b: a + b)      # broadcast over rows
+    np.testing.assert_array_equal(z.numpy(), np.arange(6).reshape(2, 3) + [10, 20, 30])
+    w = clgrad.zeros(2)
+    w.map2_(clgrad.ones(2), clgrad.full((2,), 3.0), lambda a, b, c: a + b * c)
+    np.testing.assert_array_equal(w.numpy(), [3, 3])
+    with pytest.raises(TypeError, match="not callable"):
+        y.apply_(1)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        clgrad.zeros(2, requires_grad=True).apply_(abs)
+
+    x = clgrad.zeros(2, dtype=clgrad.float64)
+    assert x.new(3, 4).shape == (3, 4) and x.new(3, 4).dtype is clgrad.float64
+    assert x.new([1, 2]).dtype is clgrad.float64 and x.new().shape == (0,)
+    assert x.new(clgrad.Size([5])).shape == (5,)
+
+    r = clgrad.arange(6.0)
+    assert r.resize_(2, 2) is r
+    np.testing.assert_array_equal(r.numpy(), [[0, 1], [2, 3]])
+    r.resize_(3, 3)                                  # grows: a new storage, old values first
+    assert r.shape == (3, 3) and r.is_contiguous()
+    np.testing.assert_array_equal(r.flatten()[:6].numpy(), np.arange(6))
+    r.resize_as_(clgrad.zeros(1, 2))
+    np.testing.assert_array_equal(r.numpy(), [[0, 1]])
+    v = clgrad.arange(6.0)[::2]                      # strides reset over the same storage
+    np.testing.assert_array_equal(v.resize_(2).numpy(), [0, 1])
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        clgrad.zeros(2, requires_grad=True).resize_(3)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        clgrad.zeros(2).resize_(-1)

@@ -420,6 +420,131 @@ def adjoint(input):
     return input.transpose(-2, -1)
 
 
+def matrix_H(self):
+    """Tensor.H: the conjugate transpose of a matrix (its transpose: clgrad is real); a 0-d
+    tensor is returned as it is."""
+    if self.ndim not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.ndim}-D tensor." + (" For batches of matrices, consider "
+                                                       "using tensor.mH" if self.ndim > 2 else ""))
+    return self.t() if self.ndim == 2 else self
+
+
+def matrix_mH(self):
+    """Tensor.mH: the conjugate transpose of the last two dims."""
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+def _host_map(self, name, fn, others):
+    """Apply fn to each element on the host (after the others are broadcast to self's shape) and
+    write the results back into self, as torch's CPU-only apply_ / map_ / map2_."""
+    import numpy as np
+    if not callable(fn):
+        raise TypeError(f"'{type(fn).__name__}' object is not callable")
+    if self.requires_grad and self.is_leaf:
+        raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an "
+                           f"in-place operation.")
+    vals = [self.numpy()] + [np.broadcast_to(o.numpy(), tuple(self.shape)) for o in others]
+    out = np.empty(vals[0].shape, vals[0].dtype)
+    for i in np.ndindex(out.shape):
+        out[i] = fn(*(v[i].item() for v in vals))
+    from .inplace import copy_
+    from ..autograd.grad_mode import no_grad
+    from .creation import tensor as _tensor
+    with no_grad():
+        copy_(self, _tensor(out, dtype=self.dtype, device=self.device))
+    return self
+
+
+def apply_(self, callable):
+    """Replace each element x by callable(x), on the host (slow: for small tensors).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0, 2.0]).apply_(lambda x: x * 10)
+    tensor([10., 20.])
+    """
+    return _host_map(self, "apply_", callable, ())
+
+
+def map_(self, tensor, callable):
+    """Replace each element x by callable(x, y), y the element of `tensor` (broadcast).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1.0, 2.0]).map_(clgrad.tensor([3.0, 4.0]), lambda x, y: x * y)
+    tensor([3., 8.])
+    """
+    return _host_map(self, "map_", callable, (tensor,))
+
+
+def map2_(self, x, y, callable):
+    """Replace each element a by callable(a, b, c) with b, c the elements of x and y."""
+    return _host_map(self, "map2_", callable, (x, y))
+
+
+def new(self, *args, device=None):
+    """The legacy constructor: x.new(sizes...) an uninitialised tensor of x's dtype and device,
+    x.new(data) a tensor of data, x.new() an empty one.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2).new(3, 4).shape
+    clgrad.Size([3, 4])
+    """
+    from .creation import empty, tensor as _tensor
+    dev = device or self.device
+    if len(args) == 1 and not isinstance(args[0], int):
+        a = args[0]
+        if isinstance(a, Tensor):
+            return a.to(dev)
+        if isinstance(a, tuple) and all(isinstance(n, int) for n in a) and \
+                type(a).__name__ == "Size":
+            return empty(*a, dtype=self.dtype, device=dev)
+        return _tensor(a, dtype=self.dtype, device=dev)
+    return empty(*args, dtype=self.dtype, device=dev) if args else \
+        empty(0, dtype=self.dtype, device=dev)
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give self the shape `sizes` (contiguous) in place: its first elements keep their values;
+    new ones are uninitialised. The storage is replaced when it is too small.
+
+    >>> import clgrad
+    >>> clgrad.arange(6.0).resize_(2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    from ..tensor import empty_tensor, layout_of
+    if len(sizes) == 1 and not isinstance(sizes[0], int):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(n) for n in sizes)
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(sizes)}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    n, strides = layout_of(sizes)
+    itemsize = self.dtype.itemsize
+    if (self._offset + n) * itemsize > self._storage.nbytes:
+        # the old storage's elements from the offset on keep their values, as torch grows a
+        # storage
+        keep = min(n, self._storage.nbytes // itemsize - self._offset)
+        new = empty_tensor(sizes, self._dtype, self._storage.device)
+        if keep > 0:
+            from .index import copy_raw
+            from ._base import view_raw
+            copy_raw(view_raw(new, (keep,), (1,), 0), view_raw(self, (keep,), (1,), self._offset))
+        self._storage, self._offset = new._storage, 0
+    self._shape, self._strides = sizes, strides
+    self._contig = True
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    """resize_ to the_template's shape."""
+    return resize_(self, tuple(the_template.shape))
+
+
 FUNCTIONS = {
     "tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
     "vdot": vdot, "addr": addr, "addbmm": addbmm, "matrix_power": matrix_power, "cov": cov,
@@ -435,7 +560,8 @@ METHODS.update({
     "put_": put_, "fill_diagonal_": fill_diagonal_, "get_device": get_device,
     "new_empty_strided": new_empty_strided, "pin_memory": lambda self, device=None: self,
     "is_pinned": lambda self, device=None: False, "share_memory_": _same,
-    "is_shared": _false, "conj_physical_": _same,
+    "is_shared": _false, "conj_physical_": _same, "apply_": apply_, "map_": map_,
+    "map2_": map2_, "new": new, "resize_": resize_, "resize_as_": resize_as_,
 })
 METHODS.update({n: _inplace(n, o) for n, o in INPLACE_OF.items()})
 METHODS.update({n: _view_inplace(n, v) for n, v in VIEW_INPLACE.items()})
