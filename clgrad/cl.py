@@ -6,6 +6,7 @@ True
 """
 from .runtime import device as _device
 from .runtime.memory import OutOfMemoryError
+from .runtime.streams import Event, Stream, current_stream, default_stream, set_stream, stream
 
 
 def is_available():
@@ -118,4 +119,5 @@ __all__ = ["is_available", "devices", "device_count", "current_device", "set_dev
            "get_device_name", "get_device_capability", "get_device_properties", "synchronize",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "empty_cache", "memory_stats", "memory_summary",
-           "set_per_process_memory_fraction", "OutOfMemoryError"]
+           "set_per_process_memory_fraction", "OutOfMemoryError", "Stream", "Event",
+           "current_stream", "default_stream", "stream", "set_stream"]

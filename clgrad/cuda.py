@@ -12,6 +12,8 @@ import collections
 
 from . import cl as _cl
 from .runtime import device as _device
+from .runtime import streams as _streams
+from .runtime.streams import Event, set_stream, stream
 from .runtime.memory import OutOfMemoryError
 
 _Properties = collections.namedtuple(
@@ -156,6 +158,68 @@ def set_per_process_memory_fraction(fraction, device=None):
     _cl.set_per_process_memory_fraction(fraction, _gpu(device))
 
 
+def get_rng_state(device="cuda"):
+    """The generator's state (one generator serves every device, as clgrad.get_rng_state)."""
+    from .ops.creation import get_rng_state as _get
+    _gpu(None if device == "cuda" else device)
+    return _get()
+
+
+def set_rng_state(new_state, device="cuda"):
+    from .ops.creation import set_rng_state as _set
+    _gpu(None if device == "cuda" else device)
+    _set(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state() for _ in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for state in new_states:
+        set_rng_state(state)
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of a GPU: total is the device's memory, free what clgrad's pool has
+    not taken from it (OpenCL does not report other processes' use)."""
+    d = _gpu(device)
+    return d.global_mem_size - memory_reserved(d), d.global_mem_size
+
+
+memory_cached = memory_reserved                 # torch's deprecated names
+max_memory_cached = max_memory_reserved
+reset_max_memory_cached = reset_peak_memory_stats
+reset_accumulated_memory_stats = reset_peak_memory_stats
+
+
+def memory_stats_as_nested_dict(device=None):
+    """memory_stats with its dotted keys ("a.b") as nested dicts."""
+    out = {}
+    for key, value in memory_stats(device).items():
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def current_stream(device=None):
+    """The Stream of a GPU: its one in-order queue (see clgrad.runtime.streams)."""
+    return _streams.Stream(_gpu(device))
+
+
+default_stream = current_stream
+
+
+class Stream(_streams.Stream):
+    """torch.cuda.Stream on a GPU: the device's queue."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        super().__init__(_gpu(device), priority)
+
+
 def empty_cache():
     """Give every GPU pool's cached blocks back to its device."""
     for d in _device.gpus():
@@ -169,4 +233,8 @@ __all__ = ["is_available", "device_count", "is_initialized", "init", "current_de
            "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "memory_stats",
            "memory_summary", "get_per_process_memory_fraction",
-           "set_per_process_memory_fraction", "empty_cache", "OutOfMemoryError"]
+           "set_per_process_memory_fraction", "empty_cache", "OutOfMemoryError",
+           "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
+           "mem_get_info", "memory_cached", "max_memory_cached", "reset_max_memory_cached",
+           "reset_accumulated_memory_stats", "memory_stats_as_nested_dict", "current_stream",
+           "default_stream", "Stream", "Event", "stream", "set_stream"]

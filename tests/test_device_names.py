@@ -138,3 +138,32 @@ def test_checkpoints_name_devices_by_torch_name(tmp_path):
     missing = f"cuda:{len(_device.gpus())}"
     assert _Reader._saved_device(missing) is _device.default_device()
     assert _Reader._saved_device("cl:999") is _device.default_device()
+
+
+def test_streams_events_and_the_rest_of_cuda(device):
+    """One in-order queue per device: a Stream is that queue, an Event a point in it."""
+    s = clgrad.cl.Stream(device)
+    assert s == clgrad.cl.current_stream(device) == clgrad.cl.default_stream(device)
+    start, end = clgrad.cl.Event(enable_timing=True), clgrad.cl.Event(enable_timing=True)
+    start.record(s)
+    with clgrad.cl.stream(s):
+        y = (clgrad.ones(256, 256, device=device) @ clgrad.ones(256, 256, device=device)).sum()
+    end.record(s)
+    end.synchronize()
+    assert s.query() and end.query() and start.elapsed_time(end) >= 0
+    assert y.item() == 256 ** 3
+    with pytest.raises(RuntimeError, match="enable_timing=True"):
+        clgrad.cl.Event().elapsed_time(end)
+    with pytest.raises(RuntimeError, match="recorded"):
+        clgrad.cl.Event(enable_timing=True).elapsed_time(end)
+    calls = [clgrad.cuda.current_stream, clgrad.cuda.Stream, clgrad.cuda.mem_get_info,
+             clgrad.cuda.get_rng_state, clgrad.cuda.memory_stats_as_nested_dict]
+    for call in calls:
+        if HAS_GPU:
+            call()
+        else:
+            with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+                call()
+    if HAS_GPU:
+        free, total = clgrad.cuda.mem_get_info()
+        assert 0 <= free <= total == _device.gpus()[0].global_mem_size
