@@ -93,6 +93,91 @@ inline ${T} remainder_${ctx}(${T} a, ${T} b) {
 % endif
 ${end_ctx()}
 % endfor
+% if dt.kind == "f":
+<%
+    # constants in the compute type: float literals in float kernels (a double literal there
+    # would need cl_khr_fp64 on a device without it)
+    def num(v):
+        return f"{v!r}f" if CT == "float" else repr(v)
+    EPS = "FLT_EPSILON" if CT == "float" else "DBL_EPSILON"
+    PI = "M_PI_F" if CT == "float" else "M_PI"
+    ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+              7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+              -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18]
+%>
+/* digamma: -inf at 0, NaN at the negative integers (torch's values); reflection for x < 0
+   (psi(x) = psi(1 - x) - pi / tan(pi x), tan taken of x's fraction), the recurrence
+   psi(x) = psi(x + 1) - 1 / x up to x >= 10, then the asymptotic series to x^-10 */
+inline ${CT} digamma_s(${CT} x) {
+    if (x == ${num(0.0)})
+        return copysign((${CT})INFINITY, -x);
+    ${CT} r = ${num(0.0)};
+    if (x < ${num(0.0)}) {
+        if (x == floor(x))
+            return (${CT})NAN;
+        r = -${PI} / tan(${PI} * (x - floor(x)));
+        x = ${num(1.0)} - x;
+    }
+    while (x < ${num(10.0)}) {
+        r -= ${num(1.0)} / x;
+        x += ${num(1.0)};
+    }
+    ${CT} z = ${num(1.0)} / (x * x);
+    ${CT} tail = z * (${num(1 / 12)} - z * (${num(1 / 120)} - z * (${num(1 / 252)}
+                 - z * (${num(1 / 240)} - z * ${num(1 / 132)}))));
+    return r + log(x) - ${num(0.5)} / x - tail;
+}
+
+/* Hurwitz zeta(x, q) = sum over k >= 0 of (k + q)^-x, for x > 1: the first terms summed, the
+   rest by the Euler-Maclaurin formula (Cephes' zeta) */
+inline ${CT} zeta_s(${CT} x, ${CT} q) {
+    const ${CT} A[12] = {${", ".join(num(a) for a in ZETA_A)}};
+    if (x == ${num(1.0)})
+        return (${CT})INFINITY;
+    if (x < ${num(1.0)})
+        return (${CT})NAN;
+    if (q <= ${num(0.0)}) {
+        if (q == floor(q))
+            return (${CT})INFINITY;
+        if (x != floor(x))
+            return (${CT})NAN;          /* q^-x is not real */
+    }
+    ${CT} s = pow(q, -x), a = q, b = ${num(0.0)};
+    int i = 0;
+    while (i < 9 || a <= ${num(9.0)}) {
+        i += 1;
+        a += ${num(1.0)};
+        b = pow(a, -x);
+        s += b;
+        if (fabs(b / s) < ${EPS})
+            return s;
+    }
+    ${CT} w = a, k = ${num(0.0)};
+    s += b * w / (x - ${num(1.0)}) - ${num(0.5)} * b;
+    a = ${num(1.0)};
+    for (i = 0; i < 12; ++i) {
+        a *= x + k;
+        b /= w;
+        ${CT} t = a * b / A[i];
+        s += t;
+        if (fabs(t / s) < ${EPS})
+            break;
+        k += ${num(1.0)};
+        a *= x + k;
+        b /= w;
+        k += ${num(1.0)};
+    }
+    return s;
+}
+
+/* polygamma(n, x): digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x) */
+inline ${CT} polygamma_s(int n, ${CT} x) {
+    if (n == 0)
+        return digamma_s(x);
+    ${CT} f = tgamma((${CT})(n + 1));
+    return ((n & 1) ? f : -f) * zeta_s((${CT})(n + 1), x);
+}
+% endif
 % if dt.kind in "iu":
 /* integer power by squaring; negative exponents are rejected on the host */
 inline ${CT} ipow_s(${CT} b, ${CT} e) {

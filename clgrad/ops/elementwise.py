@@ -133,6 +133,13 @@ entry("acosh", "T", ("f", "acosh(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * rsqrt(a.x * a.x - 1),))
 entry("atanh", "T", ("f", "atanh(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g / (1 - a.x * a.x),))
+# the gamma family: digamma and polygamma loop (recurrence, series), so their kernels are scalar
+entry("lgamma", "T", ("f", "lgamma(x)"), float_only=True, saves="x",
+      vjp=(lambda g, a: g * digamma(a.x),))
+entry("digamma", "T", ("f", "digamma_s(x)"), float_only=True, novec="f", saves="x",
+      vjp=(lambda g, a: g * polygamma(1, a.x),))
+entry("polygamma", "T", ("f", "polygamma_s((int)(p0), x)"), nparams=1, float_only=True,
+      novec="f", saves="x", vjp=(lambda g, a: g * polygamma(int(a.p[0]) + 1, a.x),))
 entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
 entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
@@ -863,6 +870,11 @@ rsqrt = _unary("rsqrt")
 sign = _unary("sign")
 trunc = _unary("trunc")
 isfinite = _unary("isfinite")
+digamma = _unary("digamma")
+
+
+def polygamma(n, x):
+    return OPS["polygamma"].apply(x, float(n))
 
 
 def tanh_backward(g, y):

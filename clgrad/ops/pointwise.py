@@ -69,6 +69,7 @@ def _make_unary(name, doc_example=None):
 _UNARY = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round_", "frac", "exp", "exp2",
           "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin",
           "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
+          "lgamma", "digamma",
           "sigmoid", "reciprocal", "relu", "square", "logical_not", "isnan", "isinf", "isfinite",
           "signbit", "bitwise_not"]
 

@@ -206,7 +206,63 @@ def rad2deg(input):
     return _float("rad2deg", input) * (180.0 / math.pi)
 
 
+def _check_n(n):
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got n = {n}")
+
+
+def polygamma(n, input):
+    """The n-th derivative of digamma (n = 0: digamma itself).
+
+    >>> import clgrad
+    >>> round(clgrad.polygamma(1, clgrad.tensor([1.0])).item(), 5)     # pi^2 / 6
+    1.64493
+    """
+    _check_n(n)
+    from .elementwise import apply_ew
+    return apply_ew("polygamma", input, float(n))
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def _polygamma_(self, n):
+    from .pointwise import inplace
+    _check_n(n)
+    return inplace("polygamma", self, (), (float(n),))
+
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma of dimension p: sum over i < p of lgamma(x - i / 2) plus
+    p (p - 1) / 4 * log(pi); every element must exceed (p - 1) / 2.
+
+    >>> import clgrad
+    >>> round(clgrad.mvlgamma(clgrad.tensor([2.5]), 2).item(), 4)
+    0.8571
+    """
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = _float("mvlgamma", input)
+    if x.numel() and not bool((x > (p - 1) / 2).all()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    from .elementwise import apply_ew
+    total = apply_ew("lgamma", x)
+    for i in range(1, p):
+        total = total + apply_ew("lgamma", x - i / 2)
+    return total + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def _mvlgamma_(self, p):
+    from .inplace import copy_
+    return copy_(self, mvlgamma(self, p))
+
+
 FUNCTIONS = {"logaddexp": logaddexp, "logaddexp2": logaddexp2, "xlogy": xlogy, "logit": logit,
              "sinc": sinc, "erfinv": erfinv, "heaviside": heaviside, "deg2rad": deg2rad,
-             "rad2deg": rad2deg}
+             "rad2deg": rad2deg, "polygamma": polygamma, "mvlgamma": mvlgamma}
 METHODS = dict(FUNCTIONS)
+METHODS.update({"polygamma": _polygamma_method, "polygamma_": _polygamma_,
+                "mvlgamma_": _mvlgamma_})
