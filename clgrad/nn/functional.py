@@ -903,3 +903,7 @@ from . import _functional_pool  # noqa: E402
 from ._functional_pool import *  # noqa: E402,F401,F403
 
 __all__ += _functional_pool.__all__
+from . import _functional_conv3d  # noqa: E402
+from ._functional_conv3d import *  # noqa: E402,F401,F403
+
+__all__ += _functional_conv3d.__all__

@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d and ConvTranspose2d over the kernels of clgrad.ops.conv, with torch's
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d over the kernels of clgrad.ops.conv, with torch's
 arguments and default initialisation."""
 import math
 
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(v, n):
@@ -144,6 +144,29 @@ class Conv2d(_ConvNd):
         return self._conv_forward(F.conv2d, input, self.weight, self.bias)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) inputs.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> m = nn.Conv3d(2, 4, (3, 2, 2), stride=(2, 1, 1), padding=(1, 0, 0))
+    >>> m
+    Conv3d(2, 4, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=(1, 0, 0))
+    >>> m(clgrad.randn(1, 2, 5, 4, 4)).shape
+    clgrad.Size([1, 4, 3, 3, 3])
+    """
+
+    _nd = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False,
+                         0, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        return self._conv_forward(F.conv3d, input, self.weight, self.bias)
+
+
 class ConvTranspose2d(_ConvNd):
     """2-D transposed convolution; the weight is (C_in, C_out / groups, kH, kW). forward's
     output_size picks among the output sizes a stride allows.
@@ -189,4 +212,41 @@ class ConvTranspose2d(_ConvNd):
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  output_padding, self.groups, self.dilation)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """1-D transposed convolution; the weight is (C_in, C_out / groups, k).
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> m = nn.ConvTranspose1d(2, 3, 3, stride=2)
+    >>> m
+    ConvTranspose1d(2, 3, kernel_size=(3,), stride=(2,))
+    >>> m(clgrad.randn(1, 2, 4)).shape, m(clgrad.randn(1, 2, 4), output_size=[10]).shape
+    (clgrad.Size([1, 3, 9]), clgrad.Size([1, 3, 10]))
+    """
+
+    _nd = 1
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  output_padding, self.groups, self.dilation)
+
+
+class ConvTranspose3d(ConvTranspose2d):
+    """3-D transposed convolution; the weight is (C_in, C_out / groups, kD, kH, kW).
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.ConvTranspose3d(2, 3, 2, stride=2)(clgrad.randn(1, 2, 2, 3, 1)).shape
+    clgrad.Size([1, 3, 4, 6, 2])
+    """
+
+    _nd = 3
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   output_padding, self.groups, self.dilation)
