@@ -246,3 +246,109 @@ def test_conv_transpose_modules_and_errors(device):
         F.conv3d(clgrad.ones(1, 2, 3, 3, 3), clgrad.ones(1, 4, 1, 1, 1))
     with pytest.raises(RuntimeError, match=r"Expected 4D \(unbatched\) or 5D"):
         F.conv3d(clgrad.ones(2, 3, 3), clgrad.ones(1, 1, 1, 1, 1))
+
+
+# ---- 3-d pooling -----------------------------------------------------------------------------
+def _pool_out(n, k, s, p, d, ceil_mode):
+    o = (n + 2 * p - d * (k - 1) - 1 + ((s - 1) if ceil_mode else 0)) // s + 1
+    return o - 1 if ceil_mode and (o - 1) * s >= n + p else o
+
+
+def np_pool3d(x, k, s, p, d, ceil_mode, mode, include_pad=True, divisor=None):
+    """Max (values, flat indices) or average by a loop over the output positions."""
+    N, C, *sizes = x.shape
+    out = [_pool_out(n, *a, ceil_mode) for n, *a in zip(sizes, k, s, p, d)]
+    vals = np.zeros((N, C) + tuple(out))
+    idx = np.zeros((N, C) + tuple(out), dtype=np.int64)
+    for o in np.ndindex(*out):
+        taps = [[a * ss - pp + j * dd for j in range(kk)] for a, ss, pp, dd, kk in
+                zip(o, s, p, d, k)]
+        inside = [[t for t in tt if 0 <= t < n] for tt, n in zip(taps, sizes)]
+        win = x[:, :, inside[0]][:, :, :, inside[1]][..., inside[2]].reshape(N, C, -1)
+        if mode == "max":
+            arg = win.argmax(-1)
+            pos = np.array([a * sizes[1] * sizes[2] + b * sizes[2] + c for a in inside[0]
+                            for b in inside[1] for c in inside[2]])
+            vals[(slice(None), slice(None)) + o] = win.max(-1)
+            idx[(slice(None), slice(None)) + o] = pos[arg]
+        else:
+            if divisor is None and include_pad:
+                # the window clipped to the padded input
+                div = np.prod([min(a * ss - pp + kk, n + pp) - (a * ss - pp)
+                               for a, ss, pp, kk, n in zip(o, s, p, k, sizes)])
+            else:
+                div = divisor or win.shape[-1]
+            vals[(slice(None), slice(None)) + o] = win.sum(-1) / div
+    return vals, idx
+
+
+def test_pool3d_matches_numpy(device):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 2, 4, 5, 6))
+    x[0, 0, :2, :2, :2] = 1.0                     # ties: the first maximum in (d, h, w) order
+    X = make(x, clgrad.float64 if device.has_fp64 else clgrad.float32, device, "transposed")
+    tol = dict(rtol=1e-5, atol=1e-6)
+    for k, s, p, d, cm in [((2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1), False),
+                           ((3, 2, 3), (2, 1, 2), (1, 1, 0), (1, 2, 1), True)]:
+        want, want_idx = np_pool3d(x, k, s, p, d, cm, "max")
+        got, got_idx = F.max_pool3d(X, k, s, p, d, cm, return_indices=True)
+        np.testing.assert_allclose(got.numpy(), want, **tol)
+        np.testing.assert_array_equal(got_idx.numpy(), want_idx)
+        for include_pad, divisor in ((True, None), (False, None), (True, 5)):
+            want, _ = np_pool3d(x, k, s, p, (1, 1, 1), cm, "avg", include_pad, divisor)
+            got = F.avg_pool3d(X, k, s, p, cm, include_pad, divisor)
+            np.testing.assert_allclose(got.numpy(), want, **tol)
+    xi = rng.integers(-20, 20, (1, 2, 3, 4, 4))
+    np.testing.assert_array_equal(nn.AvgPool3d(2, padding=1)(clgrad.tensor(xi)).numpy(),
+                                  np.trunc(np_pool3d(xi, (2,) * 3, (2,) * 3, (1,) * 3, (1,) * 3,
+                                                     False, "avg")[0]))
+    assert nn.MaxPool3d(2)(clgrad.tensor(x[0], dtype=clgrad.float32)).shape == (2, 2, 2, 3)
+
+
+def _windows(n, out):
+    return [(i * n // out, -(-(i + 1) * n // out)) for i in range(out)]
+
+
+def test_adaptive_pool3d_matches_numpy(device):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 2, 5, 4, 7))
+    X = clgrad.tensor(x)
+    out = (2, 3, 3)
+    val, idx = F.adaptive_max_pool3d(X, out, return_indices=True)
+    avg = nn.AdaptiveAvgPool3d(out)(X).numpy()
+    flat = x.reshape(2, 2, -1)
+    for i, (a, b) in enumerate(_windows(5, 2)):
+        for j, (c, d) in enumerate(_windows(4, 3)):
+            for k, (e, f) in enumerate(_windows(7, 3)):
+                win = x[:, :, a:b, c:d, e:f]
+                np.testing.assert_array_equal(val.numpy()[..., i, j, k], win.max((2, 3, 4)))
+                np.testing.assert_allclose(avg[..., i, j, k], win.mean((2, 3, 4)), rtol=1e-5)
+                np.testing.assert_array_equal(
+                    np.take_along_axis(flat, idx.numpy()[..., i, j, k, None], -1)[..., 0],
+                    win.max((2, 3, 4)))
+    assert nn.AdaptiveMaxPool3d((None, 1, 2))(X[0]).shape == (2, 5, 1, 2)
+    assert F.adaptive_avg_pool3d(X, (1, None, 2)).shape == (2, 2, 1, 4, 2)
+
+
+def test_pool3d_gradients_and_errors(device):
+    dt, tol = grad_dtype(device), grad_tols(device)
+    rng = np.random.default_rng(8)
+    x = clgrad.tensor(rng.standard_normal((1, 1, 3, 3, 4)), dtype=dt, requires_grad=True)
+    for f in (lambda x: F.max_pool3d(x, 2, stride=1, padding=(1, 0, 1)),
+              lambda x: F.avg_pool3d(x, (2, 3, 2), stride=(1, 2, 2), padding=1, ceil_mode=True,
+                                     count_include_pad=False),
+              lambda x: F.adaptive_avg_pool3d(x, (2, 2, 3)),
+              lambda x: F.adaptive_max_pool3d(x, (2, 1, 3))):
+        assert gradcheck(f, (x,), **tol) and gradgradcheck(f, (x,), **tol)
+    with pytest.raises(RuntimeError, match="non-empty 4D or 5D"):
+        F.max_pool3d(clgrad.ones(2, 2, 2), 1)
+    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel"):
+        F.avg_pool3d(clgrad.ones(1, 1, 4, 4, 4), 2, padding=2)
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        F.max_pool3d(clgrad.ones(1, 1, 2, 2, 2), 3)
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool3d(clgrad.ones(1, 1, 4, 4, 4), 2, divisor_override=0)
+    with pytest.raises(RuntimeError, match="output_size must be 3"):
+        F.adaptive_avg_pool3d(clgrad.ones(1, 2, 2, 2), (1, 2))
+    assert repr(nn.MaxPool3d(2)) == \
+        "MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"

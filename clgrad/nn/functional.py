@@ -907,3 +907,7 @@ from . import _functional_conv3d  # noqa: E402
 from ._functional_conv3d import *  # noqa: E402,F401,F403
 
 __all__ += _functional_conv3d.__all__
+from . import _functional_pool3d  # noqa: E402
+from ._functional_pool3d import *  # noqa: E402,F401,F403
+
+__all__ += _functional_pool3d.__all__

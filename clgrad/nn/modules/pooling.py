@@ -1,10 +1,11 @@
-"""MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d and AdaptiveMaxPool1d/2d over the kernels
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d over the kernels
 of clgrad.ops.conv."""
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d", "AvgPool1d",
-           "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxPool3d",
+           "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
 
 
 class MaxPool2d(Module):
@@ -161,3 +162,63 @@ class AdaptiveMaxPool2d(_Adaptive):
     clgrad.Size([2, 3, 1, 1])
     """
     fn = "adaptive_max_pool2d"
+
+
+class MaxPool3d(MaxPool2d):
+    """3-D max pooling; stride defaults to kernel_size.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.MaxPool3d(2)
+    MaxPool3d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+    >>> nn.MaxPool3d(2)(clgrad.arange(8.0).reshape(1, 1, 2, 2, 2)).item()
+    7.0
+    """
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """3-D average pooling; stride defaults to kernel_size.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.AvgPool3d((1, 2, 2), stride=1)(clgrad.ones(1, 1, 2, 3, 3)).shape
+    clgrad.Size([1, 1, 2, 2, 2])
+    """
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(Module):
+    """3-D average pooling to a fixed output size (None keeps that dimension).
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.AdaptiveAvgPool3d((1, None, 2))(clgrad.ones(2, 3, 4, 5, 4)).shape
+    clgrad.Size([2, 3, 1, 5, 2])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_Adaptive):
+    """3-D max pooling to output_size (an int, a triple, None keeps a size).
+
+    >>> import clgrad
+    >>> clgrad.nn.AdaptiveMaxPool3d(1)(clgrad.ones(2, 3, 5, 4, 4)).shape
+    clgrad.Size([2, 3, 1, 1, 1])
+    """
+    fn = "adaptive_max_pool3d"

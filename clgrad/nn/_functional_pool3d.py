@@ -1,0 +1,261 @@
+"""3-d pooling: max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d, with torch's
+arguments, composed from the 2-d pooling kernels so that they differentiate to any order.
+
+Every 3-d window is the product of a (height, width) window and a depth window, so the pools
+are separable: first the 2-d pooling over (H, W) of each depth plane ([N, C * D, H, W]), then
+the pooling over depth, run as a 2-d pooling with a (1, kD) window over [N, C, OH * OW, D].
+Max of maxima is the max; the first maximum in (d, h, w) order is the first plane's first
+maximum, as torch reports it. Averages factor the same way: both of torch's divisors
+(count_include_pad or not, ceil_mode clipping) are products of per-dim window lengths; a
+divisor_override divides the sum of both stages (each run with divisor 1).
+"""
+import math
+import numbers
+
+from .. import dtypes
+from ..ops import views
+from ..ops.join import stack
+from ..tensor import Tensor
+
+__all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+
+
+def _F():
+    from . import functional
+    return functional
+
+
+def _triple(op, name, v, default=None):
+    if v is None or (isinstance(v, (tuple, list)) and len(v) == 0 and default is not None):
+        return default
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return (int(v),) * 3
+    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
+        if len(v) == 1:
+            return (int(v[0]),) * 3
+        if len(v) == 3:
+            return tuple(int(e) for e in v)
+        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of three ints")
+    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+
+
+def _pool_input(op, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.ndim not in (4, 5) or (x.ndim == 4 and not x.numel()):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if any(n == 0 for n in x.shape[-4:]):
+        raise RuntimeError(f"{op}(): Expected input's non-batch dimensions to have positive "
+                           f"length, but input has a shape of {list(x.shape)}")
+
+
+def _size(n, k, s, p, d, ceil_mode):
+    eff = d * (k - 1) + 1
+    o = (n + 2 * p - eff + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    k = _triple(op, "kernel_size", kernel_size)
+    s = _triple(op, "stride", stride, default=k)
+    p = _triple(op, "padding", padding)
+    d = _triple(op, "dilation", dilation)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {k[0]} kH: "
+                           f"{k[1]} kW: {k[2]}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"stride should be greater than zero, but got dT: {s[0]} dH: {s[1]} "
+                           f"dW: {s[2]}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} "
+                           f"dilationH: {d[1]} dilationW: {d[2]}")
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0 or pp > (dd * (kk - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
+    sizes = tuple(x.shape[-3:])
+    out = tuple(_size(n, *a, ceil_mode) for n, *a in zip(sizes, k, s, p, d))
+    if any(o < 1 for o in out):
+        C = x.shape[-4]
+        raise RuntimeError(f"Given input size: ({C}x{'x'.join(map(str, sizes))}). Calculated "
+                           f"output size: ({C}x{'x'.join(map(str, out))}). Output size is too "
+                           f"small")
+    return k, s, p, d, out
+
+
+def _planes(x):
+    """[N, C, D, H, W] (an unbatched input gains N = 1) and whether it was batched."""
+    return (x, True) if x.ndim == 5 else (views.unsqueeze(x, 0), False)
+
+
+def _depth_last(y, N, C, D):
+    """[N, C * D, OH, OW] -> [N, C, OH * OW, D]: the depth becomes the width of a 2-d pool."""
+    OH, OW = y.shape[-2:]
+    return y.reshape(N, C, D, OH * OW).transpose(2, 3), (OH, OW)
+
+
+def _depth_back(y, N, C, hw, batched):
+    out = y.transpose(2, 3).reshape(N, C, y.shape[-1], *hw)
+    return out if batched else views.squeeze(out, 0)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) input; stride defaults to
+    kernel_size. With return_indices, also the int64 position of each max in its D * H * W
+    volume.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> v, i = F.max_pool3d(clgrad.arange(8.0).reshape(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> v.tolist(), i.tolist()
+    ([[[[[7.0]]]]], [[[[[7]]]]])
+    """
+    op = "max_pool3d"
+    _pool_input(op, input)
+    k, s, p, d, _ = _geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode)
+    x, batched = _planes(input)
+    N, C, D, H, W = x.shape
+    F = _F()
+    v1, i1 = F.max_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+                          True)
+    v1, hw = _depth_last(v1, N, C, D)
+    v2, i2 = F.max_pool2d(v1, (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, True)
+    values = _depth_back(v2, N, C, hw, batched)
+    if not return_indices:
+        return values
+    # i2 is row * D + depth within [OH * OW, D]; the plane index comes from that depth's i1
+    depth = i2 % D
+    i1, _ = _depth_last(i1, N, C, D)
+    idx = depth * (H * W) + i1.gather(-1, depth)
+    return values, _depth_back(idx, N, C, hw, batched)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """3-D average pooling of (N, C, D, H, W) or (C, D, H, W) input; stride defaults to
+    kernel_size. Integer inputs give the mean truncated toward zero, as torch's.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.avg_pool3d(clgrad.arange(8.0).reshape(1, 1, 2, 2, 2), 2).item()
+    3.5
+    """
+    op = "avg_pool3d"
+    _pool_input(op, input)
+    k, s, p, _, _ = _geometry(op, input, kernel_size, stride, padding, 1, ceil_mode)
+    divisor = None
+    if divisor_override is not None:
+        divisor = int(divisor_override)
+        if divisor == 0:
+            raise RuntimeError("divisor must be not zero")
+    x, batched = _planes(input)
+    is_int = not x.dtype.is_floating_point
+    if is_int:
+        if x.dtype is dtypes.bool_:
+            raise RuntimeError('"avg_pool3d" not implemented for \'Bool\'')
+        # pooled in float64 (float32 without fp64) and truncated back
+        x = x.to(dtypes.float64 if x._storage.device.has_fp64 else dtypes.float32)
+    N, C, D, H, W = x.shape
+    F = _F()
+    one = None if divisor is None else 1
+    y = F.avg_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], ceil_mode,
+                     count_include_pad, one)
+    y, hw = _depth_last(y, N, C, D)
+    y = F.avg_pool2d(y, (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, one)
+    if divisor is not None:
+        y = y / divisor
+    out = _depth_back(y, N, C, hw, batched)
+    return out.trunc().to(input.dtype) if is_int else out
+
+
+def _adaptive_size(op, input, output_size):
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 3:
+            raise RuntimeError(f"{op}: output_size must be 3")
+        out = tuple(input.shape[-3 + i] if v is None else v for i, v in enumerate(output_size))
+    else:
+        out = (output_size,) * 3
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in out):
+        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    out = tuple(int(v) for v in out)
+    if any(v < 0 for v in out):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, out))}}}")
+    return out
+
+
+def _adaptive_input(op, input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{op}(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of (N, C, D, H, W) or (C, D, H, W) input to output_size (an int, or a
+    triple whose None entries keep the input's size), over torch's adaptive windows.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> x = clgrad.arange(8.0).reshape(1, 1, 2, 2, 2)
+    >>> F.adaptive_avg_pool3d(x, (2, 1, 1)).flatten().tolist()
+    [1.5, 5.5]
+    """
+    op = "adaptive_avg_pool3d"
+    _adaptive_input(op, input)
+    out = _adaptive_size(op, input, output_size)
+    x, batched = _planes(input)
+    N, C, D, H, W = x.shape
+    F = _F()
+    y = F.adaptive_avg_pool2d(x.reshape(N, C * D, H, W), out[1:])
+    y, hw = _depth_last(y, N, C, D)
+    y = F.adaptive_avg_pool2d(y, (None, out[0]))
+    return _depth_back(y, N, C, hw, batched)
+
+
+def _window_max(x, dim, out):
+    """Max over torch's adaptive windows along `dim`: values and the (absolute) argmax."""
+    n = x.shape[dim]
+    vals, args = [], []
+    for i in range(out):
+        a, b = math.floor(i * n / out), math.ceil((i + 1) * n / out)
+        v, j = x.narrow(dim, a, b - a).max(dim)
+        vals.append(v)
+        args.append(j + a)
+    return stack(vals, dim), stack(args, dim)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The max of each of torch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input
+    (separable: along W, then H, then D, one narrow per output position and dim).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> v, i = F.adaptive_max_pool3d(clgrad.arange(8.0).reshape(1, 2, 2, 2), 1, True)
+    >>> v.flatten().tolist(), i.flatten().tolist()
+    ([7.0], [7])
+    """
+    op = "adaptive_max_pool3d"
+    _adaptive_input(op, input)
+    out = _adaptive_size(op, input, output_size)
+    if any(v == 0 for v in out):
+        raise RuntimeError(f"{op}(): expected a positive output size, got {out}")
+    x = input
+    sizes = tuple(input.shape[-3:])
+    idx = None
+    step = 1
+    # along W, H, then D; the flat index gains arg * (stride of that dim in D * H * W)
+    for k in (2, 1, 0):
+        dim = x.ndim - 3 + k
+        x, arg = _window_max(x, dim, out[k])
+        if return_indices:
+            idx = arg * step if idx is None else idx.gather(dim, arg) + arg * step
+        step *= sizes[k]
+    return (x, idx) if return_indices else x
