@@ -911,3 +911,7 @@ from . import _functional_pool3d  # noqa: E402
 from ._functional_pool3d import *  # noqa: E402,F401,F403
 
 __all__ += _functional_pool3d.__all__
+from . import _functional_sample  # noqa: E402
+from ._functional_sample import *  # noqa: E402,F401,F403
+
+__all__ += _functional_sample.__all__
