@@ -130,3 +130,135 @@ def test_grid_sample_gradients_and_errors(device):
         F.grid_sample(ones, clgrad.zeros(1, 2, 2, 2), padding_mode="foo", align_corners=False)
     with pytest.warns(UserWarning, match="align_corners=False"):
         F.grid_sample(ones, clgrad.zeros(1, 2, 2, 2))
+
+
+# ---- bilinear, pdist, margin losses, alpha dropout --------------------------------------------
+def test_bilinear_matches_numpy(device):
+    rng = np.random.default_rng(3)
+    m = nn.Bilinear(3, 4, 2, dtype=clgrad.float64)
+    bound = 1 / math.sqrt(3)
+    assert m.weight.shape == (2, 3, 4) and float(m.weight.abs().max()) <= bound
+    assert float(m.bias.abs().max()) <= bound
+    a, b = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 4))
+    w, bias = m.weight.detach().numpy(), m.bias.detach().numpy()
+    want = np.einsum("...i,oij,...j->...o", a, w, b) + bias
+    np.testing.assert_allclose(m(clgrad.tensor(a), make(b, clgrad.float64, device, "strided"))
+                               .detach().numpy(), want, rtol=1e-10)
+    dt, tol = grad_dtype(device), grad_tols(device)
+    args = [clgrad.tensor(rng.standard_normal(s), dtype=dt, requires_grad=True)
+            for s in ((2, 3), (2, 2), (2, 3, 2), (2,))]
+    assert gradcheck(F.bilinear, args, **tol) and gradgradcheck(F.bilinear, args, **tol)
+    with pytest.raises(RuntimeError, match="input2 size does not match weight size"):
+        F.bilinear(clgrad.ones(2, 3), clgrad.ones(2, 4), clgrad.ones(5, 3, 3))
+    with pytest.raises(RuntimeError, match="batch dimensions do not match"):
+        F.bilinear(clgrad.ones(2, 3), clgrad.ones(3, 4), clgrad.ones(5, 3, 4))
+
+
+def test_pdist_matches_numpy(device):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 3))
+    x[3] = x[1]                                              # a zero distance
+    pairs = [(i, j) for i in range(5) for j in range(i + 1, 5)]
+    X = make(x, clgrad.float64 if device.has_fp64 else clgrad.float32, device, "transposed")
+    for p in (0, 1, 2, 3.5, math.inf):
+        want = [np.linalg.norm(x[i] - x[j], p) for i, j in pairs]
+        np.testing.assert_allclose(F.pdist(X, p).numpy(), want, rtol=1e-5, atol=1e-6)
+    dt, tol = grad_dtype(device), grad_tols(device)
+    xg = clgrad.tensor(rng.standard_normal((4, 3)), dtype=dt, requires_grad=True)
+    assert gradcheck(lambda x: F.pdist(x), (xg,), **tol)
+    assert gradcheck(lambda x: F.pdist(x, 3), (xg,), **tol)
+    # the gradient at a zero distance is zero, not NaN
+    z = clgrad.tensor(x[[1, 3]], dtype=dt, requires_grad=True)
+    F.pdist(z).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), 0)
+    with pytest.raises(RuntimeError, match="pdist only supports 2D tensors"):
+        F.pdist(clgrad.ones(3))
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        F.pdist(clgrad.ones(3, 2), -1)
+
+
+def np_multi_margin(x, y, p, margin, w):
+    N, C = x.shape
+    out = np.zeros(N)
+    for n in range(N):
+        for i in range(C):
+            if i != y[n]:
+                h = max(0.0, margin - x[n, y[n]] + x[n, i]) ** p
+                out[n] += h * (1 if w is None else w[y[n]]) / C
+    return out
+
+
+def np_multilabel_margin(x, t):
+    N, C = x.shape
+    out = np.zeros(N)
+    for n in range(N):
+        js = []
+        for v in t[n]:
+            if v < 0:
+                break
+            js.append(v)
+        for j in js:
+            for i in range(C):
+                if i not in js:
+                    out[n] += max(0.0, 1 - (x[n, j] - x[n, i])) / C
+    return out
+
+
+def test_margin_losses_match_numpy(device):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 5))
+    y = np.array([0, 4, 2, 2])
+    w = rng.uniform(0.5, 2, 5)
+    X, Y = clgrad.tensor(x), clgrad.tensor(y)
+    for p in (1, 2):
+        for weight in (None, w):
+            want = np_multi_margin(x, y, p, 0.7, weight)
+            W = None if weight is None else clgrad.tensor(weight)
+            np.testing.assert_allclose(F.multi_margin_loss(X, Y, p, 0.7, W, reduction="none")
+                                       .numpy(), want, rtol=1e-12)
+            loss = nn.MultiMarginLoss(p, 0.7, W, reduction="sum")
+            np.testing.assert_allclose(loss(X, Y).item(), want.sum(), rtol=1e-12)
+    np.testing.assert_allclose(F.multi_margin_loss(X[1], Y[1]).item(),
+                               np_multi_margin(x[1:2], y[1:2], 1, 1.0, None)[0], rtol=1e-12)
+    t = np.array([[0, 1, -1, 2, 0], [3, -1, 0, 0, 0], [0, 1, 2, 3, 4], [4, 4, -1, -1, -1]])
+    want = np_multilabel_margin(x, t)
+    np.testing.assert_allclose(F.multilabel_margin_loss(X, clgrad.tensor(t), reduction="none")
+                               .numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(nn.MultiLabelMarginLoss()(X, clgrad.tensor(t)).item(),
+                               want.mean(), rtol=1e-12)
+    dt, tol = grad_dtype(device), grad_tols(device)
+    xg = clgrad.tensor(x, dtype=dt, requires_grad=True)
+    assert gradcheck(lambda x: F.multi_margin_loss(x, Y, 2, weight=clgrad.tensor(w, dtype=dt)),
+                     (xg,), **tol)
+    assert gradcheck(lambda x: F.multilabel_margin_loss(x, clgrad.tensor(t)), (xg,), **tol)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        F.multi_margin_loss(X, Y, p=3)
+    with pytest.raises(RuntimeError, match="Expected target size \\[4\\], but got \\[2\\]"):
+        F.multi_margin_loss(X, Y[:2])
+    with pytest.raises(RuntimeError, match="inconsistent weight size"):
+        F.multi_margin_loss(X, Y, weight=clgrad.ones(3, dtype=clgrad.float64))
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        F.multilabel_margin_loss(X, clgrad.tensor(t[:1]))
+
+
+def test_alpha_dropout(device):
+    clgrad.manual_seed(0)
+    p, alpha = 0.3, 1.7580993408473766
+    a = 1 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    x = clgrad.randn(4000, dtype=clgrad.float64 if device.has_fp64 else clgrad.float32,
+                     requires_grad=True)
+    y = F.alpha_dropout(x, p, training=True)
+    xs, ys = x.detach().numpy(), y.detach().numpy()
+    kept = np.isclose(ys, a * xs + a * alpha * p, rtol=1e-5, atol=1e-6)
+    dropped = np.isclose(ys, a * alpha * p - alpha * a, rtol=1e-5, atol=1e-6)
+    assert (kept ^ dropped).all() and abs(dropped.mean() - p) < 0.05
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(dropped, 0.0, a), rtol=1e-6)
+    assert F.alpha_dropout(x, p) is x                        # training=False by default
+    f = nn.FeatureAlphaDropout(0.5)(clgrad.zeros(3, 8, 5)).numpy()
+    assert (f == f[:, :, :1]).all() and len(np.unique(f)) == 2
+    assert repr(nn.AlphaDropout(0.2)) == "AlphaDropout(p=0.2, inplace=False)"
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        F.alpha_dropout(x, 1.5, True)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+        F.feature_alpha_dropout(clgrad.ones(3), 0.5, True)

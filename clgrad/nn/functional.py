@@ -915,3 +915,7 @@ from . import _functional_sample  # noqa: E402
 from ._functional_sample import *  # noqa: E402,F401,F403
 
 __all__ += _functional_sample.__all__
+from . import _functional_loss2  # noqa: E402
+from ._functional_loss2 import *  # noqa: E402,F401,F403
+
+__all__ += _functional_loss2.__all__

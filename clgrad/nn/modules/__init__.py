@@ -1,13 +1,14 @@
 """The layer classes of clgrad.nn, one module per family as in torch.nn.modules."""
 from .module import Module
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .fold import Fold, Unfold
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import GroupNorm, LayerNorm
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
+                      FeatureAlphaDropout)
 from .sparse import Embedding, EmbeddingBag
 from . import activation as _activation, loss as _loss, upsampling as _upsampling
 from . import normalization as _normalization, pooling as _pooling, pixelshuffle as _pixel
@@ -30,7 +31,7 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-    "ParameterDict", "Identity", "Linear",
+    "ParameterDict", "Identity", "Linear", "Bilinear", "AlphaDropout", "FeatureAlphaDropout",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Fold", "Unfold", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d",

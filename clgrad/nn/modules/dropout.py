@@ -1,8 +1,9 @@
-"""Dropout, and the channel-wise Dropout1d/2d/3d."""
+"""Dropout, the channel-wise Dropout1d/2d/3d, and AlphaDropout / FeatureAlphaDropout."""
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -69,3 +70,31 @@ class Dropout3d(_DropoutNd):
 
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks (see F.alpha_dropout): keeps zero mean and unit variance.
+
+    >>> import clgrad
+    >>> clgrad.nn.AlphaDropout(0.2)
+    AlphaDropout(p=0.2, inplace=False)
+    >>> clgrad.nn.AlphaDropout(0.2)(clgrad.randn(3, 4)).shape
+    clgrad.Size([3, 4])
+    """
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (one mask value per (batch, channel)).
+
+    >>> import clgrad
+    >>> m = clgrad.nn.FeatureAlphaDropout(0.5)
+    >>> y = m(clgrad.zeros(2, 3, 4))
+    >>> bool((y == y[:, :, :1]).all())
+    True
+    """
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -1,4 +1,4 @@
-"""Identity and Linear."""
+"""Identity, Linear and Bilinear."""
 import math
 
 from ...ops.creation import empty
@@ -7,7 +7,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Identity", "Linear", "Bilinear"]
 
 
 class Identity(Module):
@@ -61,3 +61,42 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, A of shape (out_features, in1_features, in2_features); A and b drawn
+    from U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as torch.
+
+    >>> import clgrad
+    >>> m = clgrad.nn.Bilinear(20, 30, 40)
+    >>> m(clgrad.randn(128, 20), clgrad.randn(128, 30)).shape, m
+    (clgrad.Size([128, 40]), Bilinear(in1_features=20, in2_features=30, out_features=40, bias=True))
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Draw the weight and bias afresh from U(-1/sqrt(in1), 1/sqrt(in1))."""
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

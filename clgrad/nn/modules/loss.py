@@ -6,7 +6,8 @@ from .module import Module
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
-           "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
+           "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
+           "MultiMarginLoss", "MultiLabelMarginLoss"]
 
 
 class _Loss(Module):
@@ -336,3 +337,42 @@ class PairwiseDistance(Module):
 
     def forward(self, x1, x2):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """The multi-class hinge loss (see F.multi_margin_loss); p is 1 or 2.
+
+    >>> import clgrad
+    >>> loss = clgrad.nn.MultiMarginLoss()
+    >>> round(loss(clgrad.tensor([[0.1, 0.2, 0.4, 0.8]]), clgrad.tensor([3])).item(), 4)
+    0.325
+    """
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss (see F.multilabel_margin_loss).
+
+    >>> import clgrad
+    >>> loss = clgrad.nn.MultiLabelMarginLoss()
+    >>> x = clgrad.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(loss(x, clgrad.tensor([[3, 0, -1, 1]])).item(), 4)
+    0.85
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)

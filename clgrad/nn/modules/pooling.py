@@ -1,5 +1,5 @@
-"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d over the kernels
-of clgrad.ops.conv."""
+"""MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d
+over the kernels of clgrad.ops.conv (the 3-d ones composed from the 2-d ones)."""
 from .. import functional as F
 from .module import Module
 
