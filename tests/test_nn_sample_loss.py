@@ -262,3 +262,63 @@ def test_alpha_dropout(device):
         F.alpha_dropout(x, 1.5, True)
     with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
         F.feature_alpha_dropout(clgrad.ones(3), 0.5, True)
+
+
+# ---- CTC -------------------------------------------------------------------------------------
+def np_ctc(lp, target, T, blank):
+    """-log of the summed probability of every path of length T (all C^T of them) that
+    collapses (merge repeats, drop blanks) to target: a brute-force reference."""
+    import itertools
+    total = 0.0
+    for path in itertools.product(range(lp.shape[1]), repeat=T):
+        out, prev = [], None
+        for c in path:
+            if c != prev and c != blank:
+                out.append(c)
+            prev = c
+        if out == list(target):
+            total += math.exp(sum(lp[t, c] for t, c in enumerate(path)))
+    return -math.log(total) if total > 0 else math.inf
+
+
+def test_ctc_loss_matches_brute_force(device):
+    rng = np.random.default_rng(6)
+    T, N, C = 5, 4, 3
+    z = rng.standard_normal((T, N, C))
+    lp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    targets = np.array([[1, 2, 0], [1, 1, 0], [2, 0, 0], [1, 1, 1]])
+    in_len, tg_len = [5, 4, 3, 4], [2, 2, 0, 3]                # the last is impossible in 4 steps
+    want = np.array([np_ctc(lp[:in_len[n], n], targets[n, :tg_len[n]], in_len[n], 0)
+                     for n in range(N)])
+    LP = clgrad.tensor(lp)
+    got = F.ctc_loss(LP, clgrad.tensor(targets), clgrad.tensor(in_len), clgrad.tensor(tg_len),
+                     reduction="none")
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
+    assert math.isinf(want[3])
+    ok = want[:3]
+    loss = nn.CTCLoss(zero_infinity=True)
+    np.testing.assert_allclose(loss(LP, clgrad.tensor(targets), in_len, tg_len).item(),
+                               (ok / np.maximum(tg_len[:3], 1)).sum() / 4, rtol=1e-10)
+    # concatenated targets, another blank, unbatched
+    flat = np.array([0, 1, 0, 0, 1])
+    got = F.ctc_loss(LP[:, :2], clgrad.tensor(flat), [5, 5], [2, 3], blank=2, reduction="sum")
+    np.testing.assert_allclose(got.item(), np_ctc(lp[:, 0], [0, 1], 5, 2) +
+                               np_ctc(lp[:, 1], [0, 0, 1], 5, 2), rtol=1e-10)
+    got = F.ctc_loss(LP[:, 0], clgrad.tensor([1, 2]), 5, 2, reduction="none")
+    assert got.shape == () and abs(got.item() - want[0]) < 1e-10
+    # gradients: with respect to log_probs themselves, and through a log_softmax
+    dt, tol = grad_dtype(device), grad_tols(device)
+    zt = clgrad.tensor(z[:4, :2], dtype=dt, requires_grad=True)
+    f = lambda z: F.ctc_loss(z.log_softmax(-1), clgrad.tensor(targets[:2]), [4, 3], [2, 2],  # noqa
+                             zero_infinity=True)
+    assert gradcheck(f, (zt,), **tol) and gradgradcheck(f, (zt,), **tol)
+    g = lambda lp: F.ctc_loss(lp, clgrad.tensor(targets[:2]), [4, 3], [2, 1], reduction="sum")  # noqa
+    assert gradcheck(g, (zt,), **tol)
+    with pytest.raises(RuntimeError, match="input_lengths must be of size batch_size"):
+        F.ctc_loss(LP, clgrad.tensor(targets), [5, 4, 3], tg_len)
+    with pytest.raises(RuntimeError, match="Expected tensor to have size at least 3"):
+        F.ctc_loss(LP, clgrad.tensor(targets[:, :2]), in_len, [3, 1, 1, 1])
+    with pytest.raises(RuntimeError, match="Expected input_lengths to have value at most 5"):
+        F.ctc_loss(LP, clgrad.tensor(targets), [6, 1, 1, 1], tg_len)
+    with pytest.raises(ValueError, match="foo is not a valid value for reduction"):
+        F.ctc_loss(LP, clgrad.tensor(targets), in_len, tg_len, reduction="foo")

@@ -2,15 +2,18 @@
 arguments, composed from clgrad ops (so they differentiate to any order)."""
 import math
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops.arrange import triu_indices
-from ..ops.creation import arange, empty_like
+from ..ops.creation import arange, empty_like, full, tensor as _tensor
+from ..ops.join import cat, stack
 from ..ops.pointwise import where
 from ..tensor import Tensor
 
 __all__ = ["bilinear", "pdist", "multi_margin_loss", "multilabel_margin_loss", "alpha_dropout",
-           "feature_alpha_dropout"]
+           "feature_alpha_dropout", "ctc_loss"]
 
 
 def _F():
@@ -227,3 +230,125 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     True
     """
     return _alpha_dropout(input, p, training, inplace, True)
+
+
+# stands for log(0) in the CTC recursion: a finite value keeps logsumexp's gradient free of NaN
+# where every path is impossible (exp(_NEG - m) is 0 for any real m)
+_NEG = -1e30
+
+
+def _lengths(name, v, N):
+    if isinstance(v, Tensor):
+        v = v.reshape(-1).tolist()
+    elif not isinstance(v, (list, tuple)):
+        v = [v]
+    v = [int(e) for e in v]
+    if len(v) != N:
+        raise RuntimeError(f"{name} must be of size batch_size")
+    return v
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The Connectionist Temporal Classification loss: -log of the total probability of every
+    alignment of each target sequence with its (T, C) log-probabilities (log_probs is (T, N, C),
+    or (T, C) unbatched). targets are (N, S) padded, or the target sequences concatenated.
+    'mean' divides each loss by its target length, then averages.
+
+    The forward (alpha) recursion runs in log space over the time steps, composed from clgrad
+    ops, so the gradient comes from autograd: it is the derivative with respect to log_probs
+    (torch returns exp(log_probs) minus the posteriors, which is the same once it has passed
+    back through a log_softmax).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> lp = clgrad.full((3, 1, 2), 0.5).log()      # two classes (blank, 'a'), 3 steps
+    >>> round(F.ctc_loss(lp, clgrad.tensor([[1]]), [3], [1], reduction="sum").item(), 4)
+    0.9808
+    """
+    F = _F()
+    F._check_reduction(reduction)
+    if not isinstance(log_probs, Tensor):
+        raise TypeError(f"ctc_loss(): argument 'log_probs' must be Tensor, not "
+                        f"{type(log_probs).__name__}")
+    if log_probs.dtype not in (dtypes.float32, dtypes.float64):
+        raise NotImplementedError(f'"ctc_loss" not implemented for {log_probs.dtype}')
+    batched = log_probs.ndim == 3
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), "
+                           f"got {list(log_probs.shape)}")
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    T, N, C = lp.shape
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    in_len = _lengths("input_lengths", input_lengths, N)
+    tg_len = _lengths("target_lengths", target_lengths, N)
+    for n in in_len:
+        if n > T or n < 0:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                               f"{n} (while checking arguments for ctc_loss_allocate_outputs)")
+    # the targets and lengths are read to the host: they shape the recursion
+    tg = targets.to(dtypes.int64).numpy() if isinstance(targets, Tensor) else targets
+    tg = np.asarray(tg, dtype=np.int64)
+    if batched and tg.ndim == 2:
+        S = max(tg_len + [0])
+        if tg.shape[1] < S:
+            raise RuntimeError(f"Expected tensor to have size at least {S} at dimension 1, but "
+                               f"got size {tg.shape[1]} for argument #2 'targets' (while "
+                               f"checking arguments for ctc_loss_allocate_outputs)")
+        seqs = [tg[n, :tg_len[n]] for n in range(N)]
+    else:
+        flat = tg.reshape(-1)
+        if flat.shape[0] != sum(tg_len):
+            raise RuntimeError(f"Expected tensor to have size {sum(tg_len)} at dimension 0, but "
+                               f"got size {flat.shape[0]} for argument #2 'targets' (while "
+                               f"checking arguments for ctc_loss_allocate_outputs)")
+        starts = np.cumsum([0] + tg_len)
+        seqs = [flat[starts[n]:starts[n + 1]] for n in range(N)]
+    # the extended targets: blank, l1, blank, l2, ..., blank (padded with blanks)
+    L = 2 * max(tg_len + [0]) + 1
+    ext = np.full((N, L), blank, dtype=np.int64)
+    skip = np.zeros((N, L), dtype=bool)       # s may come from s - 2 (a label unlike l[s - 2])
+    for n, seq in enumerate(seqs):
+        if len(seq) and (seq.min() < 0 or seq.max() >= C):
+            raise RuntimeError("ctc_loss: target index out of range")
+        ext[n, 1:2 * len(seq):2] = seq
+        for s in range(3, 2 * len(seq), 2):
+            skip[n, s] = ext[n, s] != ext[n, s - 2]
+    dev = lp.device
+    ext_t = _tensor(ext, device=dev)
+    skip_t = _tensor(skip, device=dev)
+    # E[t, n, s] = log_probs[t, n, ext[n, s]], with log(0) as _NEG
+    E = lp.gather(2, ext_t.unsqueeze(0).expand(T, N, L)).clamp_min(_NEG)
+    neg1 = full((N, 1), _NEG, dtype=lp.dtype, device=dev)
+    neg2 = full((N, 2), _NEG, dtype=lp.dtype, device=dev)
+    pos = arange(L, device=dev)
+    # an input of length 0 aligns only the empty target: alpha is log(1) on s = 0
+    empty_start = where(pos == 0, 0.0, full((L,), _NEG, dtype=lp.dtype, device=dev))
+    if T == 0:
+        alpha = empty_start.expand(N, L)
+    else:
+        live = _tensor(np.array(in_len) > 0, device=dev).unsqueeze(1)
+        alpha = where(live, where(pos < 2, E[0], _NEG), empty_start)
+    for t in range(1, T):
+        a1 = cat([neg1, alpha[:, :-1]], 1)
+        a2 = where(skip_t, cat([neg2, alpha[:, :-2]], 1), _NEG) if L > 2 else None
+        terms = [alpha, a1] if a2 is None else [alpha, a1, a2]
+        new = stack(terms, 0).logsumexp(0) + E[t]
+        running = _tensor(np.array(in_len) > t, device=dev).unsqueeze(1)
+        alpha = where(running, new, alpha)
+    # the last label or the final blank at each sequence's end
+    last = _tensor(np.array([[2 * k, max(2 * k - 1, 0)] for k in tg_len]), device=dev)
+    ends = alpha.gather(1, last)
+    ends = where(_tensor(np.array([[True, k > 0] for k in tg_len]), device=dev), ends, _NEG)
+    nll = -ends.logsumexp(1)
+    impossible = nll > -_NEG / 2
+    if zero_infinity:
+        nll = where(impossible, 0.0, nll)
+    else:
+        nll = where(impossible, math.inf, nll)
+    if reduction == "none":
+        return nll if batched else nll.reshape(())
+    if reduction == "sum":
+        return nll.sum()
+    lens = _tensor(np.maximum(np.array(tg_len), 1), device=dev).to(nll.dtype)
+    return (nll / lens).mean()

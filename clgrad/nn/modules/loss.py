@@ -7,7 +7,7 @@ __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEn
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
-           "MultiMarginLoss", "MultiLabelMarginLoss"]
+           "MultiMarginLoss", "MultiLabelMarginLoss", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -376,3 +376,23 @@ class MultiLabelMarginLoss(_Loss):
 
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss (see F.ctc_loss).
+
+    >>> import clgrad
+    >>> lp = clgrad.randn(8, 2, 5).log_softmax(-1)
+    >>> loss = clgrad.nn.CTCLoss(blank=0, zero_infinity=True)
+    >>> loss(lp, clgrad.tensor([[1, 2, 2], [3, 4, 0]]), [8, 7], [3, 2]).shape
+    clgrad.Size([])
+    """
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
