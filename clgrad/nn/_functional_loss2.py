@@ -262,8 +262,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 
     >>> import clgrad, clgrad.nn.functional as F
     >>> lp = clgrad.full((3, 1, 2), 0.5).log()      # two classes (blank, 'a'), 3 steps
+    >>> # 6 of the 8 paths give 'a' (aaa, aa-, a--, -aa, -a-, --a): -log(6 / 8)
     >>> round(F.ctc_loss(lp, clgrad.tensor([[1]]), [3], [1], reduction="sum").item(), 4)
-    0.9808
+    0.2877
     """
     F = _F()
     F._check_reduction(reduction)
