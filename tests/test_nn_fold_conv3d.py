@@ -171,6 +171,15 @@ def test_conv3d_same_padding_and_modules(device):
                                          m.bias.detach().numpy(), 1, 0, 1, 1), rtol=1e-10)
     assert repr(m) == ("Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1), "
                        "padding_mode=circular)")
+    # the 16-bit dtypes (stored in 16 bits, summed in float32)
+    for dt, atol in ((clgrad.float16, 1e-2), (clgrad.bfloat16, 1e-1)):
+        got = F.conv3d(clgrad.tensor(x, dtype=dt), clgrad.tensor(w, dtype=dt), stride=(1, 2, 1))
+        np.testing.assert_allclose(got.float().numpy(), np_conv3d(x, w, None, (1, 2, 1), 0, 1, 1),
+                                   atol=atol, rtol=atol)
+        got = F.conv_transpose3d(clgrad.tensor(x, dtype=dt), clgrad.tensor(w, dtype=dt))
+        np.testing.assert_allclose(got.float().numpy(),
+                                   np_conv_transpose3d(x, w, None, 1, 0, 0, 1, 1),
+                                   atol=atol, rtol=atol)
     assert m.weight.shape == (4, 2, 3, 3, 3) and F.conv3d(
         clgrad.zeros(0, 2, 3, 3, 3, dtype=clgrad.float64), m.weight).shape == (0, 4, 1, 1, 1)
 
