@@ -130,6 +130,8 @@ def test_grid_sample_gradients_and_errors(device):
         F.grid_sample(ones, clgrad.zeros(1, 2, 2, 2), padding_mode="foo", align_corners=False)
     with pytest.warns(UserWarning, match="align_corners=False"):
         F.grid_sample(ones, clgrad.zeros(1, 2, 2, 2))
+    assert F.grid_sample(clgrad.zeros(0, 2, 3, 3), clgrad.zeros(0, 4, 1, 2),
+                         align_corners=False).shape == (0, 2, 4, 1)
 
 
 # ---- bilinear, pdist, margin losses, alpha dropout --------------------------------------------

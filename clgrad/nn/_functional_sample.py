@@ -9,6 +9,7 @@ nearest point (rounded half to even, as torch's nearbyint) from the flattened in
 outside the input contribute zero. The weights are polynomials in the coordinates, so the
 gradient with respect to the grid comes from autograd; floor() and round() carry none.
 """
+import math
 import warnings
 
 from .. import dtypes
@@ -162,16 +163,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     N, C = input.shape[:2]
     spatial = tuple(input.shape[2:])                     # (H, W) or (D, H, W)
     out = tuple(grid.shape[1:-1])
-    P = 1
-    for n in out:
-        P *= n
+    P = math.prod(out)
     # coordinate k of the grid indexes spatial dim nd - 1 - k (x: width, y: height, z: depth)
     coords = []
     for k in range(nd):
         n = spatial[nd - 1 - k]
         coords.append(_source(grid[..., k].reshape(N, P), n, padding_mode, align_corners))
     coords = coords[::-1]                                # now in spatial order (d,) h, w
-    flat = input.reshape(N, C, -1)
+    flat = input.reshape(N, C, math.prod(spatial))
 
     def tap(points):
         """The input at integer points (one [N, P] tensor per dim), zero outside."""
