@@ -72,11 +72,22 @@ def collapse(shape, strides_list):
 _ZERO8 = np.zeros((), dtype=cltypes.long8)
 
 
+_PACKED = {}
+
+
 def pack8(values):
-    """A long8 kernel argument from up to 8 integers."""
-    a = _ZERO8.copy()
-    for i, v in enumerate(values):
-        a[f"s{i}"] = v
+    """A long8 kernel argument from up to 8 integers. Memoised: a training step packs the same
+    few shapes and strides hundreds of times (never mutated: the driver copies an argument when
+    it is set)."""
+    key = tuple(values)
+    a = _PACKED.get(key)
+    if a is None:
+        a = _ZERO8.copy()
+        for i, v in enumerate(key):
+            a[f"s{i}"] = v
+        if len(_PACKED) >= 4096:
+            _PACKED.clear()
+        _PACKED[key] = a
     return a
 
 

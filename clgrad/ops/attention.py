@@ -113,6 +113,11 @@ def additive_mask(attn_mask, is_causal, L, S, dtype, device):
     return attn_mask.to(dtype)
 
 
+def _softmax_last(scores):
+    from . import softmax as _softmax
+    return _softmax.softmax(scores, -1)
+
+
 def _safe_softmax(scores):
     """softmax over the last dim, with zeros for rows whose every score is -inf (torch's
     _safe_softmax: a fully masked row attends to nothing)."""
@@ -173,7 +178,7 @@ def _composed_flat(q, k, v, mask, causal, scale, groups, z):
         scores = scores + mask.reshape(N, L, S)
     if causal:
         scores = scores + additive_mask(None, True, L, S, scores.dtype, q.device)
-    w = _safe_softmax(scores)
+    w = _safe_softmax(scores) if mask is not None else _softmax_last(scores)
     if z is not None:
         w = w * z
     return matmul(w, v)
@@ -315,7 +320,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mask = additive_mask(attn_mask, is_causal, L, S, scores.dtype, query.device)
     if mask is not None:
         scores = scores + mask
-    weights = _safe_softmax(scores)
+    # only a mask can leave a row with nothing to attend to (a causal row always has its first
+    # key): the plain softmax spares the safe one's three extra passes
+    weights = _safe_softmax(scores) if attn_mask is not None else _softmax_last(scores)
     if dropout_p > 0.0:
         from ..nn.functional import dropout
         weights = dropout(weights, dropout_p)
