@@ -151,7 +151,7 @@ entry("reciprocal", "T", ("f", "CV(1) / x"), float_only=True, saves="out",
 entry("relu", "T", {"f": "SEL(x < CV(0), CV(0), x)", "i": "SEL(x < CV(0), CV(0), x)", "u": "x"},
       saves="out", vjp=(lambda g, a: threshold_backward(g, a.out),))
 # 1 + erf(u) written as erfc(-u): no cancellation in the negative tail (fuzz: 3e-4 off at x = -4)
-entry("gelu", "T", ("f", f"CV(0.5) * x * erfc(-x * CV({SQRT1_2}))"), float_only=True,
+entry("gelu", "T", ("f", f"CV(0.5) * x * GELU_ERFC(-x * CV({SQRT1_2}))"), float_only=True,
       no_ints=True, saves="x", vjp=(lambda g, a: gelu_backward(g, a.x),))
 entry("gelu_tanh", "T",
       ("f", f"CV(0.5) * x * (CV(1) + tanh(CV({GELU_K}) * (x + CV({GELU_C}) * x * x * x)))"),
@@ -255,7 +255,7 @@ entry("silu_backward", "TT",
       ("f", "x * (CV(1) / (CV(1) + exp(-y))) * (CV(1) + y * (CV(1) - CV(1) / (CV(1) + exp(-y))))"),
       saves=("y", "xy"), vjp=(lambda g, a: silu_backward(g, a.y), lambda g, a: g * a.x * _silu2(a.y)))
 entry("gelu_backward", "TT",
-      ("f", f"x * (CV(0.5) * erfc(-y * CV({SQRT1_2})) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
+      ("f", f"x * (CV(0.5) * GELU_ERFC(-y * CV({SQRT1_2})) + y * exp(CV(-0.5) * y * y) * CV({INV_SQRT_2PI}))"),
       saves=("y", "xy"), vjp=(lambda g, a: gelu_backward(g, a.y),
                        lambda g, a: g * a.x * exp(a.y * a.y * -0.5) * INV_SQRT_2PI * (2 - a.y * a.y)))
 entry("gelu_tanh_backward", "TT",
