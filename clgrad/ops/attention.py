@@ -316,7 +316,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if gqa:
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
-    scores = matmul(query, key.transpose(-2, -1)) * scale
+    # the scale goes on the query (L x E) rather than on the scores (L x S): one pass less over
+    # the largest tensor, forward and backward
+    scores = matmul(query * scale, key.transpose(-2, -1))
     mask = additive_mask(attn_mask, is_causal, L, S, scores.dtype, query.device)
     if mask is not None:
         scores = scores + mask
