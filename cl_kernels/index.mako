@@ -275,3 +275,20 @@ __kernel void tri(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(dt)} x, long x
         if (++col == cols) { col = 0; if (++row == rows) row = 0; }
 </%c:walk>
 }
+
+% if dt.kind == "f":
+/* cross-entropy and nll_loss targets in one pass: safe[i] = t[i], or 0 where t[i] is the
+   ignore_index (so that the gather that follows stays in range), and w[i] = 1, or 0 where
+   ignored; t contiguous from to */
+__kernel void class_targets(__global const long *t, long to, long n, long ignore,
+                            __global long *safe, ${c.ptr(dt)} w)
+{
+    long i = get_global_id(0);
+    if (i >= n)
+        return;
+    long v = t[to + i];
+    int keep = v != ignore;
+    safe[i] = keep ? v : 0;
+    ${c.store(dt, "w", "i", "(%s)(keep ? 1 : 0)" % dt.ct)};
+}
+% endif

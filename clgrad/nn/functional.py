@@ -733,8 +733,15 @@ def _check_weight(weight, C):
 
 
 def _picked(logp, target, weight, ignore_index):
-    """-logp at each target class and the weight of each target (0 where ignored)."""
+    """logp at each target class, the weight of each target (0 where ignored) and where the
+    targets are ignored."""
     cd = _class_dim(logp)
+    if weight is None and target.dtype is dtypes.int64 and logp.dtype.kind == "f":
+        # the usual case in one kernel: the safe targets and their 0/1 weights
+        from ..ops.index import class_targets_raw
+        safe, w = class_targets_raw(target, ignore_index, logp.dtype)
+        picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+        return picked, w, None                 # ignored: w == 0, made only if wanted
     ignored = target == ignore_index
     safe = where(ignored, 0, target)          # ignored targets may be out of range
     picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
@@ -820,7 +827,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return loss
     # the smoothing term: the (weighted) mean of -logp over the classes, ignored targets left out
     smooth = -(logp * weight.reshape(wshape)).sum(cd) if weight is not None else -logp.sum(cd)
-    smooth = where(ignored, 0.0, smooth)
+    smooth = where(w == 0 if ignored is None else ignored, 0.0, smooth)
     if reduction == "sum":
         smooth = smooth.sum()
     elif reduction == "mean":

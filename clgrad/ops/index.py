@@ -1413,3 +1413,21 @@ METHODS.update({
     "index_copy_": _inplace(_index_copy_args, "index_copy_", "In-place index_copy."),
     "index_fill_": _inplace(_index_fill_args, "index_fill_", "In-place index_fill."),
 })
+
+
+def class_targets_raw(target, ignore_index, dt):
+    """(safe, w) for class-index targets (int64): safe is target with the ignore_index entries
+    replaced by 0, w is 1 (dtype dt) where a target counts and 0 where it is ignored; one kernel
+    instead of a comparison, a select, a negation and a cast. Not recorded (neither needs a
+    gradient)."""
+    dev = target._storage.device
+    t = contiguous_raw(target)
+    safe = empty_tensor(t._shape, dtypes.int64, dev)
+    w = empty_tensor(t._shape, dt, dev)
+    n = numel_of(t._shape)
+    if n:
+        gs, ls = grid(dev, n)
+        launch(dev, get_kernel(dev, PROGRAMS[dt], "class_targets"), gs, ls, t._storage.buf,
+               t._offset, n, int(ignore_index), safe._storage.buf, w._storage.buf)
+    return safe, w
+
