@@ -374,15 +374,28 @@ class _RenderEntry:
         self.patterns = e.patterns
 
 
+# The ops most scripts use (arithmetic, comparisons, the common activations and their
+# gradients): where a driver builds whole programs (PoCL), their kernels are built as a unit of
+# their own, so a script need not compile the other 150 kernels of a program (Program.unit_key).
+HOT = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal",
+       "relu", "gelu", "silu", "square", "pow_scalar", "clamp", "clamp_min", "clamp_max",
+       "logical_not", "isnan", "isinf", "isfinite", "add", "sub", "mul", "div", "pow", "maximum",
+       "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "masked_fill",
+       "threshold_backward", "tanh_backward", "sigmoid_backward", "silu_backward",
+       "gelu_backward", "clamp_backward", "clamp_min_backward", "clamp_max_backward"}
+
 PROGRAMS = {}
 for _arity in (1, 2, 3):
     for _dt in ALL_DTYPES:
         _entries = [_RenderEntry(e, _dt) for e in TABLE.values()
                     if e.arity == _arity and _dt.kind in e.exprs]
         if _entries:
+            _hot = {f"{e.name}_{kind}_{pat}" for e in _entries if e.name in HOT
+                    for kind in "cs" for pat in e.patterns} if _arity < 3 else None
             PROGRAMS[(_arity, _dt)] = Program(
                 f"ew{_arity}", _dt.short,
-                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_))
+                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_),
+                hot=_hot)
 
 
 # ---- dispatch -------------------------------------------------------------------------------

@@ -211,8 +211,10 @@ class Program:
     ({'one': [None]}, 'demo_f32:one')
     """
 
-    def __init__(self, family, variant, source, options=""):
+    def __init__(self, family, variant, source, options="", hot=None):
         self.id = len(ALL_PROGRAMS)
+        self.hot = hot            # kernel names built as a unit of their own where whole
+        #                           programs are built (see unit_key); None: no split
         self.family = family
         self.variant = variant
         self.name = f"{family}_{variant}"
@@ -241,7 +243,13 @@ class Program:
         same for tools/train.py, 30% more for the elementwise tests), so PoCL builds the whole
         program. CLGRAD_BUILD_UNIT=kernel|program overrides."""
         mode = os.environ.get("CLGRAD_BUILD_UNIT") or ("program" if device.is_pocl else "kernel")
-        return None if mode == "program" else name
+        if mode != "program":
+            return name
+        # A large program with a `hot` set is two units: the kernels most scripts use, and the
+        # rest. A training step then builds ew2_f32's 66 hot kernels, not all 212.
+        if self.hot is None:
+            return None
+        return "hot" if name in self.hot else "rest"
 
     def unit(self, key):
         """The Unit of `key` (a kernel's name, or None for the whole program), made once. The
@@ -250,6 +258,11 @@ class Program:
         if u is None:
             if key is None:
                 u = Unit(self, None, list(self.signatures), self.source)
+            elif key in ("hot", "rest") and self.hot is not None:
+                names = [n for n in self.signatures if (n in self.hot) == (key == "hot")]
+                if self._split is None:
+                    self._split = _Split(self.source)
+                u = Unit(self, key, names, self._split.source(set(names)))
             else:
                 if key not in self.signatures:
                     raise KeyError(f"program {self.name} has no kernel {key!r}")
