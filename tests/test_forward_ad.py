@@ -138,7 +138,7 @@ def test_inplace_updates_tangents(device):
 
 # ---- every rule against finite differences -------------------------------------------------------
 # parameters of the table entries that take some, within the ranges the operands are drawn from
-PARAMS = {"softplus": (1.0, 20.0), "elu": (1.0,), "leaky_relu": (0.1,), "pow_scalar": (2.5,),
+PARAMS = {"polygamma": (1.0,), "softplus": (1.0, 20.0), "elu": (1.0,), "leaky_relu": (0.1,), "pow_scalar": (2.5,),
           "rpow_scalar": (1.7,), "clamp": (0.6, 0.8), "clamp_min": (0.7,), "clamp_max": (0.7,),
           "nan_to_num": (0.0, 1.0, -1.0), "lerp_scalar": (0.3,), "masked_fill": (2.0,),
           "softplus_backward": (1.0, 20.0), "elu_backward": (1.0,),
