@@ -405,3 +405,211 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
                          zeros(batch + (n, n), dtype=A.dtype, device=A.device))
     U, S, Vh = svd(A, full_matrices=not some)
     return LegacySVD(U, S, _mT(Vh))
+
+
+# ---- composed on the decompositions ---------------------------------------------------------------
+def _eps(dt):
+    return 2.220446049250313e-16 if dt is dtypes.float64 else 1.1920928955078125e-07
+
+
+def _as_tol(x, like):
+    """A Python number or tensor tolerance, as a tensor that broadcasts over the batch."""
+    if isinstance(x, Tensor):
+        return x.to(like.dtype)
+    from .creation import full
+    return full((), float(x), dtype=like.dtype, device=like.device)
+
+
+def _threshold(S_max, atol, rtol, m, n):
+    """max(atol, rtol * S_max) with torch's defaults: rtol = eps * max(m, n) when neither is
+    given, 0 when only a positive atol is."""
+    if rtol is None:
+        if atol is None or (not isinstance(atol, Tensor) and atol <= 0):
+            rtol = _eps(S_max.dtype) * max(m, n)
+        else:
+            rtol = 0.0
+    if atol is None:
+        atol = 0.0
+    from .pointwise import maximum
+    return maximum(_as_tol(atol, S_max), _as_tol(rtol, S_max) * S_max)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudoinverse through the SVD (through eigh with hermitian=True):
+    singular values at most max(atol, rtol * largest) count as zero, as torch.linalg.pinv.
+
+    >>> import clgrad
+    >>> clgrad.linalg.pinv(clgrad.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    if not isinstance(A, Tensor) or A.dim() < 2 or not A.dtype.is_floating_point:
+        what = f"{A.dtype.name.capitalize()}{list(A.shape)}" if isinstance(A, Tensor) else "?"
+        raise RuntimeError(f"linalg.pinv({what}): expected a tensor with 2 or more dimensions "
+                           f"of float, double, cfloat or cdouble types")
+    from .pointwise import where
+    m, n = A.shape[-2], A.shape[-1]
+    if A.numel() == 0:
+        from .creation import zeros
+        return zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device)
+    if hermitian:
+        _square("pinv", A)
+        w, V = eigh(A)
+        aw = w.abs()
+        keep = aw > _threshold(aw.amax(-1, keepdim=True), atol, rtol, m, n)
+        winv = where(keep, 1 / where(keep, w, 1.0), 0.0)
+        return (V * winv.unsqueeze(-2)) @ _mT(V)
+    _matrix("pinv", A)
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _threshold(S[..., :1], atol, rtol, m, n)
+    Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
+    return (_mT(Vh) * Sinv.unsqueeze(-2)) @ _mT(U)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    """The number of singular values (absolute eigenvalues with hermitian=True) above
+    max(atol, rtol * the largest), as torch.linalg.matrix_rank (int64); tol is torch's older
+    spelling of atol.
+
+    >>> import clgrad
+    >>> clgrad.linalg.matrix_rank(clgrad.ones(3, 3)).item()
+    1
+    """
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    _matrix("matrix_rank", A)
+    m, n = A.shape[-2], A.shape[-1]
+    with no_grad():
+        if hermitian:
+            _square("matrix_rank", A)
+            S = eigvalsh(A.detach()).abs()
+        else:
+            S = svdvals(A.detach())
+        if S.shape[-1] == 0:
+            from .creation import zeros
+            return zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device)
+        thr = _threshold(S.amax(-1, keepdim=True), atol, rtol, m, n)
+        return (S > thr).sum(-1).to(dtypes.int64)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of A X = B, as torch.linalg.lstsq: (solution, residuals, rank,
+    singular_values). driver 'gels' goes through QR (A of full rank: the least-squares solution
+    of a tall A, the least-norm one of a wide A); 'gelsy' (the default), 'gelsd' and 'gelss'
+    through the SVD, with singular values below rcond * the largest (default eps * max(m, n))
+    taken as zero. residuals (the squared residual of each column) come where m > n, the driver
+    is not 'gelsy' and every A has full rank; rank with every driver but 'gels'; singular_values
+    with 'gelsd' and 'gelss'.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=clgrad.float64)
+    >>> r = clgrad.linalg.lstsq(A, clgrad.tensor([[1.0], [2.0], [3.0]], dtype=clgrad.float64),
+    ...                         driver="gelsd")
+    >>> r.solution.tolist(), r.residuals.tolist(), r.rank.item()
+    ([[1.0], [2.0]], [9.0], 2)
+    """
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           "gelsy, gelsd, gelss)")
+    driver = driver or "gelsy"
+    _matrix("lstsq", A)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.lstsq(): argument 'B' must be Tensor, not {type(B).__name__}")
+    if B.dtype is not A.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {A.dtype.name.capitalize()} and "
+                           f"other's dtype {B.dtype.name.capitalize()}")
+    if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if Bm.shape[-2] != m:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    from ._base import broadcast_shapes
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    A = A.expand(batch + (m, n))
+    Bm = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    from .creation import zeros
+    empty_f = zeros((0,), dtype=A.dtype, device=A.device)
+    rank, S = zeros((0,), dtype=dtypes.int64, device=A.device), empty_f
+    if driver == "gels":
+        if m >= n:
+            Q, R = qr(A)
+            X = solve_triangular(R, _mT(Q) @ Bm, upper=True)
+        else:                                        # least norm: A^T = Q R, X = Q R^-T B
+            Q, R = qr(_mT(A))
+            X = Q @ solve_triangular(_mT(R), Bm, upper=False)
+        full_rank = True
+    else:
+        U, S, Vh = svd(A, full_matrices=False)
+        if S.shape[-1]:
+            tol = (_eps(A.dtype) * max(m, n) if rcond is None or rcond < 0 else rcond)
+            keep = S > tol * S[..., :1]
+        else:
+            keep = S > 0
+        from .pointwise import where
+        Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
+        X = (_mT(Vh) * Sinv.unsqueeze(-2)) @ (_mT(U) @ Bm)
+        rank = keep.sum(-1).to(dtypes.int64)
+        with no_grad():
+            full_rank = bool((rank == min(m, n)).all().item()) if rank.numel() else True
+        if driver == "gelsy":
+            S = empty_f
+        else:
+            S = S.detach()
+    residuals = empty_f
+    if m > n and driver != "gelsy" and full_rank:
+        residuals = ((A @ X - Bm) ** 2).sum(-2)
+        if vector:
+            residuals = residuals.squeeze(-1)
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, S)
+
+
+def singular_norm(A, ord, d0, d1, keepdim):
+    """The matrix norms that need singular values: 'nuc' (their sum), 2 (the largest), -2 (the
+    smallest), over dims d0, d1 (non-negative, distinct)."""
+    M = A.movedim((d0, d1), (-2, -1))
+    S = svdvals(M)
+    r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A in the norm p, as torch.linalg.cond: with p None, 2 or -2 the
+    ratio of the extreme singular values (any shape); with 'fro', 'nuc', inf, -inf, 1, -1
+    norm(A, p) * norm(inv(A), p) (square A; inf where A is singular).
+
+    >>> import clgrad
+    >>> round(clgrad.linalg.cond(clgrad.tensor([[4.0, 0.0], [0.0, 2.0]])).item(), 5)
+    2.0
+    """
+    _matrix("cond", A)
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
+                           f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
+    from .linalg_lu import inv_ex, matrix_norm
+    from .pointwise import where
+    Ainv, info = inv_ex(A)
+    c = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return where(info > 0, math.inf, c)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with rtol=rcond.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[4.0]]).pinverse().item()
+    0.25
+    """
+    return pinv(input, rtol=rcond)
+
+
+FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
+METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
