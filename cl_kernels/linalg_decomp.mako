@@ -38,12 +38,13 @@ ${c.prelude([dt])}
 %endif
 
 /* The sum of v over the work-group (L a power of two), returned to every work-item. Called by
-   the whole group; buf is reused only after everyone has read the previous sum. */
+   the whole group; buf is reused only after everyone has read the previous sum. The barriers
+   fence global memory too: callers sum global entries that one work-item writes next. */
 ${T} group_sum(__local ${T} *buf, ${T} v, const int lid, const int L)
 {
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     buf[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int s = L / 2; s > 0; s >>= 1) {
         if (lid < s)
             buf[lid] += buf[lid + s];
