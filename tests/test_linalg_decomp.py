@@ -223,6 +223,12 @@ def test_composed(device):
         np.testing.assert_allclose(_np(LA.cond(clgrad.tensor(sq), p)), np.linalg.cond(sq, p),
                                    rtol=1e-10)
     assert LA.cond(clgrad.zeros(2, 2), "fro").item() == float("inf")
+    o = clgrad.empty(0, dtype=clgrad.float64)                 # out=, resized as torch does
+    assert LA.svdvals(A, out=o) is o and o.shape == (2, 3)
+    q, r = clgrad.empty(0, dtype=clgrad.float64), clgrad.empty(0, dtype=clgrad.float64)
+    res = LA.qr(A, out=(q, r))
+    assert res.Q is q and q.shape == (2, 5, 3)
+    np.testing.assert_allclose(_np(q @ r), a, atol=1e-12)
     with pytest.raises(RuntimeError, match="parameter `driver` should be one of"):
         LA.lstsq(A, clgrad.tensor(b), driver="x")
     # gradients through the SVD and QR

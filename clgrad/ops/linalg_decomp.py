@@ -65,6 +65,24 @@ def _work_copy(A):
     return flat.reshape((_count(batch), m, n)), batch
 
 
+def _out(res, out):
+    """res, or res written into out (a tensor, or a tuple of them for a tuple result), resized
+    to the result's shape as torch does; returns what the caller returns."""
+    if out is None:
+        return res
+    if isinstance(res, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(res):
+            raise TypeError(f"out must be a tuple of {len(res)} tensors")
+        for o, r in zip(out, res):
+            _out(r, o)
+        return type(res)(*out)
+    if tuple(out.shape) != tuple(res.shape):
+        out.resize_(tuple(res.shape))
+    with no_grad():
+        out.copy_(res)
+    return out
+
+
 # ---- raw decompositions (no autograd) -------------------------------------------------------------
 def qr_raw(A, mode="reduced"):
     """(Q or None, R) of a float A [..., m, n]: Householder QR with LAPACK's signs."""
@@ -229,7 +247,7 @@ def qr(A, mode="reduced", *, out=None):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
     _matrix("qr", A)
-    return QRResult(*QR.apply(A, mode))
+    return _out(QRResult(*QR.apply(A, mode)), out)
 
 
 def _legacy_qr(A, some=True, *, out=None):
@@ -240,7 +258,7 @@ def _legacy_qr(A, some=True, *, out=None):
     >>> clgrad.tensor([[0.0, 2.0], [1.0, 0.0]]).qr().R.abs().tolist()
     [[1.0, 0.0], [0.0, 2.0]]
     """
-    return LegacyQR(*qr(A, "reduced" if some else "complete"))
+    return _out(LegacyQR(*qr(A, "reduced" if some else "complete")), out)
 
 
 class Eigh(Op):
@@ -293,7 +311,7 @@ def eigh(A, UPLO="L", *, out=None):
     """
     _check_uplo(UPLO)
     _square("eigh", A)
-    return EighResult(*Eigh.apply(A, UPLO))
+    return _out(EighResult(*Eigh.apply(A, UPLO)), out)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -305,7 +323,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     """
     _check_uplo(UPLO)
     _square("eigvalsh", A)
-    return Eigvalsh.apply(A, UPLO)
+    return _out(Eigvalsh.apply(A, UPLO), out)
 
 
 def _svd_backward(gU, gS, gVh, U, S, Vh):
@@ -372,7 +390,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     ([4.0, 3.0], 0.0)
     """
     _matrix("svd", A)
-    return SVDResult(*SVD.apply(A, bool(full_matrices)))
+    return _out(SVDResult(*SVD.apply(A, bool(full_matrices))), out)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -383,7 +401,7 @@ def svdvals(A, *, driver=None, out=None):
     [2.0, 1.0]
     """
     _matrix("svdvals", A)
-    return SVDvals.apply(A)
+    return _out(SVDvals.apply(A), out)
 
 
 def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
@@ -401,10 +419,10 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
         S = svdvals(A)
-        return LegacySVD(zeros(batch + (m, m), dtype=A.dtype, device=A.device), S,
-                         zeros(batch + (n, n), dtype=A.dtype, device=A.device))
+        return _out(LegacySVD(zeros(batch + (m, m), dtype=A.dtype, device=A.device), S,
+                              zeros(batch + (n, n), dtype=A.dtype, device=A.device)), out)
     U, S, Vh = svd(A, full_matrices=not some)
-    return LegacySVD(U, S, _mT(Vh))
+    return _out(LegacySVD(U, S, _mT(Vh)), out)
 
 
 # ---- composed on the decompositions ---------------------------------------------------------------
@@ -450,19 +468,19 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     m, n = A.shape[-2], A.shape[-1]
     if A.numel() == 0:
         from .creation import zeros
-        return zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device)
+        return _out(zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device), out)
     if hermitian:
         _square("pinv", A)
         w, V = eigh(A)
         aw = w.abs()
         keep = aw > _threshold(aw.amax(-1, keepdim=True), atol, rtol, m, n)
         winv = where(keep, 1 / where(keep, w, 1.0), 0.0)
-        return (V * winv.unsqueeze(-2)) @ _mT(V)
+        return _out((V * winv.unsqueeze(-2)) @ _mT(V), out)
     _matrix("pinv", A)
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _threshold(S[..., :1], atol, rtol, m, n)
     Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
-    return (_mT(Vh) * Sinv.unsqueeze(-2)) @ _mT(U)
+    return _out((_mT(Vh) * Sinv.unsqueeze(-2)) @ _mT(U), out)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
@@ -486,9 +504,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
             S = svdvals(A.detach())
         if S.shape[-1] == 0:
             from .creation import zeros
-            return zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device)
+            return _out(zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device), out)
         thr = _threshold(S.amax(-1, keepdim=True), atol, rtol, m, n)
-        return (S > thr).sum(-1).to(dtypes.int64)
+        return _out((S > thr).sum(-1).to(dtypes.int64), out)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -590,7 +608,7 @@ def cond(A, p=None, *, out=None):
     _matrix("cond", A)
     if p in (None, 2, -2):
         S = svdvals(A)
-        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+        return _out(S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0], out)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
                            f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
@@ -598,7 +616,7 @@ def cond(A, p=None, *, out=None):
     from .pointwise import where
     Ainv, info = inv_ex(A)
     c = matrix_norm(A, p) * matrix_norm(Ainv, p)
-    return where(info > 0, math.inf, c)
+    return _out(where(info > 0, math.inf, c), out)
 
 
 def pinverse(input, rcond=1e-15):
