@@ -1,6 +1,7 @@
 """clgrad.linalg: torch.linalg's names. The factorizations run in OpenCL kernels
-(cl_kernels/linalg.mako: LU with partial pivoting, Cholesky); the rest is composed of clgrad ops
-(clgrad/ops/linalg_lu.py, and matmul from clgrad/ops/linalg.py).
+(cl_kernels/linalg.mako: LU with partial pivoting, Cholesky; cl_kernels/linalg_decomp.mako: Householder
+QR, Jacobi eigh and SVD); the rest is composed of clgrad ops (clgrad/ops/linalg_lu.py,
+clgrad/ops/linalg_decomp.py, and matmul from clgrad/ops/linalg.py).
 
 >>> import clgrad
 >>> A = clgrad.tensor([[4.0, 1.0], [1.0, 3.0]])
@@ -13,12 +14,15 @@ from .ops.linalg_lu import (LinAlgError, cholesky, cholesky_ex, det, inv, inv_ex
                             lu_factor_ex, lu_solve, matrix_exp, matrix_norm, matrix_power,
                             multi_dot, norm, slogdet, solve, solve_ex, solve_triangular, vecdot,
                             vector_norm)
+from .ops.linalg_decomp import (cond, eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd,
+                                svdvals)
 from .ops.views import diagonal as _diagonal
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "inv", "inv_ex",
-           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
-           "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex",
-           "solve_triangular", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
+           "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
+           "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "vecdot",
+           "vector_norm"]
 
 
 def cross(input, other, *, dim=-1, out=None):

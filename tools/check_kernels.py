@@ -516,6 +516,23 @@ def drive_linalg(dev, dt, rng):
     clgrad.linalg.cholesky_ex(-clgrad.eye(3, dtype=dt, device=dev))
 
 
+def drive_linalg_decomp(dev, dt, rng):
+    """Householder QR (rows above and below the work-group, a zero column, with and without Q),
+    Jacobi eigh (n = 9 crosses a group of 8) and the one-sided Jacobi SVD, tall and wide."""
+    import clgrad
+    if dt.name not in ("float32", "float64"):
+        return
+    a = _t(dt, (2, 37, 5), dev, rng)
+    a[:, :, 2] = 0
+    clgrad.linalg.qr(a)
+    clgrad.linalg.qr(_t(dt, (3, 6), dev, rng), mode="complete")
+    clgrad.linalg.qr(_t(dt, (4, 4), dev, rng), mode="r")
+    s = _t(dt, (2, 9, 9), dev, rng)
+    clgrad.linalg.eigh(s + s.mT)
+    clgrad.linalg.svd(_t(dt, (9, 4), dev, rng))
+    clgrad.linalg.svd(_t(dt, (2, 3, 7), dev, rng), full_matrices=False)
+
+
 def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, forward and backward (with and without the gradients of
     c, h and the outputs), with H a multiple of the vector width (the _v kernels: 8 covers
@@ -559,9 +576,10 @@ DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
-    "linalg": drive_linalg, "rnn": drive_rnn, "attention": drive_attention,
+    "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
+    "attention": drive_attention,
 }
-FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "rnn", "attention"}
+FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

@@ -471,8 +471,8 @@ def _check_matrix_dims(op, A, dim):
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """The matrix norm over the two dims: 'fro', inf / -inf (largest / smallest absolute row
-    sum), 1 / -1 (column sums), as torch.linalg.matrix_norm. 'nuc', 2 and -2 need singular
-    values, which clgrad does not compute yet.
+    sum), 1 / -1 (column sums), 'nuc', 2 and -2 (the sum, largest and smallest singular value), as
+    torch.linalg.matrix_norm.
 
     >>> import clgrad
     >>> A = clgrad.tensor([[1.0, -2.0], [3.0, 4.0]])
@@ -485,8 +485,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which clgrad does not compute yet")
+        from .linalg_decomp import singular_norm
+        return singular_norm(A, ord, d0, d1, keepdim)
     if ord in (math.inf, -math.inf, 1, -1):
         rows, cols = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
         s = A.abs().sum(rows, keepdim=True)

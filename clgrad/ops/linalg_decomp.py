@@ -1,0 +1,633 @@
+"""The orthogonal decompositions of torch.linalg: QR (Householder), the symmetric eigenproblem
+(cyclic Jacobi) and the SVD (one-sided Jacobi), in OpenCL kernels (cl_kernels/linalg_decomp.mako,
+one work-group per matrix); and what is composed on them: pinv, matrix_rank, lstsq, cond and the
+matrix norms that need singular values. clgrad.linalg re-exports them with torch.linalg's names.
+
+Gradients are torch's formulas, written in clgrad ops, so they differentiate again.
+"""
+import collections
+import math
+
+from .. import dtypes
+from ..autograd.function import Op
+from ..autograd.grad_mode import no_grad
+from ..runtime.kernels import Program, get_kernel, launch, render
+from ..tensor import Tensor, empty_tensor
+from ._base import check_fp64, copy_into
+from .linalg_lu import _count, _pow2_group, solve_triangular
+
+PROGRAMS = {dt: Program("linalg_decomp", dt.short, render("linalg_decomp.mako", dt=dt))
+            for dt in (dtypes.float32, dtypes.float64)}
+
+QRResult = collections.namedtuple("linalg_qr", ["Q", "R"])
+LegacyQR = collections.namedtuple("qr", ["Q", "R"])
+EighResult = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
+LegacySVD = collections.namedtuple("svd", ["U", "S", "V"])
+LstsqResult = collections.namedtuple("linalg_lstsq",
+                                     ["solution", "residuals", "rank", "singular_values"])
+
+# Sweeps at most (Jacobi converges quadratically: 5 to 10 sweeps reach rounding level)
+MAX_SWEEPS = 40
+
+
+def _mT(t):
+    return t.transpose(-2, -1)
+
+
+def _matrix(op, A, arg="A"):
+    """torch's checks of a float matrix (batch) argument."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.{op}(): argument '{arg}' must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{op}: The input tensor {arg} must have at least 2 dimensions.")
+    if A.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.name.capitalize()}" if not A.dtype.is_floating_point
+                           else f"linalg.{op}: Low precision dtypes not supported. Got "
+                                f"{A.dtype.name.capitalize()}")
+    check_fp64(A.dtype, A._storage.device)
+
+
+def _square(op, A):
+    _matrix(op, A)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _work_copy(A):
+    """A contiguous [count, m, n] copy of A (the kernels work in place) and the batch shape."""
+    batch = tuple(A.shape[:-2])
+    m, n = A.shape[-2], A.shape[-1]
+    flat = empty_tensor(tuple(A.shape), A.dtype, A._storage.device)
+    copy_into(flat, A)
+    return flat.reshape((_count(batch), m, n)), batch
+
+
+def _out(res, out):
+    """res, or res written into out (a tensor, or a tuple of them for a tuple result), resized
+    to the result's shape as torch does; returns what the caller returns."""
+    if out is None:
+        return res
+    if isinstance(res, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(res):
+            raise TypeError(f"out must be a tuple of {len(res)} tensors")
+        for o, r in zip(out, res):
+            _out(r, o)
+        return type(res)(*out)
+    if tuple(out.shape) != tuple(res.shape):
+        out.resize_(tuple(res.shape))
+    with no_grad():
+        out.copy_(res)
+    return out
+
+
+# ---- raw decompositions (no autograd) -------------------------------------------------------------
+def qr_raw(A, mode="reduced"):
+    """(Q or None, R) of a float A [..., m, n]: Householder QR with LAPACK's signs."""
+    dev, dt = A._storage.device, A.dtype
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    a, batch = _work_copy(A)
+    count = a.shape[0]
+    mq = m if mode == "complete" else k
+    want_q = mode != "r"
+    Q = empty_tensor((count, m, mq if want_q else 0), dt, dev)
+    tau = empty_tensor((count, k), dt, dev)
+    if count and m and n:
+        kern = get_kernel(dev, PROGRAMS[dt], "qr")
+        L = _pow2_group(dev, kern, max(m, n))
+        launch(dev, kern, (count * L,), (L,), a._storage.buf, tau._storage.buf,
+               Q._storage.buf if Q.numel() else tau._storage.buf, m, n, mq, int(want_q))
+    elif count and want_q and mq:                 # n == 0: Q is the identity's first columns
+        from .creation import eye
+        copy_into(Q, eye(m, mq, dtype=dt, device=dev).expand((count, m, mq)))
+    rows = m if mode == "complete" else k
+    R = a[:, :rows, :].triu()
+    Q = Q.reshape(batch + (m, mq)) if want_q else empty_tensor((0,), dt, dev)
+    return Q, R.reshape(batch + (rows, n))
+
+
+def _symmetric(A, UPLO):
+    """The symmetric matrix that A's lower (or upper) triangle defines."""
+    T = A.tril() if UPLO == "L" else A.triu()
+    return T + _mT(T.tril(-1) if UPLO == "L" else T.triu(1))
+
+
+def eigh_raw(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of the symmetric matrices that A's
+    UPLO triangle defines."""
+    dev, dt = A._storage.device, A.dtype
+    n = A.shape[-1]
+    a, batch = _work_copy(_symmetric(A, UPLO))
+    count = a.shape[0]
+    V = empty_tensor((count, n, n), dt, dev)
+    if count and n:
+        sweeps = empty_tensor((count,), dtypes.int32, dev)
+        kern = get_kernel(dev, PROGRAMS[dt], "eigh_jacobi")
+        L = _pow2_group(dev, kern, n)
+        launch(dev, kern, (count * L,), (L,), a._storage.buf, V._storage.buf, sweeps._storage.buf,
+               n, MAX_SWEEPS)
+    w, idx = a.diagonal(0, -2, -1).sort(-1)
+    V = V.gather(-1, idx.unsqueeze(-2).expand((count, n, n)))
+    return w.reshape(batch + (n,)), V.reshape(batch + (n, n))
+
+
+def _svd_tall(A):
+    """One-sided Jacobi on A [count, m, n], m >= n: (U S unsorted [count, m, n], S sorted
+    descending, V sorted [count, n, n], the order)."""
+    dev, dt = A._storage.device, A.dtype
+    count, m, n = A.shape
+    u = empty_tensor((count, m, n), dt, dev)
+    copy_into(u, A)
+    V = empty_tensor((count, n, n), dt, dev)
+    if count and n:
+        sweeps = empty_tensor((count,), dtypes.int32, dev)
+        kern = get_kernel(dev, PROGRAMS[dt], "svd_jacobi")
+        L = _pow2_group(dev, kern, m)
+        launch(dev, kern, (count * L,), (L,), u._storage.buf, V._storage.buf, sweeps._storage.buf,
+               m, n, MAX_SWEEPS)
+    S, idx = (u * u).sum(-2).sqrt().sort(-1, descending=True)
+    order = idx.unsqueeze(-2)
+    return u.gather(-1, order.expand((count, m, n))), S, V.gather(-1, order.expand((count, n, n)))
+
+
+def _orthonormal(US, full):
+    """The left singular vectors from the sorted columns U S (orthogonal, any norms): their QR,
+    signed so that R's diagonal is not negative. Householder QR keeps Q orthonormal where some
+    columns are zero (rank-deficient A) and completes it to a square Q for full_matrices."""
+    Q, R = qr_raw(US, "complete" if full else "reduced")
+    k = US.shape[-1]
+    d = R.diagonal(0, -2, -1)
+    sign = 1 - 2 * (d < 0).to(US.dtype)
+    if Q.shape[-1] > k:
+        from .join import cat
+        from .creation import ones
+        sign = cat([sign, ones(tuple(sign.shape[:-1]) + (Q.shape[-1] - k,), dtype=US.dtype,
+                                device=US.device)], -1)
+    return Q * sign.unsqueeze(-2)
+
+
+def svd_raw(A, full_matrices=True, compute_uv=True):
+    """(U, S, Vh) of a float A [..., m, n], S descending; U, Vh None unless compute_uv."""
+    m, n = A.shape[-2], A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    k = min(m, n)
+    wide = m < n
+    work, _ = _work_copy(_mT(A) if wide else A)        # [count, max, min]
+    US, S, V = _svd_tall(work)
+    S_out = S.reshape(batch + (k,))
+    if not compute_uv:
+        return None, S_out, None
+    U = _orthonormal(US, full_matrices)
+    if wide:                                            # A^T = U S V^T: A = V S U^T
+        U, V = V, U
+    return U.reshape(batch + tuple(U.shape[-2:])), S_out, _mT(V).reshape(
+        batch + (V.shape[-1], V.shape[-2]))
+
+
+# ---- autograd ops ---------------------------------------------------------------------------------
+def _syminvadj(X):
+    """X + X^T with the diagonal once: the adjoint of X -> triu(X) made symmetric."""
+    return X + _mT(X) - X.diagonal(0, -2, -1).diag_embed()
+
+
+def _qr_backward_tall(gQ, gR, Q, R):
+    """torch's QR gradient for m >= n: gA = [gQ + Q syminvadj(triu(gR R^T - Q^T gQ))] R^-T."""
+    M = gR @ _mT(R) - _mT(Q) @ gQ
+    gA = Q @ _syminvadj(M.triu()) + gQ
+    return solve_triangular(_mT(R), gA, upper=False, left=False)
+
+
+class QR(Op):
+    @staticmethod
+    def forward(ctx, A, mode):
+        Q, R = qr_raw(A, mode)
+        ctx.mode = mode
+        if mode != "r":
+            ctx.save_for_backward(Q, R)
+        return Q, R
+
+    @staticmethod
+    def backward(ctx, gQ, gR):
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                               "going to differentiate through linalg.qr.")
+        Q, R = ctx.saved_tensors
+        m, n = Q.shape[-2], R.shape[-1]
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        if m >= n:
+            return _qr_backward_tall(gQ, gR, Q, R), None
+        # m < n: A = [X | Y], X = Q R1, Y = Q R2; Y's gradient is Q gR2 and it moves gQ
+        R1, R2 = R[..., :m], R[..., m:]
+        Y = Q @ R2
+        gX = _qr_backward_tall(gQ + Y @ _mT(gR[..., m:]), gR[..., :m], Q, R1)
+        from .join import cat
+        return cat([gX, Q @ gR[..., m:]], -1), None
+
+
+def qr(A, mode="reduced", *, out=None):
+    """The QR decomposition A = Q R (Householder reflections in a kernel), as torch.linalg.qr:
+    mode 'reduced' (Q [m, k], R [k, n], k = min(m, n)), 'complete' (Q [m, m], R [m, n]) or 'r'
+    (R only; Q is empty). R's diagonal has LAPACK's signs.
+
+    >>> import clgrad
+    >>> Q, R = clgrad.linalg.qr(clgrad.tensor([[3.0, 1.0], [4.0, 2.0]], dtype=clgrad.float64))
+    >>> [[round(x, 12) for x in row] for row in R.tolist()]
+    [[-5.0, -2.2], [0.0, 0.4]]
+    >>> round(clgrad.linalg.norm(Q @ R - clgrad.tensor([[3.0, 1.0], [4.0, 2.0]],
+    ...                                                dtype=clgrad.float64)).item(), 12)
+    0.0
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    _matrix("qr", A)
+    return _out(QRResult(*QR.apply(A, mode)), out)
+
+
+def _legacy_qr(A, some=True, *, out=None):
+    """torch.qr (deprecated in torch for linalg.qr): the reduced QR, or the complete one with
+    some=False.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[0.0, 2.0], [1.0, 0.0]]).qr().R.abs().tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    """
+    return _out(LegacyQR(*qr(A, "reduced" if some else "complete")), out)
+
+
+class Eigh(Op):
+    @staticmethod
+    def forward(ctx, A, UPLO):
+        w, V = eigh_raw(A, UPLO)
+        ctx.save_for_backward(w, V)
+        return w, V
+
+    @staticmethod
+    def backward(ctx, gw, gV):
+        # torch's formula: gA = V (diag(gw) + skew(V^T gV) / 2E) V^T, E_ij = w_j - w_i
+        w, V = ctx.saved_tensors
+        VgV = _mT(V) @ gV
+        E = w.unsqueeze(-2) - w.unsqueeze(-1)
+        n = w.shape[-1]
+        from .creation import eye
+        I = eye(n, dtype=w.dtype, device=w.device)
+        inner = 0.5 * (VgV - _mT(VgV)) / (E + I) * (1 - I) + gw.diag_embed()
+        return V @ inner @ _mT(V), None
+
+
+class Eigvalsh(Op):
+    @staticmethod
+    def forward(ctx, A, UPLO):
+        w, V = eigh_raw(A, UPLO)
+        ctx.save_for_backward(V)
+        return w
+
+    @staticmethod
+    def backward(ctx, gw):
+        (V,) = ctx.saved_tensors
+        return (V * gw.unsqueeze(-2)) @ _mT(V), None
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices, as
+    torch.linalg.eigh; only the UPLO ('L' or 'U') triangle of A is read. Cyclic Jacobi in a
+    kernel; each eigenvector's largest component is positive.
+
+    >>> import clgrad
+    >>> w, V = clgrad.linalg.eigh(clgrad.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=clgrad.float64))
+    >>> [round(x, 12) for x in w.tolist()], [round(x, 6) for x in V[:, 1].tolist()]
+    ([1.0, 3.0], [0.707107, 0.707107])
+    """
+    _check_uplo(UPLO)
+    _square("eigh", A)
+    return _out(EighResult(*Eigh.apply(A, UPLO)), out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues (ascending) of symmetric matrices, as torch.linalg.eigvalsh.
+
+    >>> import clgrad
+    >>> [round(x, 5) for x in clgrad.linalg.eigvalsh(clgrad.tensor([[1.0, 2.0], [2.0, 1.0]])).tolist()]
+    [-1.0, 3.0]
+    """
+    _check_uplo(UPLO)
+    _square("eigvalsh", A)
+    return _out(Eigvalsh.apply(A, UPLO), out)
+
+
+def _svd_backward(gU, gS, gVh, U, S, Vh):
+    """torch's gradient of the reduced SVD (U [m, k], S [k], Vh [k, n])."""
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    V, gV = _mT(Vh), _mT(gVh)
+    from .creation import eye
+    I = eye(k, dtype=S.dtype, device=S.device)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I            # E_jk = S_k^2 - S_j^2, 1 on the diagonal
+    UgU = _mT(U) @ gU
+    VgV = _mT(V) @ gV
+    gA = ((UgU - _mT(UgU)) * S.unsqueeze(-2) + S.unsqueeze(-1) * (VgV - _mT(VgV))) / E
+    gA = gA + gS.diag_embed()
+    if m > k:                                               # (I - U U^T) gU S^-1 V^T
+        gA = U @ gA
+        gUS = gU / S.unsqueeze(-2)
+        return (gA + gUS - U @ (_mT(U) @ gUS)) @ Vh
+    if n > k:                                               # U S^-1 gV^T (I - V V^T)
+        gA = gA @ Vh
+        SgVh = gVh / S.unsqueeze(-1)
+        return U @ (gA + SgVh - (SgVh @ V) @ Vh)
+    return U @ gA @ Vh
+
+
+class SVD(Op):
+    @staticmethod
+    def forward(ctx, A, full_matrices):
+        U, S, Vh = svd_raw(A, full_matrices)
+        ctx.save_for_backward(U, S, Vh)
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx, gU, gS, gVh):
+        U, S, Vh = ctx.saved_tensors
+        k = S.shape[-1]
+        # full_matrices: the extra columns are arbitrary; torch narrows them away
+        return _svd_backward(gU[..., :k], gS, gVh[..., :k, :], U[..., :k], S,
+                             Vh[..., :k, :]), None
+
+
+class SVDvals(Op):
+    @staticmethod
+    def forward(ctx, A):
+        U, S, Vh = svd_raw(A, False)
+        ctx.save_for_backward(U, Vh)
+        return S
+
+    @staticmethod
+    def backward(ctx, gS):
+        U, Vh = ctx.saved_tensors
+        return (U * gS.unsqueeze(-2)) @ Vh
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """The singular value decomposition A = U diag(S) Vh, S descending, as torch.linalg.svd
+    (full_matrices: U [m, m] and Vh [n, n], else [m, k] and [k, n]). One-sided Jacobi in a
+    kernel; the signs of singular vectors are arbitrary, as torch's.
+
+    >>> import clgrad
+    >>> U, S, Vh = clgrad.linalg.svd(clgrad.tensor([[3.0, 0.0], [0.0, -4.0]], dtype=clgrad.float64))
+    >>> S.tolist(), round(clgrad.linalg.norm(U @ S.diag_embed() @ Vh
+    ...                                       - clgrad.tensor([[3.0, 0.0], [0.0, -4.0]])).item(), 12)
+    ([4.0, 3.0], 0.0)
+    """
+    _matrix("svd", A)
+    return _out(SVDResult(*SVD.apply(A, bool(full_matrices))), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of A, descending, as torch.linalg.svdvals.
+
+    >>> import clgrad
+    >>> clgrad.linalg.svdvals(clgrad.tensor([[0.0, 2.0], [1.0, 0.0]])).tolist()
+    [2.0, 1.0]
+    """
+    _matrix("svdvals", A)
+    return _out(SVDvals.apply(A), out)
+
+
+def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
+    """torch.svd (deprecated in torch for linalg.svd): (U, S, V) with V, not Vh; the reduced
+    decomposition unless some=False; zeros for U and V with compute_uv=False.
+
+    >>> import clgrad
+    >>> U, S, V = clgrad.svd(clgrad.tensor([[2.0, 0.0], [0.0, 1.0]]))
+    >>> S.tolist(), V.abs().tolist()
+    ([2.0, 1.0], [[1.0, 0.0], [0.0, 1.0]])
+    """
+    _matrix("svd", A)
+    if not compute_uv:
+        from .creation import zeros
+        m, n = A.shape[-2], A.shape[-1]
+        batch = tuple(A.shape[:-2])
+        S = svdvals(A)
+        return _out(LegacySVD(zeros(batch + (m, m), dtype=A.dtype, device=A.device), S,
+                              zeros(batch + (n, n), dtype=A.dtype, device=A.device)), out)
+    U, S, Vh = svd(A, full_matrices=not some)
+    return _out(LegacySVD(U, S, _mT(Vh)), out)
+
+
+# ---- composed on the decompositions ---------------------------------------------------------------
+def _eps(dt):
+    return 2.220446049250313e-16 if dt is dtypes.float64 else 1.1920928955078125e-07
+
+
+def _as_tol(x, like):
+    """A Python number or tensor tolerance, as a tensor that broadcasts over the batch."""
+    if isinstance(x, Tensor):
+        return x.to(like.dtype)
+    from .creation import full
+    return full((), float(x), dtype=like.dtype, device=like.device)
+
+
+def _threshold(S_max, atol, rtol, m, n):
+    """max(atol, rtol * S_max) with torch's defaults: rtol = eps * max(m, n) when neither is
+    given, 0 when only a positive atol is."""
+    if rtol is None:
+        if atol is None or (not isinstance(atol, Tensor) and atol <= 0):
+            rtol = _eps(S_max.dtype) * max(m, n)
+        else:
+            rtol = 0.0
+    if atol is None:
+        atol = 0.0
+    from .pointwise import maximum
+    return maximum(_as_tol(atol, S_max), _as_tol(rtol, S_max) * S_max)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudoinverse through the SVD (through eigh with hermitian=True):
+    singular values at most max(atol, rtol * largest) count as zero, as torch.linalg.pinv.
+
+    >>> import clgrad
+    >>> clgrad.linalg.pinv(clgrad.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    if not isinstance(A, Tensor) or A.dim() < 2 or not A.dtype.is_floating_point:
+        what = f"{A.dtype.name.capitalize()}{list(A.shape)}" if isinstance(A, Tensor) else "?"
+        raise RuntimeError(f"linalg.pinv({what}): expected a tensor with 2 or more dimensions "
+                           f"of float, double, cfloat or cdouble types")
+    from .pointwise import where
+    m, n = A.shape[-2], A.shape[-1]
+    if A.numel() == 0:
+        from .creation import zeros
+        return _out(zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device), out)
+    if hermitian:
+        _square("pinv", A)
+        w, V = eigh(A)
+        aw = w.abs()
+        keep = aw > _threshold(aw.amax(-1, keepdim=True), atol, rtol, m, n)
+        winv = where(keep, 1 / where(keep, w, 1.0), 0.0)
+        return _out((V * winv.unsqueeze(-2)) @ _mT(V), out)
+    _matrix("pinv", A)
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _threshold(S[..., :1], atol, rtol, m, n)
+    Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
+    return _out((_mT(Vh) * Sinv.unsqueeze(-2)) @ _mT(U), out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    """The number of singular values (absolute eigenvalues with hermitian=True) above
+    max(atol, rtol * the largest), as torch.linalg.matrix_rank (int64); tol is torch's older
+    spelling of atol.
+
+    >>> import clgrad
+    >>> clgrad.linalg.matrix_rank(clgrad.ones(3, 3)).item()
+    1
+    """
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    _matrix("matrix_rank", A)
+    m, n = A.shape[-2], A.shape[-1]
+    with no_grad():
+        if hermitian:
+            _square("matrix_rank", A)
+            S = eigvalsh(A.detach()).abs()
+        else:
+            S = svdvals(A.detach())
+        if S.shape[-1] == 0:
+            from .creation import zeros
+            return _out(zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device), out)
+        thr = _threshold(S.amax(-1, keepdim=True), atol, rtol, m, n)
+        return _out((S > thr).sum(-1).to(dtypes.int64), out)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of A X = B, as torch.linalg.lstsq: (solution, residuals, rank,
+    singular_values). driver 'gels' goes through QR (A of full rank: the least-squares solution
+    of a tall A, the least-norm one of a wide A); 'gelsy' (the default), 'gelsd' and 'gelss'
+    through the SVD, with singular values below rcond * the largest (default eps * max(m, n))
+    taken as zero. residuals (the squared residual of each column) come where m > n, the driver
+    is not 'gelsy' and every A has full rank; rank with every driver but 'gels'; singular_values
+    with 'gelsd' and 'gelss'.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=clgrad.float64)
+    >>> r = clgrad.linalg.lstsq(A, clgrad.tensor([[1.0], [2.0], [3.0]], dtype=clgrad.float64),
+    ...                         driver="gelsd")
+    >>> r.solution.tolist(), r.residuals.tolist(), r.rank.item()
+    ([[1.0], [2.0]], [9.0], 2)
+    """
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           "gelsy, gelsd, gelss)")
+    driver = driver or "gelsy"
+    _matrix("lstsq", A)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.lstsq(): argument 'B' must be Tensor, not {type(B).__name__}")
+    if B.dtype is not A.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {A.dtype.name.capitalize()} and "
+                           f"other's dtype {B.dtype.name.capitalize()}")
+    if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if Bm.shape[-2] != m:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    from ._base import broadcast_shapes
+    batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    A = A.expand(batch + (m, n))
+    Bm = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    from .creation import zeros
+    empty_f = zeros((0,), dtype=A.dtype, device=A.device)
+    rank, S = zeros((0,), dtype=dtypes.int64, device=A.device), empty_f
+    if driver == "gels":
+        if m >= n:
+            Q, R = qr(A)
+            X = solve_triangular(R, _mT(Q) @ Bm, upper=True)
+        else:                                        # least norm: A^T = Q R, X = Q R^-T B
+            Q, R = qr(_mT(A))
+            X = Q @ solve_triangular(_mT(R), Bm, upper=False)
+        full_rank = True
+    else:
+        U, S, Vh = svd(A, full_matrices=False)
+        if S.shape[-1]:
+            tol = (_eps(A.dtype) * max(m, n) if rcond is None or rcond < 0 else rcond)
+            keep = S > tol * S[..., :1]
+        else:
+            keep = S > 0
+        from .pointwise import where
+        Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
+        X = (_mT(Vh) * Sinv.unsqueeze(-2)) @ (_mT(U) @ Bm)
+        rank = keep.sum(-1).to(dtypes.int64)
+        with no_grad():
+            full_rank = bool((rank == min(m, n)).all().item()) if rank.numel() else True
+        if driver == "gelsy":
+            S = empty_f
+        else:
+            S = S.detach()
+    residuals = empty_f
+    if m > n and driver != "gelsy" and full_rank:
+        residuals = ((A @ X - Bm) ** 2).sum(-2)
+        if vector:
+            residuals = residuals.squeeze(-1)
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, S)
+
+
+def singular_norm(A, ord, d0, d1, keepdim):
+    """The matrix norms that need singular values: 'nuc' (their sum), 2 (the largest), -2 (the
+    smallest), over dims d0, d1 (non-negative, distinct)."""
+    M = A.movedim((d0, d1), (-2, -1))
+    S = svdvals(M)
+    r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of A in the norm p, as torch.linalg.cond: with p None, 2 or -2 the
+    ratio of the extreme singular values (any shape); with 'fro', 'nuc', inf, -inf, 1, -1
+    norm(A, p) * norm(inv(A), p) (square A; inf where A is singular).
+
+    >>> import clgrad
+    >>> round(clgrad.linalg.cond(clgrad.tensor([[4.0, 0.0], [0.0, 2.0]])).item(), 5)
+    2.0
+    """
+    _matrix("cond", A)
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        return _out(S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0], out)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
+                           f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
+    from .linalg_lu import inv_ex, matrix_norm
+    from .pointwise import where
+    Ainv, info = inv_ex(A)
+    c = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return _out(where(info > 0, math.inf, c), out)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with rtol=rcond.
+
+    >>> import clgrad
+    >>> clgrad.tensor([[4.0]]).pinverse().item()
+    0.25
+    """
+    return pinv(input, rtol=rcond)
+
+
+FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
+METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
