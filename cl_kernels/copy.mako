@@ -7,10 +7,11 @@ ${c.prelude([dt] + list(srcs))}
 <%
 def conv(v, s, ctx, w="VEC"):
     """convert value v of source compute type to the destination's compute type"""
-    if s.ct == dt.ct:
+    if s is dt or (s.ct == dt.ct and dt.kind != "b"):
         return v
-    if dt.kind == "b":
-        return f"CAT(convert_uchar, {w})(({v} != (CAT({s.ct}, {w}))(0)) & 1)" if ctx == "v" \
+    if dt.kind == "b":              # any non-zero is True, stored as 1 (uint8 has bool's ct)
+        # a vector comparison gives -1 per true lane in a mask type as wide as the operand
+        return f"CAT(convert_uchar, {w})(-({v} != (CAT({s.ct}, {w}))(0)))" if ctx == "v" \
             else f"(uchar)({v} != ({s.ct})0)"
     return f"CAT(convert_{dt.ct}, {w})({v})" if ctx == "v" else f"({dt.ct})({v})"
 %>

@@ -11,7 +11,8 @@
 <%!
 def mask_type(d):
     """the integer type comparisons of d's compute type yield (same element size)"""
-    return {"float": "int", "double": "long", "int": "int", "long": "long", "uchar": "char"}[d.ct]
+    return {"float": "int", "double": "long", "int": "int", "long": "long", "uchar": "char", "char": "char",
+            "short": "short"}[d.ct]
 
 NAMES = ["x", "y", "z"]
 

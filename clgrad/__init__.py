@@ -8,8 +8,9 @@
 """
 from ._version import __version__
 from . import dtypes
-from .dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype,
-                     int32, int64, promote_types, result_type, set_default_dtype, uint8, can_cast)
+from .dtypes import (bfloat16, bool_ as bool, can_cast, dtype, finfo, float16, float32, float64,
+                     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types,
+                     result_type, set_default_dtype, uint8)
 from .tensor import Size, Tensor, device
 from . import autograd
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
@@ -27,6 +28,7 @@ double = float64
 half = float16
 long = int64
 int = int32
+short = int16
 
 globals().update(_face.FUNCTIONS)
 globals().update(_CPU_TYPES)

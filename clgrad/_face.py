@@ -147,8 +147,16 @@ def _caster(dt):
 
 
 def type_(self, dtype=None, non_blocking=False):
+    """torch's Tensor.type: with no argument the legacy type name ('torch.FloatTensor', as torch
+    prints it, 'torch.cuda.FloatTensor' on a GPU); otherwise a cast to a dtype or a legacy type
+    (a class such as clgrad.LongTensor, or its name)."""
+    from ._legacy import NAMES
     if dtype is None:
-        return f"clgrad.{self._dtype.name.capitalize()}Tensor"
+        name = next(n for n, d in NAMES.items() if d is self._dtype)
+        return f"torch.{'cuda.' if self.is_cuda else ''}{name}"
+    if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in NAMES:
+        dtype = NAMES[dtype.rsplit(".", 1)[-1]]
+    dtype = getattr(dtype, "dtype", dtype)     # a legacy type class
     return views.to_dtype(self, dtypes.as_dtype(dtype))
 
 
@@ -156,6 +164,7 @@ register(methods={
     "to": to, "float": _caster(dtypes.float32), "double": _caster(dtypes.float64),
     "half": _caster(dtypes.float16), "bfloat16": _caster(dtypes.bfloat16),
     "int": _caster(dtypes.int32), "long": _caster(dtypes.int64), "byte": _caster(dtypes.uint8),
+    "char": _caster(dtypes.int8), "short": _caster(dtypes.int16),
     "bool": _caster(dtypes.bool_), "type": type_,
     "type_as": lambda self, other: views.to_dtype(self, other._dtype),
     "cpu": lambda self, memory_format=None: to(self, "cpu"),

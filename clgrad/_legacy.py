@@ -21,6 +21,7 @@ from .tensor import Tensor
 NAMES = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64,
          "HalfTensor": dtypes.float16, "BFloat16Tensor": dtypes.bfloat16,
          "IntTensor": dtypes.int32, "LongTensor": dtypes.int64, "ByteTensor": dtypes.uint8,
+         "CharTensor": dtypes.int8, "ShortTensor": dtypes.int16,
          "BoolTensor": dtypes.bool_}
 
 

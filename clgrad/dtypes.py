@@ -51,6 +51,8 @@ class dtype:
 
 bool_ = dtype("bool", np.bool_, 1, "b", "uchar", "uchar", "b8", 0)
 uint8 = dtype("uint8", np.uint8, 1, "u", "uchar", "uchar", "u8", 1)
+int8 = dtype("int8", np.int8, 1, "i", "char", "char", "i8", 1)
+int16 = dtype("int16", np.int16, 2, "i", "short", "short", "i16", 2)
 int32 = dtype("int32", np.int32, 4, "i", "int", "int", "i32", 3)
 int64 = dtype("int64", np.int64, 8, "i", "long", "long", "i64", 4)
 float16 = dtype("float16", np.float16, 2, "f", "half", "float", "f16", 5)
@@ -58,16 +60,23 @@ bfloat16 = dtype("bfloat16", np.uint16, 2, "f", "ushort", "float", "bf16", 5)
 float32 = dtype("float32", np.float32, 4, "f", "float", "float", "f32", 6)
 float64 = dtype("float64", np.float64, 8, "f", "double", "double", "f64", 7)
 
-ALL = (float32, float64, float16, bfloat16, int32, int64, uint8, bool_)
+ALL = (float32, float64, float16, bfloat16, int32, int64, int16, int8, uint8, bool_)
 FLOATS = (float32, float64, float16, bfloat16)
-INTS = (int32, int64, uint8)
+INTS = (int32, int64, int16, int8, uint8)
 BY_NAME = {d.name: d for d in ALL}
+# the names torch's messages give each dtype: its scalar type, and its C++ type
+TORCH_NAMES = {float32: "Float", float64: "Double", float16: "Half", bfloat16: "BFloat16",
+               int64: "Long", int32: "Int", int16: "Short", int8: "Char", uint8: "Byte",
+               bool_: "Bool"}
+C_NAMES = {float32: "float", float64: "double", float16: "c10::Half", bfloat16: "c10::BFloat16",
+           int64: "long int", int32: "int", int16: "short int", int8: "signed char",
+           uint8: "unsigned char", bool_: "bool"}
 BY_NAME.update({"bool": bool_, "float": float32, "double": float64, "half": float16,
-                "int": int32, "long": int64})
+                "int": int32, "long": int64, "short": int16})
 _FROM_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
                np.dtype(np.float16): float16, np.dtype(np.int32): int32,
                np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.bool_): bool_,
-               np.dtype(np.int8): int32, np.dtype(np.int16): int32, np.dtype(np.uint16): int32,
+               np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.uint16): int32,
                np.dtype(np.uint32): int64}
 
 _default_float = float32
@@ -119,7 +128,7 @@ def from_numpy_dtype(npd):
         return _FROM_NUMPY[np.dtype(npd)]
     except KeyError:
         raise TypeError(f"can't convert numpy arrays of type {npd} to a clgrad tensor; supported "
-                        f"are float64, float32, float16, int64, int32, uint8 and bool") from None
+                        f"are float64, float32, float16, int64, int32, int16, int8, uint8 and bool") from None
 
 
 # promote_types for the dtypes clgrad has, as torch defines it
@@ -133,6 +142,8 @@ def promote_types(a, b):
     a, b = as_dtype(a), as_dtype(b)
     if a is b:
         return a
+    if {a, b} == {uint8, int8}:              # neither holds the other's range
+        return int16
     if a.kind == "f" and b.kind == "f":
         if {a, b} == {float16, bfloat16}:
             return float32
@@ -199,6 +210,62 @@ def can_cast(frm, to):
     frm, to = as_dtype(frm), as_dtype(to)
     order = "buif"
     return order.index(frm.kind) <= order.index(to.kind) if frm.kind != to.kind else True
+
+
+class finfo:
+    """The limits of a floating-point dtype, as torch.finfo (the default dtype when none is given).
+
+    >>> import clgrad
+    >>> clgrad.finfo(clgrad.float16).max, clgrad.finfo(clgrad.bfloat16).eps
+    (65504.0, 0.0078125)
+    """
+
+    # bits, eps, max, tiny (the smallest normal number), resolution
+    _TABLE = {"float32": (32, 1.1920928955078125e-07, 3.4028234663852886e38,
+                          1.1754943508222875e-38, 1e-06),
+              "float64": (64, 2.220446049250313e-16, 1.7976931348623157e308,
+                          2.2250738585072014e-308, 1e-15),
+              "float16": (16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001),
+              "bfloat16": (16, 0.0078125, 3.3895313892515355e38, 1.1754943508222875e-38, 0.01)}
+
+    def __init__(self, type=None):
+        d = _default_float if type is None else as_dtype(type)
+        if d.kind != "f":
+            raise TypeError("clgrad.finfo() requires a floating point input type. Use "
+                            "clgrad.iinfo to handle 'clgrad.finfo'")
+        self.bits, self.eps, self.max, self.tiny, self.resolution = self._TABLE[d.name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype, as torch.iinfo.
+
+    >>> import clgrad
+    >>> clgrad.iinfo(clgrad.int8).min, clgrad.iinfo(clgrad.uint8).max
+    (-128, 255)
+    """
+
+    def __init__(self, type):
+        d = as_dtype(type)
+        if d.kind == "f":
+            raise TypeError("clgrad.iinfo() requires an integer input type. Use clgrad.finfo to "
+                            "handle 'clgrad.iinfo'")
+        if d.kind == "b":
+            raise TypeError(f"{d} is not supported by clgrad.iinfo")
+        self.bits = 8 * d.itemsize
+        self.min = 0 if d.kind == "u" else -(1 << (self.bits - 1))
+        self.max = (1 << self.bits) - 1 if d.kind == "u" else (1 << (self.bits - 1)) - 1
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
 def finfo_eps(d):

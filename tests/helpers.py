@@ -20,7 +20,8 @@ def float_dtypes(device):
 
 
 def all_dtypes(device):
-    return float_dtypes(device) + [clgrad.int32, clgrad.int64, clgrad.uint8, clgrad.bool]
+    return float_dtypes(device) + [clgrad.int32, clgrad.int64, clgrad.int16, clgrad.int8,
+                                    clgrad.uint8, clgrad.bool]
 
 
 def grad_dtype(device):

@@ -1,6 +1,8 @@
 """What every op family shares: shapes and broadcasting, collapsing dimensions for strided
 kernels, the raw (not recorded) copy, cast and fill kernels, and argument checks with torch's
 messages."""
+import math
+
 import numpy as np
 import pyopencl.cltypes as cltypes
 
@@ -279,9 +281,45 @@ def scalar_for(dt, value):
     v = int(value)
     if dt is dtypes.uint8:
         return v & 0xFF
-    if dt is dtypes.int32:
-        return ((v + 2**31) % 2**32) - 2**31
+    if dt.itemsize < 8:                  # wrap into the type, as a C cast does
+        half = 1 << (8 * dt.itemsize - 1)
+        return ((v + half) % (2 * half)) - half
     return v
+
+
+# torch's names for the types in its "cannot be converted" message; float64 and bfloat16 are not
+# checked (a number too large for bfloat16 becomes inf there, as in torch)
+_OVERFLOW_NAMES = {dtypes.int8: "int8_t", dtypes.uint8: "uint8_t", dtypes.int16: "int16_t",
+                   dtypes.int32: "int", dtypes.int64: "int64_t", dtypes.float16: "c10::Half",
+                   dtypes.float32: "float"}
+_FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.float32: 3.4028234663852886e38}
+
+
+def check_fits(value, dt):
+    """torch's check where a Python number fills a tensor (full, fill_, masked_fill): a value
+    outside dt's range is a RuntimeError, not a silent wrap. Unsigned types take -max..max (a
+    negative number wraps), as torch's c10::overflows allows.
+
+    >>> import clgrad
+    >>> clgrad.full((2,), 300, dtype=clgrad.int8)
+    Traceback (most recent call last):
+    RuntimeError: value cannot be converted to type int8_t without overflow
+    """
+    name = _OVERFLOW_NAMES.get(dt)
+    if name is None or isinstance(value, (bool, np.bool_)):
+        return
+    v = float(value) if isinstance(value, (float, np.floating)) else int(value)
+    if dt.kind == "f":
+        bad = math.isfinite(v) and abs(v) > _FLOAT_MAX[dt]
+    elif isinstance(v, float) and not math.isfinite(v):
+        bad = True
+    else:
+        bits = 8 * dt.itemsize
+        hi = (1 << bits) - 1 if dt.kind == "u" else (1 << (bits - 1)) - 1
+        lo = -hi if dt.kind == "u" else -hi - 1
+        bad = not lo <= int(v) <= hi
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
 def full_raw(shape, value, dt, dev):

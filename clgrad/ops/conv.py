@@ -36,11 +36,8 @@ from ._base import (cast_raw, check_fp64, contiguous_raw, copy_into, fill_raw, f
                     same_device, size_repr, view_raw)
 
 FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
-_TORCH_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-                dtypes.bfloat16: "BFloat16", dtypes.int32: "Int", dtypes.int64: "Long",
-                dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
-_C_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
-            dtypes.bfloat16: "c10::BFloat16"}
+_TORCH_NAMES = dtypes.TORCH_NAMES
+_C_NAMES = dtypes.C_NAMES
 
 # Register blocking of the kernels (build options of conv.mako) comes from the tuning database
 # (clgrad.runtime.tuning, family "conv"), per device and code path. VW is the vector width (the

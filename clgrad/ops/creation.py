@@ -9,8 +9,8 @@ from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.device import get_device
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, empty_tensor, numel_of, upload
-from ._base import (COPY, check_fp64, check_no_internal_overlap, copy_into, fill_raw, full_raw,
-                    scalar_for, view_raw)
+from ._base import (COPY, check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
+                    full_raw, scalar_for, view_raw)
 from .views import _shape_arg
 
 
@@ -147,6 +147,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = _dtype_or(dtype, dtypes.scalar_dtype(fill_value))
+    check_fits(fill_value, dt)
     return _finish(full_raw(shape, fill_value, dt, _dev(device)), requires_grad)
 
 

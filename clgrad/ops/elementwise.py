@@ -86,7 +86,8 @@ def same(g, a):
 entry("neg", "T", {"f": "-x", "i": "-x", "u": "-x"}, vjp=(lambda g, a: -g,))
 # max(x, -x) rather than a select: compilers fold either into the same instruction, but the
 # select becomes LLVM's abs intrinsic before Oclgrind sees it, which Oclgrind cannot run.
-entry("abs", "T", {"f": "fabs(x)", "i": "max(x, -x)", "u": "x"},
+# CV(-x): -x of a scalar char or short is an int, and max(char, int) is ambiguous.
+entry("abs", "T", {"f": "fabs(x)", "i": "max(x, CV(-x))", "u": "x"},
       saves="x", vjp=(lambda g, a: g * sign(a.x),))
 entry("sign", "T", {"f": "sign(x)", "i": "SEL(x > CV(0), CV(1), SEL(x < CV(0), CV(-1), CV(0)))",
                     "u": "SEL(x > CV(0), CV(1), CV(0))", "b": "x"},
@@ -400,9 +401,7 @@ for _arity in (1, 2, 3):
 
 # ---- dispatch -------------------------------------------------------------------------------
 # torch's names of the dtypes in its "not implemented for" messages
-_TORCH_DT_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                   "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                   "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_TORCH_DT_NAMES = {d.name: n for d, n in dtypes.TORCH_NAMES.items()}
 
 
 def _not_implemented(e, dt):
@@ -452,7 +451,10 @@ def compute_dtype(e, operands):
     return dt
 
 
-_INT32 = (-2**31, 2**31)
+# the Python ints an integer dtype's kernels take as they are (others wrap on the general path)
+_INT_RANGE = {d: ((0, 256) if d is dtypes.uint8 else (-(1 << (8 * d.itemsize - 1)),
+                                                      1 << (8 * d.itemsize - 1)))
+              for d in dtypes.INTS}
 # Python bools take the general path (torch refuses some of them: x - True)
 _SCALAR_OK = {"f": (float, int), "i": (int,), "u": (int,)}
 
@@ -483,8 +485,7 @@ def _fast_variant(e, operands, params):
                 b._storage.device is a._storage.device:
             return "tt"
         return None
-    if tb in ok and (kind == "f" or (_INT32[0] <= b < _INT32[1] if dt is dtypes.int32 else
-                                     0 <= b < 256 if dt is dtypes.uint8 else True)):
+    if tb in ok and (kind == "f" or _INT_RANGE[dt][0] <= b < _INT_RANGE[dt][1]):
         return "ts"
     return None
 

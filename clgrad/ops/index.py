@@ -648,9 +648,7 @@ def as_strided_backward_overlapping(g, in_shape, shape, strides, offset):
 
 
 # ---- argument checks shared by the functions -----------------------------------------------------
-_TORCH_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-                dtypes.bfloat16: "BFloat16", dtypes.int32: "Int", dtypes.int64: "Long",
-                dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
+_TORCH_NAMES = dtypes.TORCH_NAMES
 
 
 def _tname(t):

@@ -194,13 +194,15 @@ def fill_(self, value):
     >>> clgrad.zeros(2).fill_(3).tolist()
     [3.0, 3.0]
     """
-    from ._base import fill_raw
+    from ._base import check_fits, fill_raw
     if isinstance(value, Tensor) and value.numel() != 1:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{len(value._shape)} dimensions.")
     if isinstance(value, Tensor) and not value._requires_grad and \
             not _has_tangents(value, ()):
         value = value.item()
+    if not isinstance(value, Tensor):
+        check_fits(value, self._dtype)
 
     def fast():
         fill_raw(self, value)

@@ -30,7 +30,7 @@ from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, same
                     size_repr, view_raw)
 
 GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32,
-               dtypes.int64)
+               dtypes.int64, dtypes.int16, dtypes.int8, dtypes.uint8)
 
 # Below this many multiply-adds one kernel with one work-item per output beats packing or tiling
 # and their extra launches.
@@ -307,12 +307,8 @@ def _dot_raw(a, b):
 
 
 # ---- argument checks with torch's messages ----------------------------------------------------
-_NAMES = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
-          dtypes.bfloat16: "BFloat16", dtypes.int32: "Int", dtypes.int64: "Long",
-          dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
-_CNAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.float16: "c10::Half",
-           dtypes.bfloat16: "c10::BFloat16", dtypes.int32: "int", dtypes.int64: "long int",
-           dtypes.uint8: "unsigned char", dtypes.bool_: "bool"}
+_NAMES = dtypes.TORCH_NAMES
+_CNAMES = dtypes.C_NAMES
 
 
 def _tensors(op, **named):

@@ -342,7 +342,7 @@ def fill_diagonal_(input, fill_value, wrap=False):
 
 def is_signed(self):
     """Whether the dtype holds negative numbers."""
-    return self.dtype not in (dtypes.uint8, dtypes.bool_)
+    return self.dtype.is_signed
 
 
 def is_nonzero(self):

@@ -6,7 +6,7 @@ import numbers
 from .. import dtypes
 from ..tensor import Tensor
 from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
-from ._base import broadcast_shapes, check_inplace_overlap
+from ._base import broadcast_shapes, check_fits, check_inplace_overlap
 from .inplace import apply_inplace
 
 _NUMBER = (numbers.Number,)
@@ -456,11 +456,13 @@ def clamp(input, min=None, max=None):
 
 
 def _int_min(dt):
-    return {dtypes.int32: -2**31, dtypes.int64: -2**63, dtypes.uint8: 0}.get(dt, 0)
+    return -(1 << (8 * dt.itemsize - 1)) if dt.kind == "i" else 0
 
 
 def _int_max(dt):
-    return {dtypes.int32: 2**31 - 1, dtypes.int64: 2**63 - 1, dtypes.uint8: 255}.get(dt, 1)
+    if dt.kind == "b":
+        return 1
+    return (1 << (8 * dt.itemsize - (dt.kind == "i"))) - 1
 
 
 def clamp_(self, min=None, max=None):
@@ -522,6 +524,7 @@ def masked_fill(input, mask, value):
         if value._requires_grad or input._requires_grad:
             return where(mask, value.to(input._dtype), input)
         value = value.item()
+    check_fits(value, input._dtype)
     shape = broadcast_shapes(input._shape, mask._shape)
     if shape != input._shape:
         input = input.expand(shape)
@@ -533,6 +536,7 @@ def masked_fill_(self, mask, value):
         raise RuntimeError("masked_fill_ only supports boolean masks")
     if isinstance(value, Tensor):
         return self.copy_(masked_fill(self, mask, value))
+    check_fits(value, self._dtype)
     return inplace("masked_fill", self, (mask,), (value,))
 
 

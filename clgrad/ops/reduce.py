@@ -15,8 +15,10 @@ from ..runtime.kernels import Program, get_kernel, group_limit, launch, render, 
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, collapse, full_raw, pack8, size_repr, view_raw
 
-_INT_MIN = {"int": "(-2147483647 - 1)", "long": "(-9223372036854775807L - 1)", "uchar": "0"}
-_INT_MAX = {"int": "2147483647", "long": "9223372036854775807L", "uchar": "255"}
+_INT_MIN = {"int": "(-2147483647 - 1)", "long": "(-9223372036854775807L - 1)", "uchar": "0",
+            "short": "(-32768)", "char": "(-128)"}
+_INT_MAX = {"int": "2147483647", "long": "9223372036854775807L", "uchar": "255",
+            "short": "32767", "char": "127"}
 
 
 def _acc_dtype(dt):
