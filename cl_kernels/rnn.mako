@@ -82,7 +82,7 @@ __kernel void gru_fwd${sfx}(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} gh, long gho
 {
     long e = get_global_id(0) * ${W};
     if (e >= B * H) return;
-    long b = e / H, r = e + b * 2 * H, a = e + b * 3 * H;   /* column j of row b: [B, 3H], [B, 4H] */
+    long b = e / H, r = e + b * 2 * H, a = e + b * 3 * H;  /* column j of row b: [B, 3H], [B, 4H] */
     ${VT} rg = SIG(${ld("(x + xo)", "r")} + ${ld("(gh + gho)", "r")});
     ${VT} z = SIG(${ld("(x + xo)", "r + H")} + ${ld("(gh + gho)", "r + H")});
     ${VT} hn = ${ld("(gh + gho)", "r + 2 * H")};

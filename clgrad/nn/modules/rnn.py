@@ -158,25 +158,24 @@ class RNNBase(Module):
         [T, B, H_out] and the final state."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         T, B = x.shape[0], x.shape[1]
-        fused = _FUSED and w_hr is None
-        if fused and self.mode == "LSTM":
+
+        def project(bias):                       # every step's input projection: one GEMM
+            return F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, len(w_ih))
+
+        def both():
+            return b_ih + b_hh if b_ih is not None else None
+        if _FUSED and self.mode == "LSTM" and w_hr is None:
             # both biases in the one GEMM of the input projection, then the fused layer
-            bias = b_ih + b_hh if b_ih is not None else None
-            proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, -1)
-            out, h, c = lstm_layer(proj, w_hh, state[0], state[1], bool(d))
+            out, h, c = lstm_layer(project(both()), w_hh, state[0], state[1], bool(d))
             return out, (h, c)
-        if fused and self.mode == "GRU":
+        if _FUSED and self.mode == "GRU":
             # b_hh stays out of the projection: b_hn sits inside r * (W_hn h + b_hn)
-            proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, b_ih).reshape(T, B, -1)
-            return gru_layer(proj, w_hh, b_hh, state, bool(d))
-        if fused:                                # RNN_TANH, RNN_RELU
-            bias = b_ih + b_hh if b_ih is not None else None
-            proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, -1)
-            return rnn_layer(proj, w_hh, state, bool(d),
+            return gru_layer(project(b_ih), w_hh, b_hh, state, bool(d))
+        if _FUSED and self.mode != "LSTM":       # RNN_TANH, RNN_RELU
+            return rnn_layer(project(both()), w_hh, state, bool(d),
                              "relu" if self.mode == "RNN_RELU" else "tanh")
         # step by step (an LSTM with proj_size), the gates in the fused cell kernel for LSTM
-        proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, b_ih).reshape(T, B, -1)
-        steps = proj.unbind(0)                   # one op: its backward is one stack
+        steps = project(b_ih).unbind(0)          # one op: its backward is one stack
         outs = [None] * T
         for t in (range(T - 1, -1, -1) if d else range(T)):
             outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
@@ -253,6 +252,8 @@ class RNNBase(Module):
             if batched and self.batch_first:
                 x = x.transpose(0, 1)
             T, B = x.shape[0], x.shape[1]
+            if T == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             batch_sizes = [B] * T
             steps = list(x.unbind(0))
             like = x
