@@ -2,6 +2,8 @@
 
 LSTM LM: one training step of a character language model: embedding 96 -> 64, a 2-layer LSTM of
     256 hidden units, linear head, cross-entropy, Adam; batch 32 of 64 steps.
+GRU LM: the same with a 2-layer GRU, run by the fused layer op and (the row below it) step by
+    step in composed ops, in the same process.
 
 The same model and data run in torch (CPU) where it is installed, in the same process.
 """
@@ -10,14 +12,14 @@ import numpy as np
 import clgrad
 
 
-def make_lstm_lm(lib, vocab=96, emb=64, hidden=256, layers=2):
+def make_lstm_lm(lib, vocab=96, emb=64, hidden=256, layers=2, kind="LSTM"):
     nn = lib.nn
 
     class LM(nn.Module):
         def __init__(self):
             super().__init__()
             self.emb = nn.Embedding(vocab, emb)
-            self.lstm = nn.LSTM(emb, hidden, layers, batch_first=True)
+            self.lstm = getattr(nn, kind)(emb, hidden, layers, batch_first=True)
             self.head = nn.Linear(hidden, vocab)
 
         def forward(self, x):
@@ -55,6 +57,21 @@ def sequence_section(table, args, torch, tinygrad):
         tstep = make_lm_step(torch, make_lstm_lm(torch), torch.tensor(xn), torch.tensor(yn))
         others.append(("torch", best_of(tstep, rep, nothing)))
     _rows(table, name, t * 1e3, "ms", others, 1e3)
+
+    from clgrad.nn.modules import rnn as rnn_module
+
+    def gru_step(lib):
+        lib.manual_seed(0)
+        return make_lm_step(lib, make_lstm_lm(lib, kind="GRU"), lib.tensor(xn), lib.tensor(yn))
+    t = best_of(gru_step(clgrad), rep, sync_cl)
+    others = [("torch", best_of(gru_step(torch), rep, nothing))] if torch is not None else []
+    _rows(table, "GRU LM 2x256, batch 32 x 64 steps, Adam", t * 1e3, "ms", others, 1e3)
+    rnn_module._FUSED = False
+    try:
+        t = best_of(gru_step(clgrad), rep, sync_cl)
+    finally:
+        rnn_module._FUSED = True
+    _rows(table, "  the same, composed steps", t * 1e3, "ms", others, 1e3)
 
 
 def gpt_section(table, args, torch):

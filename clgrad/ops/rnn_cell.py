@@ -1,16 +1,17 @@
-"""The LSTM in fused kernels (cl_kernels/rnn.mako).
+"""The recurrent layers in fused kernels (cl_kernels/rnn.mako).
 
 - `lstm_cell`: one step's pointwise part, from the summed gate pre-activations [B, 4H] and c_prev
   to (h, c), in one kernel forward and one backward (instead of nine elementwise kernels).
-- `lstm_layer`: one layer in one direction over a whole [T, B, *] sequence, as cuDNN and torch
-  run it: per step one GEMM (h_prev @ W_hh^T, with the step's input projection added by the same
-  GEMM) and one cell kernel writing into the layer's output buffers; W_hh is packed into GEMM
-  panels once per sequence, not once per step. Backward runs the steps in reverse (one cell
-  kernel and one GEMM for dh_prev each) and W_hh's gradient as ONE GEMM over all steps at the
-  end, rather than T products summed.
+- `lstm_layer`, `gru_layer`, `rnn_layer`: one layer in one direction over a whole [T, B, *]
+  sequence, as cuDNN and torch run it: per step one GEMM (h_prev @ W_hh^T, with the step's input
+  projection added by the same GEMM, or for GRU b_hh, since b_hn sits inside r's product) and one
+  cell kernel writing into the layer's output buffers; W_hh is packed into GEMM panels once per
+  sequence, not once per step. Backward runs the steps in reverse (one cell kernel and one GEMM
+  for dh_prev each) and W_hh's gradient as ONE GEMM over all steps at the end, rather than T
+  products summed.
 
-When backward itself is recorded (create_graph), both give their gradient in clgrad ops
-instead (the cell: its formula; the layer: its steps recomputed from the saved inputs as
+When backward itself is recorded (create_graph), they give their gradient in clgrad ops
+instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
 composed ops, differentiated by the engine), so that they differentiate again.
 """
 from .. import dtypes
@@ -18,7 +19,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..tensor import empty_tensor
-from ._base import contiguous_raw, full_raw, view_raw
+from ._base import contiguous_raw, copy_into, full_raw, view_raw
 from .linalg import gemm
 
 PROGRAMS = {dt: Program("rnn", dt.short, render("rnn.mako", dt=dt)) for dt in dtypes.FLOATS}
@@ -121,6 +122,51 @@ def _batch(t, off, rows, cols, row_stride=None, col_stride=1):
                                          col_stride), t._offset + off)
 
 
+def _recorded_grads(ins, outs, grads):
+    """The gradients of ins (None where not required) through outs, recomputed by composed ops
+    and differentiated with create_graph: what a layer's backward returns when it is recorded."""
+    from ..autograd.engine import grad
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
+    want = [x for x in ins if x is not None and x.requires_grad]
+    got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs], create_graph=True,
+                    allow_unused=True))
+    return [next(got) if x is not None and x.requires_grad else None for x in ins]
+
+
+def _final(t, off, B, H):
+    """A contiguous copy of the [B, H] slice of t at element offset off (a layer's last h)."""
+    return contiguous_raw(view_raw(t, (B, H), (H, 1), t._offset + off))
+
+
+def _order(T, reverse):
+    return range(T - 1, -1, -1) if reverse else range(T)
+
+
+def _weight_grad(dg, out, h0, reverse):
+    """dW_hh = sum_t dg_t^T @ h_prev_t as ONE [G, T*B] @ [T*B, H] product, where dg [T, B, G]
+    is the gradient of every step's h_prev @ W_hh^T and h_prev runs h0, then out shifted."""
+    T, B, G = dg._shape
+    H = out._shape[2]
+    dev, dt = out._storage.device, out._dtype
+    if T * B == 0:
+        return full_raw((G, H), 0, dt, dev)
+    hp = empty_tensor((T, B, H), dt, dev)
+    start, rest = (T - 1, 0) if reverse else (0, 1)
+    copy_into(view_raw(hp, (B, H), (H, 1), start * B * H), h0)
+    if T > 1:
+        src = (1 - rest) * B * H
+        copy_into(view_raw(hp, ((T - 1) * B, H), (H, 1), rest * B * H),
+                  view_raw(out, ((T - 1) * B, H), (H, 1), out._offset + src))
+    dw = gemm(_batch(dg, 0, G, T * B, 1, G), _batch(hp, 0, T * B, H))
+    return view_raw(dw, (G, H), (H, 1), dw._offset)
+
+
+def _opt(g, off, other):
+    """A gradient argument of the backward kernels: (buffer, offset, present flag); an absent
+    one passes the buffer of `other`, never read (some drivers refuse a NULL buffer)."""
+    return [*_arg(g, off), 1] if g is not None else [other._storage.buf, 0, 0]
+
+
 def _composed(proj, w_hh, h0, c0, reverse):
     """lstm_layer in clgrad ops (recorded): what create_graph differentiates."""
     from .join import stack
@@ -168,16 +214,10 @@ class LSTMLayer(Op):
         proj, w_hh, h0, c0 = ctx.saved_tensors
         reverse = ctx.reverse
         if is_grad_enabled():                    # create_graph: through the composed steps
-            from ..autograd.engine import grad
             ins = (proj, w_hh, h0, c0)
             with enable_grad():
                 outs = _composed(proj, w_hh, h0, c0, reverse)
-            pairs = [(o, g) for o, g in zip(outs, (dout, dh_n, dc_n)) if g is not None]
-            want = [x for x in ins if x.requires_grad]
-            got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs],
-                            create_graph=True, allow_unused=True))
-            res = [next(got) if x.requires_grad else None for x in ins]
-            return (*res, None)
+            return (*_recorded_grads(ins, outs, (dout, dh_n, dc_n)), None)
         out, cs, act = ctx.internal
         dev, dt = proj._storage.device, proj._dtype
         T, B, G = proj._shape
@@ -198,23 +238,7 @@ class LSTMLayer(Op):
                       c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
             dc = (dcp, 0)
             dh = (gemm(_batch(dgates, t * B * G, B, G), w, b_cache=cache), 0)
-        needs = ctx.needs_input_grad
-        dw = None
-        if needs[1] and T * B:
-            # h_prev of every step, in the steps' order: h0 where the sequence starts
-            hp = empty_tensor((T, B, H), dt, dev)
-            start, rest = (T - 1, 0) if reverse else (0, 1)
-            from ._base import copy_into
-            copy_into(view_raw(hp, (B, H), (H, 1), start * B * H), h0)
-            if T > 1:
-                src = (1 - rest) * B * H
-                copy_into(view_raw(hp, ((T - 1) * B, H), (H, 1), rest * B * H),
-                          view_raw(out, ((T - 1) * B, H), (H, 1), out._offset + src))
-            # dW_hh = sum_t dgates_t^T @ h_prev_t: one [4H, T*B] @ [T*B, H] product
-            dw = gemm(_batch(dgates, 0, G, T * B, 1, G), _batch(hp, 0, T * B, H))
-            dw = view_raw(dw, (G, H), (H, 1), dw._offset)
-        elif needs[1]:
-            dw = full_raw((G, H), 0, dt, dev)
+        dw = _weight_grad(dgates, out, h0, reverse) if ctx.needs_input_grad[1] else None
         dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
             full_raw((B, H), 0, dt, dev)
         dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
@@ -237,3 +261,179 @@ def lstm_layer(proj, w_hh, h0, c0, reverse=False):
     (clgrad.Size([3, 1, 1]), [0.125])
     """
     return LSTMLayer.apply(proj, w_hh, h0, c0, reverse)
+
+
+def _gru_composed(proj, w_hh, b_hh, h0, reverse):
+    """gru_layer in clgrad ops (recorded): what create_graph differentiates."""
+    from .join import stack
+    h, outs, w_t = h0, [None] * proj.shape[0], w_hh.t()
+    for t in _order(proj.shape[0], reverse):
+        gh = h.matmul(w_t) if b_hh is None else h.matmul(w_t) + b_hh
+        xr, xz, xn = proj[t].chunk(3, -1)
+        hr, hz, hn = gh.chunk(3, -1)
+        r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+        h = (1 - z) * (xn + r * hn).tanh() + z * h
+        outs[t] = h
+    return stack(outs, 0), h
+
+
+class GRULayer(Op):
+    """out [T, B, H] and h_T of a GRU layer in one direction; proj [T, B, 3H] is the input
+    projection of every step with b_ih only, w_hh [3H, H], b_hh [3H] or None, h0 [B, H]."""
+
+    _forward_uses_ops = False
+
+    @staticmethod
+    def forward(ctx, proj, w_hh, b_hh, h0, reverse):
+        proj, h0 = contiguous_raw(proj), contiguous_raw(h0)
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, G = proj._shape
+        H = G // 3
+        out = empty_tensor((T, B, H), dt, dev)
+        act = empty_tensor((T, B, 4 * H), dt, dev)      # r, z, n and W_hn h + b_hn per step
+        w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
+        cache = {}
+        h, ho = h0, 0
+        for t in _order(T, reverse):
+            gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1, b_cache=cache)
+            _launch("gru_fwd", dev, dt, B, H, *_arg(proj, t * B * G), *_arg(gh), *_arg(h, ho),
+                    *_arg(out, t * B * H), *_arg(act, t * B * 4 * H))
+            h, ho = out, t * B * H
+        ctx.reverse = reverse
+        ctx.save_for_backward(proj, w_hh, b_hh, h0)
+        ctx.internal = (out, act)
+        return out, _final(h, ho, B, H)
+
+    @staticmethod
+    def backward(ctx, dout, dh_n):
+        proj, w_hh, b_hh, h0 = ctx.saved_tensors
+        reverse = ctx.reverse
+        if is_grad_enabled():                    # create_graph: through the composed steps
+            ins = (proj, w_hh, b_hh, h0)
+            with enable_grad():
+                outs = _gru_composed(proj, w_hh, b_hh, h0, reverse)
+            return (*_recorded_grads(ins, outs, (dout, dh_n)), None)
+        out, act = ctx.internal
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, G = proj._shape
+        H = G // 3
+        dout = contiguous_raw(dout) if dout is not None else None
+        dx = empty_tensor((T, B, G), dt, dev)
+        dgh = empty_tensor((T, B, G), dt, dev)   # the gradient of h_prev W_hh^T + b_hh
+        w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
+        cache = {}
+        dh = contiguous_raw(dh_n) if dh_n is not None else None
+        order = list(_order(T, not reverse))
+        for n, t in enumerate(order):
+            hp, hpo = (h0, 0) if n == T - 1 else (out, order[n + 1] * B * H)
+            dhp = empty_tensor((B, H), dt, dev)
+            _launch("gru_bwd", dev, dt, B, H, *_opt(dh, 0, act), *_opt(dout, t * B * H, act),
+                    *_arg(act, t * B * 4 * H), *_arg(hp, hpo), *_arg(dx, t * B * G),
+                    *_arg(dgh, t * B * G), *_arg(dhp))
+            # dh_prev = z * dh (the kernel's dhp) + dgh @ W_hh, in the one GEMM
+            dh = gemm(_batch(dgh, t * B * G, B, G), w, dhp, 1, b_cache=cache)
+        needs = ctx.needs_input_grad
+        dw = _weight_grad(dgh, out, h0, reverse) if needs[1] else None
+        db = dgh.reshape(T * B, G).sum(0) if needs[2] else None
+        dh0 = view_raw(dh, (B, H), (H, 1), dh._offset) if dh is not None else \
+            full_raw((B, H), 0, dt, dev)
+        return dx, dw, db, dh0, None
+
+
+GRULayer._backward_cls._handles_none = True
+
+
+def gru_layer(proj, w_hh, b_hh, h0, reverse=False):
+    """(out, h_n) of a GRU layer in one direction over a sequence: proj [T, B, 3H] holds
+    x_t @ W_ih^T + b_ih for every step (gate order r, z, n), w_hh is [3H, H], b_hh [3H] or None
+    (kept apart from proj: torch's n = tanh(x_n + r * (W_hn h + b_hn))), h0 [B, H]; with
+    reverse=True the steps run from T-1 down to 0.
+
+    >>> import clgrad
+    >>> from clgrad.ops.rnn_cell import gru_layer
+    >>> out, h = gru_layer(clgrad.zeros(2, 1, 3), clgrad.zeros(3, 1), None, clgrad.ones(1, 1))
+    >>> out.shape, [round(v, 4) for v in out.flatten().tolist()]
+    (clgrad.Size([2, 1, 1]), [0.5, 0.25])
+    """
+    return GRULayer.apply(proj, w_hh, b_hh, h0, reverse)
+
+
+def _rnn_composed(proj, w_hh, h0, reverse, nonlinearity):
+    """rnn_layer in clgrad ops (recorded): what create_graph differentiates."""
+    from .join import stack
+    h, outs, w_t = h0, [None] * proj.shape[0], w_hh.t()
+    for t in _order(proj.shape[0], reverse):
+        pre = proj[t] + h.matmul(w_t)
+        h = pre.relu() if nonlinearity == "relu" else pre.tanh()
+        outs[t] = h
+    return stack(outs, 0), h
+
+
+class RNNLayer(Op):
+    """out [T, B, H] and h_T of an Elman RNN layer in one direction; proj [T, B, H] is the input
+    projection of every step with both biases, w_hh [H, H], h0 [B, H]."""
+
+    _forward_uses_ops = False
+
+    @staticmethod
+    def forward(ctx, proj, w_hh, h0, reverse, nonlinearity):
+        proj, h0 = contiguous_raw(proj), contiguous_raw(h0)
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, H = proj._shape
+        relu = int(nonlinearity == "relu")
+        out = empty_tensor((T, B, H), dt, dev)
+        w_t = view_raw(w_hh, (1, H, H), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
+        cache = {}
+        h, ho = h0, 0
+        for t in _order(T, reverse):
+            pre = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * H, B, H), 1,
+                       b_cache=cache)
+            _launch("rnn_fwd", dev, dt, B, H, *_arg(pre), *_arg(out, t * B * H), relu)
+            h, ho = out, t * B * H
+        ctx.reverse, ctx.relu = reverse, relu
+        ctx.save_for_backward(proj, w_hh, h0)
+        ctx.out = out                            # h of every step: backward's derivative
+        return out, _final(h, ho, B, H)
+
+    @staticmethod
+    def backward(ctx, dout, dh_n):
+        proj, w_hh, h0 = ctx.saved_tensors
+        reverse = ctx.reverse
+        if is_grad_enabled():                    # create_graph: through the composed steps
+            with enable_grad():
+                outs = _rnn_composed(proj, w_hh, h0, reverse, "relu" if ctx.relu else "tanh")
+            return (*_recorded_grads((proj, w_hh, h0), outs, (dout, dh_n)), None, None)
+        out = ctx.out
+        dev, dt = proj._storage.device, proj._dtype
+        T, B, H = proj._shape
+        dout = contiguous_raw(dout) if dout is not None else None
+        dpre = empty_tensor((T, B, H), dt, dev)
+        w = view_raw(w_hh, (1, H, H), (0,) + w_hh._strides, w_hh._offset)
+        cache = {}
+        dh = contiguous_raw(dh_n) if dh_n is not None else None
+        for t in _order(T, not reverse):
+            _launch("rnn_bwd", dev, dt, B, H, *_opt(dh, 0, out), *_opt(dout, t * B * H, out),
+                    *_arg(out, t * B * H), *_arg(dpre, t * B * H), ctx.relu)
+            dh = gemm(_batch(dpre, t * B * H, B, H), w, b_cache=cache)
+        dw = _weight_grad(dpre, out, h0, reverse) if ctx.needs_input_grad[1] else None
+        dh0 = view_raw(dh, (B, H), (H, 1), dh._offset) if dh is not None else \
+            full_raw((B, H), 0, dt, dev)
+        return dpre, dw, dh0, None, None
+
+
+RNNLayer._backward_cls._handles_none = True
+
+
+def rnn_layer(proj, w_hh, h0, reverse=False, nonlinearity="tanh"):
+    """(out, h_n) of an Elman RNN layer in one direction over a sequence: h_t = tanh (or relu)
+    of proj[t] + h_{t-1} @ W_hh^T, where proj [T, B, H] holds x_t @ W_ih^T + b_ih + b_hh for every
+    step, w_hh is [H, H], h0 [B, H]; with reverse=True the steps run from T-1 down to 0.
+
+    >>> import clgrad
+    >>> from clgrad.ops.rnn_cell import rnn_layer
+    >>> out, h = rnn_layer(clgrad.tensor([[[1.0]], [[-3.0]]]), clgrad.ones(1, 1),
+    ...                    clgrad.zeros(1, 1), nonlinearity="relu")
+    >>> out.flatten().tolist(), h.item()
+    ([1.0, 0.0], 0.0)
+    """
+    return RNNLayer.apply(proj, w_hh, h0, reverse, nonlinearity)

@@ -1,18 +1,19 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells, with torch's parameter names, shapes, gate
 order and initialisation, so a torch state_dict loads and gives torch's numbers.
 
-Each layer and direction projects the input of every step with one GEMM. An LSTM without
-proj_size over a whole (unpacked) sequence then runs as one fused op (clgrad/ops/rnn_cell.py:
-per step one GEMM and one gate kernel, W_hh's gradient one GEMM at the end). Otherwise each step
-adds the projected hidden state (one GEMM) and applies the gates: LSTM's in one fused kernel,
-RNN's and GRU's as composed ops. Packed sequences run step by step on the sequences still
-running, as torch does: at step t the first batch_sizes[t] rows.
+Each layer and direction projects the input of every step with one GEMM. RNN, GRU and an LSTM
+without proj_size over a whole (unpacked) sequence then run as one fused op each
+(clgrad/ops/rnn_cell.py: per step one GEMM and one gate kernel, W_hh's gradient one GEMM at the
+end). Otherwise (packed sequences, LSTM with proj_size) each step adds the projected hidden state
+(one GEMM) and applies the gates: LSTM's in one fused kernel, RNN's and GRU's as composed ops.
+Packed sequences run step by step on the sequences still running, as torch does: at step t the
+first batch_sizes[t] rows.
 """
 import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
-from ...ops.rnn_cell import lstm_cell, lstm_layer
+from ...ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -23,6 +24,9 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+# False runs every layer step by step in composed ops (the fused layer ops' reference, and the
+# baseline of tools/seq_bench.py)
+_FUSED = True
 
 
 # ---- one step of each kind: x_proj is input @ W_ih^T + b_ih, already computed -----------------------
@@ -154,14 +158,24 @@ class RNNBase(Module):
         [T, B, H_out] and the final state."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         T, B = x.shape[0], x.shape[1]
-        if self.mode == "LSTM" and w_hr is None:
+
+        def project(bias):                       # every step's input projection: one GEMM
+            return F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, len(w_ih))
+
+        def both():
+            return b_ih + b_hh if b_ih is not None else None
+        if _FUSED and self.mode == "LSTM" and w_hr is None:
             # both biases in the one GEMM of the input projection, then the fused layer
-            bias = b_ih + b_hh if b_ih is not None else None
-            proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, bias).reshape(T, B, -1)
-            out, h, c = lstm_layer(proj, w_hh, state[0], state[1], bool(d))
+            out, h, c = lstm_layer(project(both()), w_hh, state[0], state[1], bool(d))
             return out, (h, c)
-        proj = F.linear(x.reshape(T * B, x.shape[2]), w_ih, b_ih).reshape(T, B, -1)
-        steps = proj.unbind(0)                   # one op: its backward is one stack
+        if _FUSED and self.mode == "GRU":
+            # b_hh stays out of the projection: b_hn sits inside r * (W_hn h + b_hn)
+            return gru_layer(project(b_ih), w_hh, b_hh, state, bool(d))
+        if _FUSED and self.mode != "LSTM":       # RNN_TANH, RNN_RELU
+            return rnn_layer(project(both()), w_hh, state, bool(d),
+                             "relu" if self.mode == "RNN_RELU" else "tanh")
+        # step by step (an LSTM with proj_size), the gates in the fused cell kernel for LSTM
+        steps = project(b_ih).unbind(0)          # one op: its backward is one stack
         outs = [None] * T
         for t in (range(T - 1, -1, -1) if d else range(T)):
             outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
@@ -238,6 +252,8 @@ class RNNBase(Module):
             if batched and self.batch_first:
                 x = x.transpose(0, 1)
             T, B = x.shape[0], x.shape[1]
+            if T == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             batch_sizes = [B] * T
             steps = list(x.unbind(0))
             like = x
