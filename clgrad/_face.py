@@ -318,6 +318,8 @@ register(methods={
     "new_empty": _new(creation.empty), "new_tensor": new_tensor, "new_full": new_full,
     "uniform_": creation.uniform_, "normal_": creation.normal_,
     "bernoulli_": creation.bernoulli_, "random_": creation.random_,
+    "exponential_": creation.exponential_, "cauchy_": creation.cauchy_,
+    "log_normal_": creation.log_normal_, "geometric_": creation.geometric_,
     "bernoulli": lambda self, p=None, generator=None: creation.bernoulli(self, p,
                                                                          generator=generator),
 })

@@ -10,19 +10,20 @@ clgrad/ops/linalg_decomp.py, and matmul from clgrad/ops/linalg.py).
 """
 from .ops.einsum import cross as _cross
 from .ops.linalg import matmul
-from .ops.linalg_lu import (LinAlgError, cholesky, cholesky_ex, det, inv, inv_ex, lu_factor,
+from .ops.linalg_lu import (LinAlgError, cholesky, cholesky_ex, det, inv, inv_ex, lu, lu_factor,
                             lu_factor_ex, lu_solve, matrix_exp, matrix_norm, matrix_power,
-                            multi_dot, norm, slogdet, solve, solve_ex, solve_triangular, vecdot,
-                            vector_norm)
-from .ops.linalg_decomp import (cond, eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd,
-                                svdvals)
+                            multi_dot, norm, slogdet, solve, solve_ex, solve_triangular,
+                            tensorinv, tensorsolve, vecdot, vector_norm)
+from .ops.linalg_decomp import (cond, eigh, eigvalsh, householder_product, lstsq, matrix_rank,
+                                pinv, qr, svd, svdvals, vander)
 from .ops.views import diagonal as _diagonal
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
-           "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "vecdot",
-           "vector_norm"]
+           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
+           "householder_product"]
 
 
 def cross(input, other, *, dim=-1, out=None):

@@ -272,6 +272,10 @@ class Tensor:
     def is_sparse(self):
         return False
 
+    # the other backends and layouts torch names: never, for a dense OpenCL tensor
+    is_sparse_csr = is_quantized = is_nested = is_meta = is_mkldnn = is_mps = is_xpu = \
+        is_ipu = is_xla = is_vulkan = is_maia = is_mtia = is_sparse
+
     def is_floating_point(self):
         return self._dtype.kind == "f"
 

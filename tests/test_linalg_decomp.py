@@ -239,3 +239,45 @@ def test_composed(device):
     assert gradcheck(LA.pinv, (P,))
     assert gradcheck(lambda P: LA.lstsq(P, clgrad.tensor(b[0]), driver="gels").solution, (P,))
     assert gradcheck(lambda P: LA.matrix_norm(P, "nuc"), (P,))
+
+
+def test_householder_product_vander_tensorinv_tensorsolve(device):
+    rng = np.random.default_rng(11)
+    a, tau = rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 2))
+    want = []
+    for b in range(2):                         # the product of the reflectors, one by one
+        H = np.eye(5)
+        for i in range(2):
+            v = np.concatenate([np.zeros(i), [1.0], a[b, i + 1:, i]])
+            H = H @ (np.eye(5) - tau[b, i] * np.outer(v, v))
+        want.append(H[:, :3])
+    A = clgrad.tensor(a, device=device, requires_grad=True)
+    T = clgrad.tensor(tau, device=device, requires_grad=True)
+    np.testing.assert_allclose(_np(LA.householder_product(A, T)), np.array(want), atol=1e-12)
+    np.testing.assert_allclose(_np(A.orgqr(T)), np.array(want), atol=1e-12)
+    assert gradcheck(LA.householder_product, (A, T))
+    with pytest.raises(RuntimeError, match="greater than or equal to tau"):
+        LA.householder_product(A, clgrad.ones(2, 4, dtype=A.dtype, device=device))
+    x = rng.normal(size=(2, 4))
+    X = clgrad.tensor(x, device=device, requires_grad=True)
+    np.testing.assert_allclose(_np(LA.vander(X, N=3)), x[..., None] ** np.arange(3), rtol=1e-12)
+    assert LA.vander(clgrad.tensor([1, 2, 3], device=device)).tolist() == np.vander(
+        [1, 2, 3], increasing=True).tolist()
+    assert gradcheck(LA.vander, (X,))
+    with pytest.raises(RuntimeError, match="N must be greater than 1"):
+        LA.vander(X, N=1)
+    m = rng.normal(size=(2, 3, 6))
+    np.testing.assert_allclose(_np(LA.tensorinv(clgrad.tensor(m, device=device))),
+                               np.linalg.tensorinv(m, ind=2), atol=1e-10)
+    b = rng.normal(size=(2, 3))
+    np.testing.assert_allclose(_np(LA.tensorsolve(clgrad.tensor(m, device=device),
+                                                  clgrad.tensor(b, device=device))),
+                               np.linalg.tensorsolve(m, b), atol=1e-10)
+    m4 = rng.normal(size=(2, 3, 6, 1))
+    np.testing.assert_allclose(
+        _np(LA.tensorsolve(clgrad.tensor(m4, device=device), clgrad.tensor(b.reshape(6, 1),
+                                                                           device=device),
+                           dims=(0, 1))),
+        np.linalg.tensorsolve(m4, b.reshape(6, 1), axes=(0, 1)), atol=1e-10)
+    with pytest.raises(RuntimeError, match="prod"):
+        LA.tensorinv(clgrad.ones(2, 3, 5, device=device))

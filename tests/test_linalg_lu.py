@@ -148,3 +148,68 @@ def test_errors_name_the_op_and_the_shapes():
         LA.det(clgrad.ones(2, 2, dtype=clgrad.int64))
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         LA.matrix_norm(clgrad.eye(2), 3)
+
+
+def test_lu_unpacked_and_legacy_forms(device):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 5, 5))
+    A = clgrad.tensor(a, dtype=clgrad.float64, device=device)
+    P, L, U = LA.lu(A)
+    LU, piv = LA.lu_factor(A)
+    p, l, u = _np(P), _np(L), _np(U)
+    np.testing.assert_allclose(p @ l @ u, a, atol=1e-12)
+    np.testing.assert_allclose(np.triu(u), u)
+    np.testing.assert_allclose(np.diagonal(l, axis1=-2, axis2=-1), 1.0)
+    np.testing.assert_allclose(np.tril(l, -1) + np.triu(u), _np(LU))
+    assert sorted(p.sum(-1).ravel()) == [1.0] * 10 and sorted(p.sum(-2).ravel()) == [1.0] * 10
+    # partial pivoting: every multiplier is at most 1 in magnitude
+    assert np.abs(l).max() <= 1 + 1e-12
+    P2, L2, U2 = clgrad.lu_unpack(LU, piv)
+    np.testing.assert_array_equal(_np(P2), p)
+    # the deprecated torch forms
+    lu_, piv_, info = A.lu(get_infos=True)
+    np.testing.assert_array_equal(_np(lu_), _np(LU))
+    np.testing.assert_array_equal(piv_.numpy(), piv.numpy())
+    assert info.tolist() == [0, 0]
+    b = rng.standard_normal((2, 5, 3))
+    B = clgrad.tensor(b, dtype=clgrad.float64, device=device)
+    np.testing.assert_allclose(_np(clgrad.lu_solve(B, LU, piv)), np.linalg.solve(a, b),
+                               atol=1e-10)
+    T = np.triu(a) + 4 * np.eye(5)
+    for upper, transpose in ((True, False), (True, True), (False, False)):
+        t = T if upper else T.swapaxes(-1, -2)
+        X, C = clgrad.triangular_solve(B, clgrad.tensor(t, device=device), upper=upper,
+                                       transpose=transpose)
+        np.testing.assert_allclose(_np(X), np.linalg.solve(t.swapaxes(-1, -2) if transpose
+                                                           else t, b), atol=1e-10)
+        np.testing.assert_array_equal(_np(C), t)
+
+
+def test_lu_gradients(device):
+    rng = np.random.default_rng(4)
+    A = clgrad.tensor(rng.standard_normal((2, 4, 4)), dtype=clgrad.float64, device=device,
+                      requires_grad=True)
+    B = clgrad.tensor(rng.standard_normal((2, 4, 2)), dtype=clgrad.float64, device=device,
+                      requires_grad=True)
+    assert gradcheck(lambda a: LA.lu_factor(a).LU, (A,))
+    assert gradcheck(lambda a: LA.lu(a).L, (A,)) and gradcheck(lambda a: LA.lu(a).U, (A,))
+    assert gradcheck(lambda a, b: LA.lu_solve(*LA.lu_factor(a), b), (A, B))
+    assert gradgradcheck(lambda a: LA.lu_factor(a).LU, (A,))
+    assert LA.lu_factor(A).pivots.requires_grad is False
+
+
+def test_lu_solve_adjoint_and_right(device):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 3))
+    LU, piv = LA.lu_factor(clgrad.tensor(a, device=device))
+    B = clgrad.tensor(b, device=device)
+    np.testing.assert_allclose(_np(LA.lu_solve(LU, piv, B, adjoint=True)),
+                               np.linalg.solve(a.swapaxes(-1, -2), b), atol=1e-10)
+    bt = b.swapaxes(-1, -2)                     # X A = B^T
+    np.testing.assert_allclose(_np(LA.lu_solve(LU, piv, clgrad.tensor(bt, device=device),
+                                               left=False)),
+                               np.linalg.solve(a.swapaxes(-1, -2), b).swapaxes(-1, -2),
+                               atol=1e-10)
+    np.testing.assert_allclose(_np(LA.lu_solve(LU, piv, clgrad.tensor(bt, device=device),
+                                               left=False, adjoint=True)),
+                               np.linalg.solve(a, b).swapaxes(-1, -2), atol=1e-10)

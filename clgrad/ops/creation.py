@@ -1,5 +1,6 @@
 """Making tensors: from host data, filled, ranges, identity, and random (Philox, so every device
 draws the same numbers for the same seed)."""
+import math
 import numbers
 
 import numpy as np
@@ -480,6 +481,84 @@ def random_(t, low=0, high=None, generator=None):
         low, high = 0, low if low else 2 ** 24
     from .inplace import raw_inplace
     return raw_inplace(t, lambda: _draw("randint", t, generator, int(low), int(high - low)))
+
+
+def _transformed_uniform_(t, generator, transform):
+    """Fill t in place with transform(u) of uniform draws u in [0, 1), computed in float32 or
+    float64 and cast to t's dtype (the inverse-CDF samplers below)."""
+    from .inplace import raw_inplace
+    work = dtypes.float64 if t._dtype is dtypes.float64 else dtypes.float32
+
+    def write():
+        u = _draw("uniform", empty_tensor(t._shape, work, t._storage.device), generator, 0.0, 1.0)
+        copy_into(t, transform(u))
+    return raw_inplace(t, write)
+
+
+def exponential_(t, lambd=1.0, *, generator=None):
+    """Fill t in place with exponential draws of rate lambd: -log(1 - u) / lambd.
+
+    >>> import clgrad
+    >>> bool((clgrad.empty(100).exponential_(2.0) >= 0).all())
+    True
+    """
+    if t._dtype.kind != "f":
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {t._dtype}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return _transformed_uniform_(t, generator, lambda u: (-u).log1p() * (-1.0 / lambd))
+
+
+def cauchy_(t, median=0.0, sigma=1.0, *, generator=None):
+    """Fill t in place with Cauchy draws: median + sigma * tan(pi * (u - 1/2)).
+
+    >>> import clgrad
+    >>> clgrad.empty(3).cauchy_().shape
+    clgrad.Size([3])
+    """
+    if t._dtype.kind != "f":
+        raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {t._dtype}")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return _transformed_uniform_(t, generator,
+                                 lambda u: ((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+def log_normal_(t, mean=1.0, std=2.0, *, generator=None):
+    """Fill t in place with exp of normal draws of the given mean and std.
+
+    >>> import clgrad
+    >>> bool((clgrad.empty(50).log_normal_() > 0).all())
+    True
+    """
+    if t._dtype.kind != "f":
+        raise RuntimeError(f"log_normal_ not implemented for '{dtypes.TORCH_NAMES[t._dtype]}'")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    from .inplace import raw_inplace
+    work = dtypes.float64 if t._dtype is dtypes.float64 else dtypes.float32
+
+    def write():
+        z = _draw("normal", empty_tensor(t._shape, work, t._storage.device), generator,
+                  float(mean), float(std))
+        copy_into(t, z.exp())
+    return raw_inplace(t, write)
+
+
+def geometric_(t, p, *, generator=None):
+    """Fill t in place with the number of Bernoulli(p) trials up to the first success (1, 2,
+    ...): ceil(log(1 - u) / log(1 - p)), at least 1. Any dtype but bool.
+
+    >>> import clgrad
+    >>> bool((clgrad.empty(50, dtype=clgrad.int64).geometric_(0.5) >= 1).all())
+    True
+    """
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _transformed_uniform_(
+        t, generator, lambda u: ((-u).log1p() / math.log1p(-p)).ceil().clamp_min(1.0))
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):

@@ -629,5 +629,52 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
-METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse}
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 H_2 ... H_k, H_i = I - tau_i v_i v_i^T with v_i column i of A
+    below the diagonal and 1 on it (LAPACK's orgqr), as torch.linalg.householder_product;
+    composed of ops, so it differentiates in A and tau.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[1.0, 0.0], [1.0, 1.0]]); tau = clgrad.tensor([1.0, 0.0])
+    >>> clgrad.linalg.householder_product(A, tau).tolist()
+    [[0.0, -1.0], [-1.0, 0.0]]
+    """
+    m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1]
+    if m < n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater "
+                           "than or equal to input.shape[-1]")
+    if n < k:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
+                           "than or equal to tau.shape[-1]")
+    from .creation import eye
+    I = eye(m, dtype=A.dtype, device=A.device)
+    Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
+    # Q = H_1 (H_2 (... (H_k I[:, :n]))): apply the last reflector first
+    for i in reversed(range(k)):
+        below = A[..., :, i:i + 1] * (I[:, i:].sum(-1, keepdim=True) - I[:, i:i + 1])
+        v = below + I[:, i:i + 1]                          # zeros above i, 1 at i
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (_mT(v) @ Q))
+    return _out(Q, out)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of x's last dim: column j is x ** j, j < N (default: len(x)), as
+    torch.linalg.vander (increasing powers; built by a cumulative product, as torch's).
+
+    >>> import clgrad
+    >>> clgrad.linalg.vander(clgrad.tensor([1, 2, 3])).tolist()
+    [[1, 1, 1], [1, 2, 4], [1, 3, 9]]
+    """
+    n = x.shape[-1] if x.dim() else 1
+    N = n if N is None else N
+    if N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    from .join import cat
+    ones = x.unsqueeze(-1).new_ones(tuple(x.shape) + (1,))
+    return cat([ones, x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)], -1)
+
+
+FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
+             "orgqr": householder_product}
+METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
+           "orgqr": householder_product}

@@ -149,6 +149,127 @@ def _mT(t):
     return t.transpose(-2, -1)
 
 
+class LUFactorOp(Op):
+    """(LU, pivots, info) of square A; the gradient reaches A through LU (torch's formula for
+    A = P L U: gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, with gL and gU the strictly
+    lower and the upper part of gLU; it needs an invertible A, as torch's)."""
+
+    @staticmethod
+    def forward(ctx, A):
+        lu, piv, info = lu_factor_raw(A)
+        ctx.mark_non_differentiable(piv, info)
+        ctx.save_for_backward(lu, piv)
+        return lu, piv, info
+
+    @staticmethod
+    def backward(ctx, gLU, gpiv=None, ginfo=None):
+        lu, piv = ctx.saved_tensors
+        P, L, U = lu_unpack(lu, piv)
+        phi = (_mT(L) @ gLU.tril(-1)).tril(-1) + (gLU.triu() @ _mT(U)).triu()
+        X = solve_triangular(_mT(L), phi, upper=True, unitriangular=True)
+        return P @ solve_triangular(_mT(U), X, upper=False, left=False)
+
+
+def _permutation(pivots, dtype):
+    """The permutation matrices P of LAPACK-style 1-based row swaps (row i was swapped with row
+    pivots[i] - 1, in order), so that A = P L U. Built on the host: pivots are n small ints."""
+    import numpy as np
+    from .creation import tensor
+    piv = np.asarray(pivots.detach().cpu().numpy(), dtype=np.int64).reshape(-1, pivots.shape[-1])
+    n = piv.shape[-1]
+    P = np.zeros((piv.shape[0], n, n))
+    for b, row in enumerate(piv):
+        perm = np.arange(n)
+        for i, p in enumerate(row):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        P[b, perm, np.arange(n)] = 1.0       # (P^T A)[i] = A[perm[i]]
+    return tensor(P.reshape(tuple(pivots.shape[:-1]) + (n, n)), dtype=dtype,
+                  device=pivots.device)
+
+
+LUUnpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """(P, L, U) from lu_factor's compact (LU, pivots), as torch.lu_unpack: A = P @ L @ U with
+    L unit lower triangular. Differentiable in LU_data.
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> P, L, U = clgrad.lu_unpack(*clgrad.linalg.lu_factor(A))
+    >>> (P @ L @ U).tolist(), P.tolist()
+    ([[1.0, 2.0], [3.0, 4.0]], [[0.0, 1.0], [1.0, 0.0]])
+    """
+    from .creation import eye
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    L = U = P = None
+    if unpack_data:
+        I = eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        L = LU_data[..., :, :k].tril(-1) + I
+        U = LU_data[..., :k, :].triu()
+    if unpack_pivots:
+        if m != n:
+            raise NotImplementedError("lu_unpack: clgrad factors square matrices only")
+        P = _permutation(LU_pivots, LU_data.dtype)
+    return LUUnpack(P, L, U)
+
+
+LU = collections.namedtuple("linalg_lu", ["P", "L", "U"])
+
+
+def lu(A, *, pivot=True, out=None):
+    """(P, L, U) with A = P L U, as torch.linalg.lu (square A; differentiable).
+
+    >>> import clgrad
+    >>> P, L, U = clgrad.linalg.lu(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> L.tolist(), U.tolist()
+    ([[1.0, 0.0], [0.3333333432674408, 1.0]], [[3.0, 4.0], [0.0, 0.6666666269302368]])
+    """
+    return LU(*lu_unpack(*lu_factor(A, pivot=pivot)))
+
+
+def _legacy_lu(A, pivot=True, get_infos=False, out=None):
+    """torch.lu / Tensor.lu (deprecated in torch for linalg.lu_factor): (LU, pivots) and, with
+    get_infos, info.
+
+    >>> import clgrad
+    >>> LU, piv = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]]).lu()
+    >>> piv.tolist()
+    [2, 2]
+    """
+    r = lu_factor_ex(A, pivot=pivot)
+    return (r.LU, r.pivots, r.info) if get_infos else (r.LU, r.pivots)
+
+
+def _legacy_lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """torch.lu_solve / Tensor.lu_solve: linalg.lu_solve(LU_data, LU_pivots, b).
+
+    >>> import clgrad
+    >>> A = clgrad.tensor([[3.0, 1.0], [1.0, 2.0]])
+    >>> clgrad.tensor([[9.0], [8.0]]).lu_solve(*clgrad.linalg.lu_factor(A)).tolist()
+    [[2.0], [3.0]]
+    """
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+TriangularSolve = collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """(X, A.clone()) with A X = b (A^T X = b with transpose) for triangular A, as the
+    deprecated torch.triangular_solve.
+
+    >>> import clgrad
+    >>> U = clgrad.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> clgrad.triangular_solve(clgrad.tensor([[4.0], [8.0]]), U).solution.tolist()
+    [[1.0], [2.0]]
+    """
+    T = _mT(A) if transpose else A
+    X = solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular)
+    return TriangularSolve(X, A.clone())
+
+
 class Solve(Op):
     """X = A^-1 B for matrices B [..., n, k] (batch dims already broadcast)."""
 
@@ -280,8 +401,7 @@ def lu_factor(A, *, pivot=True, out=None):
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
                            "CPU")
     _square("lu_factor", A)
-    with no_grad():
-        lu, piv, _ = lu_factor_raw(A.detach())
+    lu, piv, _ = LUFactorOp.apply(A)
     return LUFactor(lu, piv)
 
 
@@ -293,8 +413,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     0
     """
     _square("lu_factor_ex", A)
-    with no_grad():
-        lu, piv, info = lu_factor_raw(A.detach())
+    lu, piv, info = LUFactorOp.apply(A)
     if check_errors:
         _raise_info("lu_factor_ex", info, "U[{0},{0}] is zero and using it on lu_solve would "
                                           "result in a division by zero")
@@ -302,7 +421,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
-    """X with A X = B from lu_factor's (LU, pivots); left=True and adjoint=False only.
+    """X with A X = B from lu_factor's (LU, pivots) (A^T X = B with adjoint, X A = B with
+    left=False), as torch.linalg.lu_solve.
 
     >>> import clgrad
     >>> A = clgrad.tensor([[3.0, 1.0], [1.0, 2.0]])
@@ -310,9 +430,21 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     >>> clgrad.linalg.lu_solve(LU, piv, clgrad.tensor([[9.0], [8.0]])).tolist()
     [[2.0], [3.0]]
     """
-    if not left or adjoint:
-        raise NotImplementedError("linalg.lu_solve: clgrad solves A X = B only (left=True, "
-                                  "adjoint=False); use linalg.solve for the other forms")
+    from ..autograd.grad_mode import is_grad_enabled
+    if not left or adjoint or (is_grad_enabled() and (LU.requires_grad or B.requires_grad)):
+        # through the triangular solves in ops (differentiable): A = P L U, so
+        # A^-1 B = U^-1 L^-1 P^T B and A^-T B = P L^-T U^-T B; X A = B is A^T X^T = B^T
+        P, L, U = lu_unpack(LU, pivots)
+
+        def solve_with(rhs, transposed):
+            if not transposed:
+                Y = solve_triangular(L, _mT(P) @ rhs, upper=False, unitriangular=True)
+                return solve_triangular(U, Y, upper=True)
+            Y = solve_triangular(_mT(U), rhs, upper=False)
+            return P @ solve_triangular(_mT(L), Y, upper=True, unitriangular=True)
+        if left:
+            return solve_with(B, adjoint)
+        return _mT(solve_with(_mT(B), not adjoint))
     n = LU.shape[-1]
     from ._base import broadcast_shapes
     batch = broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
@@ -647,9 +779,55 @@ def _inverse(A, *, out=None):
     return inv(A)
 
 
-FUNCTIONS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
+def _prod(shape):
+    return math.prod(int(d) for d in shape)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A as a linear map from its last dims to its first `ind` dims, as
+    torch.linalg.tensorinv: inv of A reshaped to a square matrix, reshaped back.
+
+    >>> import clgrad
+    >>> A = clgrad.eye(6).reshape(6, 2, 3)
+    >>> clgrad.linalg.tensorinv(A, ind=1).shape
+    clgrad.Size([2, 3, 6])
+    """
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    shape = tuple(A.shape)
+    p, q = _prod(shape[:ind]), _prod(shape[ind:])
+    if p != q:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {q} != {p}")
+    return inv(A.reshape(p, q)).reshape(shape[ind:] + shape[:ind])
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) = B, as torch.linalg.tensorsolve; `dims` of A are moved
+    to the end first. Solved as one square system.
+
+    >>> import clgrad
+    >>> A = clgrad.eye(6).reshape(2, 3, 6)
+    >>> clgrad.linalg.tensorsolve(A, clgrad.ones(2, 3)).tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.movedim(dims, list(range(A.dim() - len(dims), A.dim())))
+    shape = tuple(A.shape)
+    p, q = _prod(shape[:B.dim()]), _prod(shape[B.dim():])
+    if p != q:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:])"
+                           f" == prod(self.shape[:other.ndim]), but got {q} != {p}")
+    return solve(A.reshape(p, q), B.reshape(p)).reshape(shape[B.dim():])
+
+
+FUNCTIONS = {"lu": _legacy_lu, "lu_solve": _legacy_lu_solve, "lu_unpack": lu_unpack,
+             "triangular_solve": triangular_solve,
+             "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
              "cholesky": _legacy_cholesky, "cholesky_solve": cholesky_solve,
              "cholesky_inverse": cholesky_inverse, "matrix_exp": matrix_exp}
-METHODS = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
+METHODS = {"lu": _legacy_lu, "lu_solve": _legacy_lu_solve, "triangular_solve": triangular_solve,
+           "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": _inverse,
            "cholesky": _legacy_cholesky, "cholesky_solve": cholesky_solve,
            "cholesky_inverse": cholesky_inverse, "matrix_exp": matrix_exp}

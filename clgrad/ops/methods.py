@@ -22,6 +22,7 @@ INPLACE_OF = {
     "greater_equal_": "greater_equal", "less_": "less", "less_equal_": "less_equal",
     "not_equal_": "not_equal", "heaviside_": "heaviside", "logical_not_": "logical_not",
     "logit_": "logit", "sinc_": "sinc", "xlogy_": "xlogy", "renorm_": "renorm",
+    "addbmm_": "addbmm",
 }
 
 
@@ -312,6 +313,54 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     return _scatter_view(input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of input with src written into input.as_strided(size, stride, storage_offset).
+
+    >>> import clgrad
+    >>> clgrad.zeros(4).as_strided_scatter(clgrad.ones(2), (2,), (2,)).tolist()
+    [1.0, 0.0, 1.0, 0.0]
+    """
+    return _scatter_view(input, src, lambda t: t.as_strided(size, stride, storage_offset))
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero's (count, ndim) index rows, cut or padded with fill_value to exactly `size` rows.
+
+    >>> import clgrad
+    >>> clgrad.tensor([0, 3, 0, 5]).nonzero_static(size=3).tolist()
+    [[1], [3], [-1]]
+    """
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"{size}")
+    idx = input.nonzero()[:size]
+    if idx.shape[0] < size:
+        from .creation import full
+        from .join import cat
+        pad = full((size - idx.shape[0], idx.shape[1]), fill_value, dtype=idx.dtype,
+                   device=idx.device)
+        idx = cat([idx, pad])
+    return idx
+
+
+def dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (by stride, then by position), as
+    torch's Tensor.dim_order.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3, 4).permute(2, 0, 1).dim_order()
+    (1, 2, 0)
+    """
+    st = self.stride()
+    return tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
+
+
+def is_set_to(self, tensor):
+    """Whether both tensors view the same storage with the same offset, shape and strides."""
+    return (self._storage is tensor._storage and self._offset == tensor._offset and
+            tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+
 def fill_diagonal_(input, fill_value, wrap=False):
     """Fill the main diagonal (all dims equal: every i, i, ..., i) in place; `wrap` continues a
     tall matrix's diagonal every N + 1 rows, as numpy.
@@ -554,6 +603,7 @@ FUNCTIONS = {
     "adjoint": adjoint, "conj": _same, "conj_physical": _same, "resolve_conj": _same,
     "resolve_neg": _same, "positive": _same, "real": _same, "is_conj": _false, "is_neg": _false,
     "is_nonzero": is_nonzero, "is_same_size": is_same_size, "is_signed": is_signed,
+    "as_strided_scatter": as_strided_scatter, "nonzero_static": nonzero_static,
 }
 METHODS = dict(FUNCTIONS)
 METHODS.update({
@@ -562,6 +612,14 @@ METHODS.update({
     "is_pinned": lambda self, device=None: False, "share_memory_": _same,
     "is_shared": _false, "conj_physical_": _same, "apply_": apply_, "map_": map_,
     "map2_": map2_, "new": new, "resize_": resize_, "resize_as_": resize_as_,
+    "dim_order": dim_order, "is_set_to": is_set_to, "is_distributed": _false,
+    "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else
+    self.to(dtype),
+    "const_data_ptr": lambda self: self.data_ptr(),
+    # torch's unsafe_* forms differ only in not checking later in-place use of the pieces
+    "unsafe_chunk": lambda self, chunks, dim=0: self.chunk(chunks, dim),
+    "unsafe_split": lambda self, split_size, dim=0: self.split(split_size, dim),
+    "unsafe_split_with_sizes": lambda self, split_sizes, dim=0: self.split(split_sizes, dim),
 })
 METHODS.update({n: _inplace(n, o) for n, o in INPLACE_OF.items()})
 METHODS.update({n: _view_inplace(n, v) for n, v in VIEW_INPLACE.items()})
