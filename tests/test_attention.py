@@ -278,3 +278,25 @@ def test_backend_choice(device, monkeypatch):
     with pytest.raises(AssertionError, match="SDPBackend"):
         with sdpa_kernel("math"):
             pass
+
+
+@pytest.mark.parametrize("L,S", [(13, 13), (17, 9), (9, 17)])
+def test_causal_blocks_of_query_rows(device, monkeypatch, L, S):
+    # the composed causal form over blocks of query rows (each block sees only its keys), here
+    # with blocks of 4 rows so that small shapes cross several, top-left aligned as torch's
+    from clgrad.ops import attention
+    monkeypatch.setattr(attention, "CAUSAL_BLOCK_ROWS", 4)
+    dt = clgrad.float64 if device.has_fp64 else clgrad.float32
+    shapes = ((2, 4, L, 5), (2, 2, S, 5), (2, 2, S, 3))
+    with sdpa_kernel(SDPBackend.MATH):
+        got, ref = _run(device, dt, shapes, np.random.default_rng(1), is_causal=True,
+                        enable_gqa=True)
+        assert type(got[0].grad_fn).__name__.startswith("Cat")     # the blocked form ran
+        for g, r in zip(got, ref):
+            assert_close(g, r, clgrad.float32)
+        q = clgrad.randn(1, 1, 6, 2, dtype=dt, requires_grad=True)
+        k, v = (clgrad.randn(1, 1, 5, 2, dtype=dt, requires_grad=True) for _ in range(2))
+        monkeypatch.setattr(attention, "CAUSAL_BLOCK_ROWS", 2)
+        tol = {} if device.has_fp64 else dict(eps=1e-2, atol=5e-2, rtol=5e-2)
+        assert gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                         (q, k, v), **tol)

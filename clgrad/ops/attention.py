@@ -113,6 +113,34 @@ def additive_mask(attn_mask, is_causal, L, S, dtype, device):
     return attn_mask.to(dtype)
 
 
+# The composed causal form in blocks of query rows: rows r0..r1 see keys 0..r1 only (the causal
+# mask is top-left aligned), so block i multiplies with i + 1 key blocks and the scores above the
+# diagonal blocks are never formed: n blocks do (n + 1) / 2n of the full GEMM and softmax work.
+CAUSAL_BLOCK_ROWS = 128
+
+
+def _causal_blocked(query, key, value, scale, dropout_p):
+    """The composed causal attention over blocks of CAUSAL_BLOCK_ROWS query rows (L >= 2 blocks,
+    no attn_mask)."""
+    from .join import cat
+    from .linalg import matmul
+    L, S = query.shape[-2], key.shape[-2]
+    n = L // CAUSAL_BLOCK_ROWS
+    bounds = [L * i // n for i in range(n + 1)]
+    mask = additive_mask(None, True, L, S, query.dtype, query.device)
+    q = query * scale
+    outs = []
+    for r0, r1 in zip(bounds, bounds[1:]):
+        keys = min(r1, S)            # rows below S see every key
+        scores = matmul(q[..., r0:r1, :], key[..., :keys, :].transpose(-2, -1))
+        weights = _softmax_last(scores + mask[r0:r1, :keys])
+        if dropout_p > 0.0:
+            from ..nn.functional import dropout
+            weights = dropout(weights, dropout_p)
+        outs.append(matmul(weights, value[..., :keys, :]))
+    return cat(outs, -2)
+
+
 def _softmax_last(scores):
     from . import softmax as _softmax
     return _softmax.softmax(scores, -1)
@@ -316,6 +344,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if gqa:
         groups = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, groups), _repeat_heads(value, groups)
+    if is_causal and attn_mask is None and L >= 2 * CAUSAL_BLOCK_ROWS:
+        return _causal_blocked(query, key, value, scale, dropout_p)
     # the scale goes on the query (L x E) rather than on the scores (L x S): one pass less over
     # the largest tensor, forward and backward
     scores = matmul(query * scale, key.transpose(-2, -1))
