@@ -277,3 +277,144 @@ def test_legacy_weight_norm_and_spectral_norm(device):
     assert sorted(lin.state_dict()) == ["bias", "weight"]
     with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
         nn.utils.remove_spectral_norm(lin)
+
+
+# ---- lazy modules ---------------------------------------------------------------------------------
+def test_lazy_linear(device):
+    m = nn.LazyLinear(3)
+    assert repr(m) == "LazyLinear(in_features=0, out_features=3, bias=True)"
+    assert m.has_uninitialized_params()
+    assert isinstance(m.weight, nn.UninitializedParameter) and isinstance(m.weight, nn.Parameter)
+    assert repr(m.weight) == "<UninitializedParameter>"
+    sd = m.state_dict()
+    assert list(sd) == ["weight", "bias"] and isinstance(sd["weight"], nn.UninitializedParameter)
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+        m.weight.shape
+    with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter"):
+        m.weight + 1
+    with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter"):
+        m.weight.sum()
+    weight = m.weight
+    opt = clgrad.optim.SGD(m.parameters(), lr=0.5)      # made before the shapes are known
+    x = np.random.RandomState(0).randn(2, 5).astype(np.float32)
+    out = m(clgrad.tensor(x))
+    assert type(m) is nn.Linear and m.in_features == 5 and m.weight is weight
+    assert not hasattr(m, "has_uninitialized_params")
+    W, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert W.shape == (3, 5) and np.abs(W).max() <= 1 / np.sqrt(5) and np.abs(W).max() > 0
+    np.testing.assert_allclose(out.detach().numpy(), x @ W.T + b, rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    opt.step()
+    np.testing.assert_allclose(m.weight.detach().numpy(), W - 0.5 * x.sum(0)[None].repeat(3, 0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_lazy_load_state_dict_dtype_and_errors(device):
+    src = nn.Linear(4, 2)
+    m = nn.LazyLinear(2)
+    m.load_state_dict(src.state_dict())
+    assert not m.has_uninitialized_params() and type(m) is nn.LazyLinear
+    x = clgrad.randn(3, 4)
+    np.testing.assert_allclose(m(x).detach().numpy(), src(x).detach().numpy(), rtol=1e-6)
+    assert type(m) is nn.Linear and m.in_features == 4
+    # lazy into lazy: nothing to copy, still lazy
+    m = nn.LazyLinear(2)
+    m.load_state_dict(nn.LazyLinear(2).state_dict())
+    assert m.has_uninitialized_params()
+    # .to() before materializing decides the dtype
+    if device.has_fp64:
+        m = nn.LazyLinear(2, bias=False).double()
+        assert m(clgrad.ones(1, 3, dtype=clgrad.float64)).dtype == clgrad.float64
+        assert m.bias is None and m.weight.dtype == clgrad.float64
+
+    class Forgetful(nn.modules.lazy.LazyModuleMixin, nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            pass
+
+        def forward(self, x):
+            return x
+    with pytest.raises(RuntimeError, match="has not been fully initialized"):
+        Forgetful()(clgrad.ones(1))
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.LazyConv1d(4, 1, groups=2)(clgrad.ones(1, 3, 4))
+    with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\)"):
+        nn.LazyConv2d(4, 1)(clgrad.ones(3, 4))
+
+
+def _corr1d(x, w, b):
+    # numpy cross-correlation, stride 1, no padding: (N, C, L) * (O, C, K) -> (N, O, L-K+1)
+    K = w.shape[-1]
+    L = x.shape[-1] - K + 1
+    cols = np.stack([x[:, :, i:i + K] for i in range(L)], axis=2)      # N, C, L, K
+    return np.einsum("nclk,ock->nol", cols, w) + b[None, :, None]
+
+
+def test_lazy_convs(device):
+    x = np.random.RandomState(1).randn(2, 3, 6).astype(np.float32)
+    m = nn.LazyConv1d(4, 3)
+    assert repr(m) == "LazyConv1d(0, 4, kernel_size=(3,), stride=(1,))"
+    out = m(clgrad.tensor(x))
+    assert type(m) is nn.Conv1d and m.in_channels == 3 and m.weight.shape == (4, 3, 3)
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert 0 < np.abs(w).max() <= 1 / 3 and np.abs(b).max() <= 1 / 3       # fan_in 9
+    np.testing.assert_allclose(out.detach().numpy(), _corr1d(x, w, b), rtol=1e-4, atol=1e-5)
+    # unbatched input gives in_channels from dim 0
+    m = nn.LazyConv1d(2, 1, bias=False)
+    m(clgrad.tensor(x[0]))
+    assert m.weight.shape == (2, 3, 1) and m.bias is None
+    cases = [(nn.LazyConv2d(4, 2, groups=2), (1, 2, 3, 3), nn.Conv2d, (4, 1, 2, 2), (1, 4, 2, 2)),
+             (nn.LazyConv3d(2, 2), (1, 3, 2, 2, 2), nn.Conv3d, (2, 3, 2, 2, 2), (1, 2, 1, 1, 1)),
+             (nn.LazyConvTranspose1d(4, 3, stride=2), (2, 5, 4), nn.ConvTranspose1d, (5, 4, 3),
+              (2, 4, 9)),
+             (nn.LazyConvTranspose2d(2, 2, groups=2), (1, 4, 2, 2), nn.ConvTranspose2d,
+              (4, 1, 2, 2), (1, 2, 3, 3)),
+             (nn.LazyConvTranspose3d(1, 2), (1, 2, 1, 1, 1), nn.ConvTranspose3d, (2, 1, 2, 2, 2),
+              (1, 1, 2, 2, 2))]
+    for m, xshape, cls, wshape, oshape in cases:
+        assert m.has_uninitialized_params()
+        assert m(clgrad.ones(*xshape)).shape == oshape
+        assert type(m) is cls and m.weight.shape == wshape and m.bias.shape == (oshape[1],)
+
+
+def test_lazy_norms_and_batchnorm3d(device):
+    rs = np.random.RandomState(2)
+    x = rs.randn(4, 3, 2, 2, 2).astype(np.float32) * 2 + 1
+    m = nn.LazyBatchNorm3d(momentum=0.5)
+    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                    "num_batches_tracked"]
+    out = m(clgrad.tensor(x))
+    assert type(m) is nn.BatchNorm3d and m.num_features == 3
+    mean = x.mean(axis=(0, 2, 3, 4))
+    var = x.var(axis=(0, 2, 3, 4))
+    ref = (x - mean[None, :, None, None, None]) / np.sqrt(var + 1e-5)[None, :, None, None, None]
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-4, atol=1e-4)
+    n = x.size / 3
+    np.testing.assert_allclose(m.running_mean.numpy(), 0.5 * mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m.running_var.numpy(), 0.5 + 0.5 * var * n / (n - 1), rtol=1e-5)
+    assert m.num_batches_tracked.item() == 1
+    with pytest.raises(ValueError, match="expected 5D input"):
+        nn.BatchNorm3d(3)(clgrad.ones(2, 3, 2))
+    m = nn.LazyBatchNorm1d(affine=False, track_running_stats=False)
+    m(clgrad.ones(2, 5))
+    # nothing lazy to infer: torch leaves num_features at 0
+    assert type(m) is nn.BatchNorm1d and m.num_features == 0 and list(m.state_dict()) == []
+    m = nn.LazyBatchNorm2d(bias=False)
+    m(clgrad.ones(2, 2, 1, 1))
+    assert m.weight.shape == (2,) and m.bias is None
+    # instance norm: torch's lazy defaults track statistics and are affine
+    x = rs.randn(2, 3, 5).astype(np.float32)
+    m = nn.LazyInstanceNorm1d()
+    out = m(clgrad.tensor(x))
+    assert type(m) is nn.InstanceNorm1d and m.num_features == 3 and m.affine
+    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                    "num_batches_tracked"]
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-4, atol=1e-5)
+    for m, shape, cls in [(nn.LazyInstanceNorm2d(affine=False), (1, 2, 3, 3), nn.InstanceNorm2d),
+                          (nn.LazyInstanceNorm3d(), (1, 2, 2, 2, 2), nn.InstanceNorm3d)]:
+        m(clgrad.randn(*shape))
+        assert type(m) is cls and m.running_mean.shape == (2,)
