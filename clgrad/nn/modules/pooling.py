@@ -1,11 +1,13 @@
 """MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d
-over the kernels of clgrad.ops.conv (the 3-d ones composed from the 2-d ones)."""
+over the kernels of clgrad.ops.conv (the 3-d ones composed from the 2-d ones); MaxUnpool1d/2d/3d
+and LPPool1d/2d/3d."""
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d", "AvgPool1d",
            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxPool3d",
-           "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
+           "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+           "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
 class MaxPool2d(Module):
@@ -222,3 +224,114 @@ class AdaptiveMaxPool3d(_Adaptive):
     clgrad.Size([2, 3, 1, 1, 1])
     """
     fn = "adaptive_max_pool3d"
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._nd
+
+        def tup(v):
+            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input, indices, output_size=None):
+        fn = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self._nd - 1]
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool1d: forward(input, indices, output_size=None) puts each
+    value back where max pooling found it, zeros elsewhere.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> out, idx = nn.MaxPool1d(2, return_indices=True)(clgrad.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+    >>> nn.MaxUnpool1d(2)(out, idx).tolist(), nn.MaxUnpool1d(2)
+    ([[[0.0, 3.0, 2.0, 0.0]]], MaxUnpool1d(kernel_size=(2,), stride=(2,), padding=(0,)))
+    """
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool2d.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> out, idx = nn.MaxPool2d(2, return_indices=True)(clgrad.randn(1, 1, 4, 4))
+    >>> nn.MaxUnpool2d(2)(out, idx, output_size=[1, 1, 5, 5]).shape, nn.MaxUnpool2d(2)
+    (clgrad.Size([1, 1, 5, 5]), MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)))
+    """
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool3d.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> out, idx = nn.MaxPool3d(2, return_indices=True)(clgrad.randn(1, 1, 2, 2, 2))
+    >>> nn.MaxUnpool3d(2)(out, idx).shape
+    clgrad.Size([1, 1, 2, 2, 2])
+    """
+    _nd = 3
+
+
+class _LPPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+    def forward(self, input):
+        fn = (F.lp_pool1d, F.lp_pool2d, F.lp_pool3d)[self._nd - 1]
+        return fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """1-d power-average pooling: (sum over each window of x^p)^(1/p), p = norm_type (p = 1 is
+    sum pooling, p -> inf max pooling).
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.LPPool1d(2, 2)(clgrad.tensor([[[3.0, 4.0]]])).tolist(), nn.LPPool1d(2, 2)
+    ([[[5.0]]], LPPool1d(norm_type=2, kernel_size=2, stride=None, ceil_mode=False))
+    """
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """2-d power-average pooling.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.LPPool2d(1.5, (2, 2), stride=1)(clgrad.randn(1, 2, 3, 3)).shape
+    clgrad.Size([1, 2, 2, 2])
+    """
+    _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """3-d power-average pooling.
+
+    >>> import clgrad
+    >>> from clgrad import nn
+    >>> nn.LPPool3d(2, 2)(clgrad.ones(1, 1, 2, 2, 2)).flatten().tolist()
+    [2.8284270763397217]
+    """
+    _nd = 3

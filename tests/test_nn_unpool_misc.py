@@ -1,0 +1,112 @@
+"""Max unpooling, LP pooling and the *_with_indices names against numpy references; gradients by
+finite differences."""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad import nn
+from clgrad.autograd import gradcheck, gradgradcheck
+
+
+def _unpool_ref(x, idx, size):
+    N, C = x.shape[:2]
+    out = np.zeros((N, C, int(np.prod(size))), x.dtype)
+    for n in range(N):
+        for c in range(C):
+            out[n, c, idx[n, c].reshape(-1)] = x[n, c].reshape(-1)
+    return out.reshape((N, C) + tuple(size))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_values_roundtrip_and_grad(device, nd):
+    rs = np.random.RandomState(nd)
+    shape = (2, 2) + (4,) * nd
+    x = (np.abs(rs.randn(*shape)) + 0.1).astype(np.float32)    # maxima above the zeros
+    pool = getattr(F, f"max_pool{nd}d")
+    unpool = getattr(F, f"max_unpool{nd}d")
+    out, idx = pool(clgrad.tensor(x), 2, return_indices=True)
+    o2, i2 = getattr(F, f"max_pool{nd}d_with_indices")(clgrad.tensor(x), 2)
+    assert clgrad.equal(o2, out) and clgrad.equal(i2, idx)
+    y = unpool(out, idx, 2)
+    ref = _unpool_ref(out.numpy(), idx.numpy(), (4,) * nd)
+    np.testing.assert_array_equal(y.numpy(), ref)
+    # the unpooled tensor keeps each window's max in place
+    np.testing.assert_array_equal(pool(y, 2).numpy(), out.numpy())
+    # output_size one larger than the default, given with or without N, C
+    size = (5,) * nd
+    y = unpool(out, idx, 2, output_size=shape[:2] + size)
+    np.testing.assert_array_equal(y.numpy(), _unpool_ref(out.numpy(), idx.numpy(), size))
+    # non-contiguous input: a transposed copy of the pooled values, same indices transposed
+    t = out.transpose(0, 1)
+    np.testing.assert_array_equal(unpool(t, idx.transpose(0, 1), 2).numpy(),
+                                  _unpool_ref(t.numpy(), idx.transpose(0, 1).numpy(), (4,) * nd))
+    # unbatched
+    np.testing.assert_array_equal(unpool(out[0], idx[0], 2).numpy(), ref[0])
+    if device.has_fp64:
+        v, i1 = out[:1, :1].detach().double().requires_grad_(), idx[:1, :1]
+        assert gradcheck(lambda a: unpool(a, i1, 2), (v,))
+        assert gradgradcheck(lambda a: unpool(a, i1, 2), (v,))
+
+
+def test_max_unpool_errors_and_modules(device):
+    out, idx = F.max_pool2d(clgrad.randn(1, 1, 4, 4), 2, return_indices=True)
+    with pytest.raises(ValueError, match=r'invalid output_size "\(9, 9\)" \(dim 0 must be '
+                                         r'between 2 and 6\)'):
+        F.max_unpool2d(out, idx, 2, output_size=(9, 9))
+    with pytest.raises(ValueError, match="output_size should be a sequence containing 2 or 4"):
+        F.max_unpool2d(out, idx, 2, output_size=(4,))
+    with pytest.raises(RuntimeError, match="Found an invalid max index: "):
+        F.max_unpool2d(out, idx * 10, 2)
+    with pytest.raises(RuntimeError, match="Expected shape of indices"):
+        F.max_unpool2d(out, idx[..., :1], 2)
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
+        F.max_unpool2d(out[0, 0], idx[0, 0], 2)
+    m = nn.MaxUnpool2d(2)
+    assert repr(m) == "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    assert m(out, idx).shape == (1, 1, 4, 4)
+    assert m(out, idx, output_size=[5, 5]).shape == (1, 1, 5, 5)
+    m = nn.MaxUnpool1d(3, stride=2, padding=1)
+    assert repr(m) == "MaxUnpool1d(kernel_size=(3,), stride=(2,), padding=(1,))"
+    o, i = F.max_pool1d(clgrad.randn(1, 2, 7), 3, 2, 1, return_indices=True)
+    assert m(o, i).shape == (1, 2, 7)            # (4 - 1) * 2 - 2 + 3
+    o, i = F.max_pool3d(clgrad.randn(1, 1, 2, 2, 4), 2, return_indices=True)
+    assert nn.MaxUnpool3d(2)(o, i).shape == (1, 1, 2, 2, 4)
+    x = clgrad.randn(1, 2, 5)
+    for a, b in [(F.adaptive_max_pool1d_with_indices(x, 2), F.adaptive_max_pool1d(x, 2, True)),
+                 (F.adaptive_max_pool2d_with_indices(x[None], 2),
+                  F.adaptive_max_pool2d(x[None], 2, True)),
+                 (F.adaptive_max_pool3d_with_indices(x[None, None], (1, 1, 2)),
+                  F.adaptive_max_pool3d(x[None, None], (1, 1, 2), True))]:
+        assert clgrad.equal(a[0], b[0]) and clgrad.equal(a[1], b[1])
+
+
+def _lp_ref(x, p, k, s):
+    nd = len(k)
+    sp = x.shape[-nd:]
+    outs = [(n - kk) // ss + 1 for n, kk, ss in zip(sp, k, s)]
+    out = np.zeros(x.shape[:-nd] + tuple(outs))
+    for pos in np.ndindex(*outs):
+        sl = tuple(slice(i * ss, i * ss + kk) for i, ss, kk in zip(pos, s, k))
+        win = x[(Ellipsis,) + sl]
+        out[(Ellipsis,) + pos] = (win ** p).sum(axis=tuple(range(-nd, 0))) ** (1 / p)
+    return out
+
+
+@pytest.mark.parametrize("nd,p,k,s", [(1, 2.0, 3, None), (2, 1.5, (2, 3), 1), (3, 3.0, 2, None)])
+def test_lp_pool(device, nd, p, k, s):
+    rs = np.random.RandomState(0)
+    x = rs.rand(*((2, 2) + (5,) * nd)) + 0.1          # positive: x^p is defined for every p
+    kt = k if isinstance(k, tuple) else (k,) * nd
+    st = kt if s is None else (s,) * nd
+    fn = getattr(F, f"lp_pool{nd}d")
+    out = fn(clgrad.tensor(x, dtype=clgrad.float32), p, k, s)
+    np.testing.assert_allclose(out.numpy(), _lp_ref(x, p, kt, st), rtol=1e-4)
+    mod = getattr(nn, f"LPPool{nd}d")(p, k, s)
+    np.testing.assert_allclose(mod(clgrad.tensor(x, dtype=clgrad.float32)).numpy(),
+                               out.numpy(), rtol=1e-6)
+    if device.has_fp64 and nd < 3:
+        v = clgrad.tensor(x[:1, :1], dtype=clgrad.float64, requires_grad=True)
+        assert gradcheck(lambda a: fn(a, p, k, s), (v,))
+    assert repr(nn.LPPool2d(2, 3)) == "LPPool2d(norm_type=2, kernel_size=3, stride=None, " \
+                                      "ceil_mode=False)"
