@@ -110,3 +110,62 @@ def test_lp_pool(device, nd, p, k, s):
         assert gradcheck(lambda a: fn(a, p, k, s), (v,))
     assert repr(nn.LPPool2d(2, 3)) == "LPPool2d(norm_type=2, kernel_size=3, stride=None, " \
                                       "ceil_mode=False)"
+
+
+# ---- AdaptiveLogSoftmaxWithLoss -------------------------------------------------------------------
+def _log_softmax(z):
+    z = z - z.max(1, keepdims=True)
+    return z - np.log(np.exp(z).sum(1, keepdims=True))
+
+
+def _asm_full_ref(asm, x):
+    W = asm.head.weight.detach().numpy().astype(np.float64)
+    head = x @ W.T
+    if asm.head.bias is not None:
+        head = head + asm.head.bias.detach().numpy()
+    hl = _log_softmax(head)
+    cols = [hl[:, :asm.shortlist_size]]
+    for i, (a, b) in enumerate(asm.tail):
+        z = x @ a.weight.detach().numpy().T @ b.weight.detach().numpy().T
+        cols.append(_log_softmax(z) + hl[:, asm.shortlist_size + i:asm.shortlist_size + i + 1])
+    return np.concatenate(cols, 1)
+
+
+def test_adaptive_log_softmax(device):
+    asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[3, 6], div_value=2.0, head_bias=True)
+    assert [tuple(p.shape) for p in asm.parameters()] == [(5, 8), (5,), (4, 8), (3, 4), (2, 8),
+                                                          (4, 2)]
+    assert sorted(asm.state_dict())[:3] == ["head.bias", "head.weight", "tail.0.0.weight"]
+    rs = np.random.RandomState(0)
+    x = rs.randn(6, 8).astype(np.float32)
+    target = np.array([0, 4, 9, 2, 7, 5])
+    full = _asm_full_ref(asm, x.astype(np.float64))
+    out, loss = asm(clgrad.tensor(x), clgrad.tensor(target))
+    ref = full[np.arange(6), target]
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(loss.item(), -ref.mean(), rtol=1e-5)
+    assert type(asm(clgrad.tensor(x), clgrad.tensor(target))).__name__ == "_ASMoutput"
+    np.testing.assert_allclose(asm.log_prob(clgrad.tensor(x)).detach().numpy(), full, rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_array_equal(asm.predict(clgrad.tensor(x)).numpy(), full.argmax(1))
+    # unbatched: 1-d input, 0-d target
+    o1, l1 = asm(clgrad.tensor(x[1]), clgrad.tensor(4))
+    assert o1.shape == () and abs(o1.item() - ref[1]) < 1e-5
+    loss.backward()
+    assert all(p.grad is not None for p in asm.parameters())
+    if device.has_fp64:
+        asm = nn.AdaptiveLogSoftmaxWithLoss(4, 5, [2], div_value=2.0).double()
+        xx = clgrad.tensor(rs.randn(3, 4), dtype=clgrad.float64, requires_grad=True)
+        tt = clgrad.tensor([0, 3, 4])
+        assert gradcheck(lambda a: asm(a, tt).loss, (xx,))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        nn.AdaptiveLogSoftmaxWithLoss(4, 5, [3, 2])
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of length larger than 0"):
+        nn.AdaptiveLogSoftmaxWithLoss(4, 5, [])
+    asm = nn.AdaptiveLogSoftmaxWithLoss(4, 5, [2])
+    with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 4\]"):
+        asm(clgrad.randn(2, 4), clgrad.tensor([0, 5]))
+    with pytest.raises(RuntimeError, match="same size in the batch dimension"):
+        asm(clgrad.randn(3, 4), clgrad.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="0D or 1D target tensor expected"):
+        asm(clgrad.randn(2, 4), clgrad.tensor([[0, 1]]))

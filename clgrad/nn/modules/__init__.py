@@ -24,6 +24,7 @@ from .flatten import Flatten, Unflatten
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 from . import lazy as _lazy
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .lazy import *  # noqa: F401,F403
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase
 from . import padding as _padding
@@ -43,7 +44,7 @@ __all__ = [
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM", "GRU",
     "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "Transformer",
     "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
+    "TransformerDecoderLayer", "AdaptiveLogSoftmaxWithLoss",
 ] + _padding.__all__
 __all__ += [n for n in _activation.__all__ + _loss.__all__ + _upsampling.__all__ +
             _normalization.__all__ + _pooling.__all__ + _pixel.__all__ +
