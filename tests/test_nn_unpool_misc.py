@@ -169,3 +169,80 @@ def test_adaptive_log_softmax(device):
         asm(clgrad.randn(3, 4), clgrad.tensor([0, 1]))
     with pytest.raises(RuntimeError, match="0D or 1D target tensor expected"):
         asm(clgrad.randn(2, 4), clgrad.tensor([[0, 1]]))
+
+
+# ---- fractional max pooling -----------------------------------------------------------------------
+def _starts(u, n_in, n_out, k):
+    # torch's interval rule, computed in float32 like its float kernels
+    if n_out == 1:
+        return [n_in - k]
+    alpha = np.float32(n_in - k) / np.float32(n_out - 1)
+    u = np.float32(u)
+    return [int((np.float32(i) + u) * alpha) - int(u * alpha) for i in range(n_out - 1)] + \
+        [n_in - k]
+
+
+def _frac_ref(x, k, out, samples, order):
+    N, C = x.shape[:2]
+    nd = len(k)
+    vals = np.zeros((N, C) + tuple(out), x.dtype)
+    idx = np.zeros((N, C) + tuple(out), np.int64)
+    for n in range(N):
+        for c in range(C):
+            st = [_starts(samples[n, c, order[d]], x.shape[2 + d], out[d], k[d])
+                  for d in range(nd)]
+            for pos in np.ndindex(*out):
+                best, bi = -np.inf, None
+                for off in np.ndindex(*k):
+                    q = tuple(st[d][pos[d]] + off[d] for d in range(nd))
+                    v = x[(n, c) + q]
+                    if v > best:
+                        best, bi = v, np.ravel_multi_index(q, x.shape[2:])
+                vals[(n, c) + pos], idx[(n, c) + pos] = best, bi
+    return vals, idx
+
+
+@pytest.mark.parametrize("nd,k,out", [(2, (2, 3), (4, 3)), (3, (2, 2, 3), (2, 3, 2))])
+def test_fractional_max_pool(device, nd, k, out):
+    rs = np.random.RandomState(nd)
+    x = rs.randn(*((2, 2) + (5, 6, 6)[3 - nd:])).astype(np.float32)
+    s = rs.rand(2, 2, nd).astype(np.float32)
+    fn = getattr(F, f"fractional_max_pool{nd}d")
+    o, i = fn(clgrad.tensor(x), k, out, return_indices=True, _random_samples=clgrad.tensor(s))
+    ref_o, ref_i = _frac_ref(x, k, out, s, (1, 0) if nd == 2 else (0, 1, 2))
+    np.testing.assert_array_equal(o.numpy(), ref_o)
+    np.testing.assert_array_equal(i.numpy(), ref_i)
+    o2, i2 = getattr(F, f"fractional_max_pool{nd}d_with_indices")(
+        clgrad.tensor(x), k, out, _random_samples=clgrad.tensor(s))
+    assert clgrad.equal(o2, o) and clgrad.equal(i2, i)
+    # unbatched, and the module with a fixed sample buffer
+    u = fn(clgrad.tensor(x[0]), k, out, _random_samples=clgrad.tensor(s[:1]))
+    np.testing.assert_array_equal(u.numpy(), ref_o[0])
+    m = getattr(nn, f"FractionalMaxPool{nd}d")(k, output_size=out,
+                                                _random_samples=clgrad.tensor(s))
+    np.testing.assert_array_equal(m(clgrad.tensor(x)).numpy(), ref_o)
+    assert repr(m) == f"FractionalMaxPool{nd}d()"
+    # random windows: still a max over some k-window, shape from output_ratio
+    r = fn(clgrad.tensor(x), k, output_ratio=0.5)
+    assert r.shape == (2, 2) + tuple(int(v * 0.5) for v in x.shape[2:])
+    if device.has_fp64 and nd == 2:
+        v = clgrad.tensor(x[:1, :1], dtype=clgrad.float64, requires_grad=True)
+        ss = clgrad.tensor(s[:1, :1], dtype=clgrad.float64)
+        assert gradcheck(lambda a: fn(a, k, out, _random_samples=ss), (v,))
+
+
+def test_fractional_max_pool_errors(device):
+    x = clgrad.randn(1, 2, 5, 5)
+    with pytest.raises(RuntimeError, match="pool height 3 too large relative to input height 5"):
+        F.fractional_max_pool2d(x, 3, output_size=4)
+    with pytest.raises(ValueError, match="requires specifying either an output_size or an "
+                                         "output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(RuntimeError, match="_random_samples of shape"):
+        F.fractional_max_pool2d(x, 2, 2, _random_samples=clgrad.rand(1, 3, 2))
+    with pytest.raises(ValueError, match="only one of output_size and output_ratio"):
+        nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        nn.FractionalMaxPool2d(2, output_ratio=1.5)
+    with pytest.raises(ValueError, match="requires specifying either an output size"):
+        nn.FractionalMaxPool3d(2)

@@ -1,16 +1,21 @@
-"""Max unpooling, power-average (LP) pooling and torch's `*_with_indices` names for max pooling
-with indices. max_unpool scatters each plane's values to the positions its indices name (a
+"""Max unpooling, power-average (LP) pooling, fractional max pooling and torch's
+`*_with_indices` names for max pooling with indices. max_unpool scatters each plane's values to the positions its indices name (a
 differentiable scatter: the gradient gathers from the same positions); lp_pool is
-(sum over the window of x^p)^(1/p), through avg_pool as torch computes it.
+(sum over the window of x^p)^(1/p), through avg_pool as torch computes it. Fractional max
+pooling draws its window starts on the host from `_random_samples` (torch's interval rule) and
+takes each window's max by a gather: its gradient flows back through the same gather.
 """
+import numpy as np
 from .. import dtypes
-from ..ops.creation import zeros
+from ..ops.creation import rand, tensor, zeros
 from ..ops.join import stack
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "adaptive_max_pool3d_with_indices"]
+           "adaptive_max_pool3d_with_indices", "fractional_max_pool2d",
+           "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _F():
@@ -224,3 +229,124 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     kd, kh, kw = _ntuple(kernel_size, 3)
     out = F.avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kd * kh * kw)
+
+
+# ---- fractional max pooling ----------------------------------------------------------------------
+def _intervals(sample, n_in, n_out, pool, dt):
+    # ATen's generate_intervals, in the input's precision: the window starts of one dim
+    seq = np.empty(sample.shape + (n_out,), np.int64)
+    if n_out > 1:
+        alpha = dt(n_in - pool) / dt(n_out - 1)
+        i = np.arange(n_out - 1, dtype=dt)
+        seq[..., :-1] = ((i + sample[..., None].astype(dt)) * alpha).astype(np.int64) - \
+            (sample[..., None].astype(dt) * alpha).astype(np.int64)
+    seq[..., -1] = n_in - pool
+    return seq
+
+
+def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, _random_samples):
+    op = f"fractional_max_pool{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                           f"{tuple(input.shape)}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    pool = _ntuple(kernel_size, nd)
+    if output_size is None:
+        ratio = _ntuple(output_ratio, nd)
+        output_size = [int(input.size(-nd + d) * ratio[d]) for d in range(nd)]
+    out_size = [int(v) for v in _ntuple(output_size, nd)]
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    N, C, in_size = x.shape[0], x.shape[1], list(x.shape[2:])
+    names = ("time", "height", "width")[3 - nd:]
+    for d in range(nd):
+        if out_size[d] + pool[d] - 1 > in_size[d]:
+            raise RuntimeError(f"{op}(): pool {names[d]} {pool[d]} too large relative to input "
+                               f"{names[d]} {in_size[d]}")
+    if _random_samples is None:
+        _random_samples = rand(N, C, nd, dtype=x.dtype, device=x.device)
+    if tuple(_random_samples.shape) != (N, C, nd):
+        raise RuntimeError(f"{op}(): expected _random_samples of shape {(N, C, nd)}, got "
+                           f"{tuple(_random_samples.shape)}")
+    dt = np.float64 if x.dtype == dtypes.float64 else np.float32
+    samples = _random_samples.numpy()
+    # torch's sample order: 2-d (W, H), 3-d (T, H, W)
+    which = (1, 0) if nd == 2 else (0, 1, 2)
+    seqs = [_intervals(samples[..., which[d]], in_size[d], out_size[d], pool[d], dt)
+            for d in range(nd)]
+    # the flat input position of every element of every window: (N, C, *out, *pool)
+    flat = np.zeros((N, C) + tuple(out_size) + tuple(pool), np.int64)
+    stride = 1
+    for d in reversed(range(nd)):
+        shape = [N, C] + [1] * (2 * nd)
+        shape[2 + d] = out_size[d]
+        start = seqs[d].reshape(shape)
+        shape = [1, 1] + [1] * (2 * nd)
+        shape[2 + nd + d] = pool[d]
+        flat = flat + (start + np.arange(pool[d]).reshape(shape)) * stride
+        stride *= in_size[d]
+    window = int(np.prod(pool))
+    idx = tensor(flat.reshape(N, C, -1), device=x.device)
+    vals = x.reshape(N, C, -1).gather(2, idx).reshape(N, C, *out_size, window)
+    out, arg = vals.max(-1)
+    indices = idx.reshape(N, C, *out_size, window).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    if not batched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return out, indices
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """fractional_max_pool2d's (output, indices).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> x = clgrad.arange(25.0).reshape(1, 1, 5, 5)
+    >>> s = clgrad.tensor([[[0.3, 0.7]]])
+    >>> F.fractional_max_pool2d_with_indices(x, 2, (1, 3), _random_samples=s)[1].tolist()
+    [[[[21, 22, 24]]]]
+    """
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Fractional max pooling (Graham): kH x kW max pooling over windows whose starts advance by
+    pseudo-random fractional steps so that the output is output_size (or output_ratio times the
+    input). `_random_samples` (N, C, 2), in [0, 1), fixes the steps (torch's rule, drawn with
+    clgrad.rand if not given); return_indices gives flat H x W indices as max_pool2d does.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.fractional_max_pool2d(clgrad.randn(2, 3, 9, 9), 3, output_ratio=0.5).shape
+    clgrad.Size([2, 3, 4, 4])
+    """
+    out = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
+                                             return_indices, _random_samples)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """fractional_max_pool3d's (output, indices).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> x = clgrad.arange(27.0).reshape(1, 1, 3, 3, 3)
+    >>> F.fractional_max_pool3d_with_indices(x, 2, 1)[1].tolist()
+    [[[[[26]]]]]
+    """
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-d fractional max pooling; `_random_samples` is (N, C, 3).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.fractional_max_pool3d(clgrad.randn(1, 2, 5, 5, 5), 2, output_size=3).shape
+    clgrad.Size([1, 2, 3, 3, 3])
+    """
+    out = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
+                                             return_indices, _random_samples)
+    return out if return_indices else out[0]
