@@ -243,6 +243,22 @@ def test_orthogonal_keeps_orthogonal_init_and_errors(device):
         m.weight = clgrad.eye(2)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4)])
+def test_orthogonal_householder_without_trivialization(device, shape):
+    lin = nn.Linear(shape[1], shape[0])
+    w = lin.weight.detach().numpy().astype(np.float64)
+    parametrizations.orthogonal(lin, orthogonal_map="householder", use_trivialization=False)
+    assert list(lin.state_dict()) == ["bias", "parametrizations.weight.original"]
+    # starts from the Q of w = QR with diag(R) >= 0 (of w.T when wide)
+    tall = w if shape[0] >= shape[1] else w.T
+    q, r = np.linalg.qr(tall)
+    q = q * np.sign(np.diag(r))
+    ref = q if shape[0] >= shape[1] else q.T
+    np.testing.assert_allclose(lin.weight.detach().numpy(), ref, atol=2e-5)
+    lin(clgrad.randn(2, shape[1])).sum().backward()
+    assert lin.parametrizations.weight.original.grad is not None
+
+
 def test_legacy_weight_norm_and_spectral_norm(device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

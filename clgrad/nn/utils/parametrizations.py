@@ -14,7 +14,7 @@ from enum import Enum, auto
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...ops.creation import eye, zeros_like
+from ...ops.creation import eye, tensor, zeros_like
 from ...ops.join import cat
 from ...tensor import Tensor
 from .. import functional as F
@@ -42,6 +42,14 @@ def _make_orthogonal(A):
 def _linalg():
     from ... import linalg      # the linalg namespace imports nn-free ops only; import on use
     return linalg
+
+
+def _geqrf(Q):
+    """LAPACK's geqrf of a (batch of) tall matrix on the host, as numpy arrays: the reflectors
+    below the diagonal, R on and above it, and tau (torch.geqrf's layout). Used only when
+    assigning to a householder parametrization without trivialization: rare and small."""
+    h, tau = np.linalg.qr(Q.detach().cpu().numpy().astype(np.float64), mode="raw")
+    return np.ascontiguousarray(np.swapaxes(h, -1, -2)), tau
 
 
 def _householder_product(A, tau):
@@ -109,7 +117,8 @@ class _Orthogonal(Module):
                                  f"Got a tensor of shape {Q.shape}.")
             Q_init = Q
             n, k = Q.size(-2), Q.size(-1)
-            if n < k:
+            transpose = n < k
+            if transpose:
                 Q = Q.mT
                 n, k = k, n
             if "base" not in self._buffers:
@@ -117,9 +126,15 @@ class _Orthogonal(Module):
                     raise NotImplementedError("It is not possible to assign to the matrix "
                                               "exponential or the Cayley parametrizations when "
                                               "use_trivialization=False.")
-                raise NotImplementedError("orthogonal: the householder map with "
-                                          "use_trivialization=False needs geqrf, which clgrad "
-                                          "does not have")
+                # the reflectors of Q's QR (geqrf), the diagonal carrying the signs that
+                # forward multiplies back in
+                A, tau = _geqrf(Q)
+                sign = np.sign(np.diagonal(A, axis1=-2, axis2=-1)).copy()
+                sign[tau == 0.0] *= -1
+                i = np.arange(sign.shape[-1])
+                A[..., i, i] = sign
+                A = tensor(A, dtype=Q.dtype, device=Q.device)
+                return A.mT if transpose else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:
@@ -138,8 +153,7 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     if wide). orthogonal_map: "matrix_exp" or "cayley" of a skew-symmetric matrix, or
     "householder" (a product of reflectors); default "matrix_exp" for square matrices,
     "householder" otherwise. use_trivialization=True keeps a `base` buffer (torch's dynamic
-    trivialization) and starts from the QR-orthogonalized weight. Not available: "householder"
-    with use_trivialization=False (it needs geqrf).
+    trivialization) and starts from the QR-orthogonalized weight.
 
     >>> import clgrad
     >>> from clgrad import nn
@@ -160,10 +174,6 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     if orth_enum is None:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
-    if orth_enum == _OrthMaps.householder and not use_trivialization:
-        raise NotImplementedError("orthogonal: orthogonal_map='householder' with "
-                                  "use_trivialization=False needs geqrf, which clgrad does not "
-                                  "have; use use_trivialization=True or another map")
     orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
