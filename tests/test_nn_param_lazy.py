@@ -295,7 +295,7 @@ def test_legacy_weight_norm_and_spectral_norm(device):
         nn.utils.remove_spectral_norm(lin)
 
 
-# ---- lazy modules ---------------------------------------------------------------------------------
+# ---- lazy modules --------------------------------------------------------------------------------
 def test_lazy_linear(device):
     m = nn.LazyLinear(3)
     assert repr(m) == "LazyLinear(in_features=0, out_features=3, bias=True)"

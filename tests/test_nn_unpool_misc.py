@@ -112,7 +112,7 @@ def test_lp_pool(device, nd, p, k, s):
                                       "ceil_mode=False)"
 
 
-# ---- AdaptiveLogSoftmaxWithLoss -------------------------------------------------------------------
+# ---- AdaptiveLogSoftmaxWithLoss ------------------------------------------------------------------
 def _log_softmax(z):
     z = z - z.max(1, keepdims=True)
     return z - np.log(np.exp(z).sum(1, keepdims=True))
@@ -171,7 +171,7 @@ def test_adaptive_log_softmax(device):
         asm(clgrad.randn(2, 4), clgrad.tensor([[0, 1]]))
 
 
-# ---- fractional max pooling -----------------------------------------------------------------------
+# ---- fractional max pooling ----------------------------------------------------------------------
 def _starts(u, n_in, n_out, k):
     # torch's interval rule, computed in float32 like its float kernels
     if n_out == 1:

@@ -112,7 +112,7 @@ def test_update_bn(device):
     update_bn(loader, nn.Linear(2, 2))                 # no BatchNorm: nothing to do
 
 
-# ---- Adafactor ------------------------------------------------------------------------------------
+# ---- Adafactor -----------------------------------------------------------------------------------
 def _adafactor_ref(p, grads, lr, beta2_decay, eps1, eps2, d, wd, maximize):
     # torch's _single_tensor_adafactor in numpy (float64)
     p = p.astype(np.float64).copy()

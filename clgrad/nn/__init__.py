@@ -14,4 +14,5 @@ from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import attention, functional, init, parallel, utils
 
-__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention", "functional", "init", "utils"] + _modules_all
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention",
+           "functional", "init", "utils"] + _modules_all

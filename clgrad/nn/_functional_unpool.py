@@ -1,11 +1,13 @@
 """Max unpooling, power-average (LP) pooling, fractional max pooling and torch's
-`*_with_indices` names for max pooling with indices. max_unpool scatters each plane's values to the positions its indices name (a
-differentiable scatter: the gradient gathers from the same positions); lp_pool is
-(sum over the window of x^p)^(1/p), through avg_pool as torch computes it. Fractional max
-pooling draws its window starts on the host from `_random_samples` (torch's interval rule) and
-takes each window's max by a gather: its gradient flows back through the same gather.
+`*_with_indices` names for max pooling with indices. max_unpool scatters each plane's values to
+the positions its indices name (a differentiable scatter: the gradient gathers from the same
+positions); lp_pool is (sum over the window of x^p)^(1/p), through avg_pool as torch computes
+it. Fractional max pooling draws its window starts on the host from `_random_samples` (torch's
+interval rule) and takes each window's max by a gather: its gradient flows back through the
+same gather.
 """
 import numpy as np
+
 from .. import dtypes
 from ..ops.creation import rand, tensor, zeros
 from ..ops.join import stack

@@ -191,8 +191,8 @@ def _lazy_conv(base, doc):
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         # in and out channels 0 while unknown; bias=False so that no empty bias is made.
         # LazyModuleMixin.__init__ registers the hook and then runs base.__init__
-        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False,
-                      padding_mode)
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups,
+                                 False, padding_mode)
         self._setup_lazy(out_channels, bias, device, dtype)
     return type(f"Lazy{base.__name__}", (_LazyConvXdMixin, base),
                 {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
@@ -203,8 +203,8 @@ def _lazy_conv_transpose(base, doc):
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
                  dtype=None):
-        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False,
-                      dilation, padding_mode)
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding,
+                                 groups, False, dilation, padding_mode)
         self._setup_lazy(out_channels, bias, device, dtype)
     return type(f"Lazy{base.__name__}", (_LazyConvXdMixin, base),
                 {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
