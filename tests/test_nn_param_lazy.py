@@ -434,3 +434,19 @@ def test_lazy_norms_and_batchnorm3d(device):
                           (nn.LazyInstanceNorm3d(), (1, 2, 2, 2, 2), nn.InstanceNorm3d)]:
         m(clgrad.randn(*shape))
         assert type(m) is cls and m.running_mean.shape == (2,)
+
+
+def test_weight_norm_loads_legacy_checkpoints(device):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        old = nn.utils.weight_norm(nn.Linear(3, 2))
+    with clgrad.no_grad():
+        old.weight_g.mul_(3)
+    new = parametrizations.weight_norm(nn.Linear(3, 2))
+    new.load_state_dict(old.state_dict())
+    x = clgrad.randn(4, 3)
+    np.testing.assert_allclose(new(x).detach().numpy(), old(x).detach().numpy(), rtol=1e-6)
+    # and nested, under a prefix
+    outer = nn.Sequential(parametrizations.weight_norm(nn.Linear(3, 2)))
+    outer.load_state_dict(nn.Sequential(old).state_dict())
+    np.testing.assert_allclose(outer(x).detach().numpy(), old(x).detach().numpy(), rtol=1e-6)

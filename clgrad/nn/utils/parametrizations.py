@@ -208,7 +208,7 @@ class _WeightNorm(Module):
 def weight_norm(module, name="weight", dim=0):
     """Reparametrize `module.<name>` as g * v / ||v|| (the norm over every dim but `dim`, or over
     the whole tensor for dim=None): g is stored as `parametrizations.<name>.original0`, v as
-    `original1`.
+    `original1`. State dicts of the legacy nn.utils.weight_norm (`<name>_g`, `<name>_v`) load.
 
     >>> import clgrad
     >>> from clgrad import nn
@@ -219,6 +219,14 @@ def weight_norm(module, name="weight", dim=0):
     if dim is not None and dim < -1:
         dim += getattr(module, name).dim()
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix):
+        # checkpoints of the legacy nn.utils.weight_norm: <name>_g, <name>_v
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+    module.__dict__.setdefault("_parametrize_load_hooks", []).append(_weight_norm_compat_hook)
     return module
 
 

@@ -213,7 +213,14 @@ def _getstate(self):
 def _inject_new_class(module):
     # a subclass per parametrized module, so that its properties do not leak to other instances
     cls = module.__class__
-    dct = {"__getstate__": _getstate}
+
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        # what torch's load_state_dict pre-hooks do here: rename keys of older checkpoints
+        for hook in self.__dict__.get("_parametrize_load_hooks", ()):
+            hook(state_dict, prefix)
+        cls._load_from_state_dict(self, state_dict, prefix, *args)
+
+    dct = {"__getstate__": _getstate, "_load_from_state_dict": _load_from_state_dict}
     if not hasattr(cls, "__deepcopy__"):
         dct["__deepcopy__"] = _default_deepcopy
     module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
