@@ -9,9 +9,10 @@ defaults and initialisation.
 >>> all(p.grad is not None for p in model.parameters())
 True
 """
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import attention, functional, init, parallel, utils
 
-__all__ = ["Parameter", "Buffer", "attention", "functional", "init", "utils"] + _modules_all
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention",
+           "functional", "init", "utils"] + _modules_all

@@ -926,3 +926,7 @@ from . import _functional_loss2  # noqa: E402
 from ._functional_loss2 import *  # noqa: E402,F401,F403
 
 __all__ += _functional_loss2.__all__
+from . import _functional_unpool  # noqa: E402
+from ._functional_unpool import *  # noqa: E402,F401,F403
+
+__all__ += _functional_unpool.__all__

@@ -9,7 +9,8 @@ single fused OpenCL kernel per parameter; learning-rate schedulers in clgrad.opt
 >>> model.weight.grad is None
 True
 """
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
+from .adafactor import Adafactor
 from .adam import Adam, AdamW
 from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from .classic import ASGD, Rprop
@@ -19,4 +20,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]

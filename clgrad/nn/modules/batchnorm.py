@@ -1,11 +1,11 @@
-"""BatchNorm1d and BatchNorm2d: per-channel normalisation with running statistics."""
+"""BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics."""
 from ... import dtypes
 from ...ops.creation import ones, tensor, zeros
 from .. import functional as F
 from .module import Module
 from .normalization import affine_parameters, reset_affine
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -92,3 +92,17 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) inputs, per channel.
+
+    >>> import clgrad
+    >>> bn = clgrad.nn.BatchNorm3d(2)
+    >>> bn(clgrad.randn(2, 2, 3, 2, 2)).shape
+    clgrad.Size([2, 2, 3, 2, 2])
+    """
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

@@ -9,7 +9,7 @@ from ...autograd.function import Function, RemovableHandle
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...tensor import Tensor
 from ... import dtypes
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module"]
 
@@ -638,6 +638,8 @@ class Module:
                 error_msgs.append(f'While copying the parameter named "{key}", expected '
                                   f'clgrad.Tensor or Tensor-like object from checkpoint but '
                                   f'received {type(value)}')
+                continue
+            if is_lazy(param):                # still uninitialized (so is value): nothing to copy
                 continue
             if len(param.shape) == 0 and len(value.shape) == 1:
                 value = value[0]              # checkpoints of old torch stored scalars as [1]
