@@ -647,12 +647,11 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
                            "than or equal to tau.shape[-1]")
     from .creation import eye
-    I = eye(m, dtype=A.dtype, device=A.device)
+    V = A.tril(-1) + eye(m, n, dtype=A.dtype, device=A.device)   # column i is v_i
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
     # Q = H_1 (H_2 (... (H_k I[:, :n]))): apply the last reflector first
     for i in reversed(range(k)):
-        below = A[..., :, i:i + 1] * (I[:, i:].sum(-1, keepdim=True) - I[:, i:i + 1])
-        v = below + I[:, i:i + 1]                          # zeros above i, 1 at i
+        v = V[..., :, i:i + 1]
         Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (_mT(v) @ Q))
     return _out(Q, out)
 

@@ -52,19 +52,6 @@ def _geqrf(Q):
     return np.ascontiguousarray(np.swapaxes(h, -1, -2)), tau
 
 
-def _householder_product(A, tau):
-    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th column of
-    A below the diagonal with a unit diagonal (torch.linalg.householder_product), composed of
-    differentiable ops: k rank-one updates applied from the right end."""
-    n, k = A.size(-2), A.size(-1)
-    V = A.tril(-1) + eye(n, k, dtype=A.dtype, device=A.device)
-    Q = eye(n, k, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], n, k)
-    for i in reversed(range(k)):
-        v = V[..., :, i:i + 1]
-        Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) @ (v.mT @ Q)
-    return Q
-
-
 class _OrthMaps(Enum):
     matrix_exp = auto()
     cayley = auto()
@@ -101,7 +88,7 @@ class _Orthogonal(Module):
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _householder_product(A, tau)
+            Q = _linalg().householder_product(A, tau)
             # torch's sign rule: the diagonal of X, truncated to an integer, flips columns
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if "base" in self._buffers:
