@@ -135,5 +135,28 @@ parts = [list(DistributedSampler(range(10), shuffle=True, seed=3)) for _ in rang
 allp = [torch.zeros(len(parts), dtype=torch.int64) for _ in range(w)]
 dist.all_gather(allp, torch.tensor(parts))
 assert sorted(sum((p.tolist() for p in allp), [])) == list(range(10))
+# SyncBatchNorm: each rank's slice of one batch norm over both ranks' batches
+full = np.random.default_rng(5).normal(2.0, 3.0, size=(6, 3, 4))
+gout = np.random.default_rng(6).normal(size=(6, 3, 4))
+ref = torch.nn.BatchNorm1d(3).double()
+ref.weight.data.copy_(torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64))
+xf = torch.tensor(full, requires_grad=True)
+y_ref = ref(xf)
+y_ref.backward(torch.tensor(gout))
+sbn = torch.nn.SyncBatchNorm(3).double()
+sbn.weight.data.copy_(torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64))
+part = slice(3 * r, 3 * r + 3)
+xs = torch.tensor(full[part], requires_grad=True)
+y = sbn(xs)
+y.backward(torch.tensor(gout[part]))
+np.testing.assert_allclose(y.detach().numpy(), y_ref.detach().numpy()[part], rtol=1e-10,
+                           atol=1e-12)
+np.testing.assert_allclose(xs.grad.numpy(), xf.grad.numpy()[part], rtol=1e-9, atol=1e-12)
+np.testing.assert_allclose(sbn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-10)
+np.testing.assert_allclose(sbn.running_var.numpy(), ref.running_var.numpy(), rtol=1e-10)
+gw = sbn.weight.grad.clone()
+dist.all_reduce(gw)          # the parameters' gradients are per rank; their sum is the whole's
+np.testing.assert_allclose(gw.numpy(), ref.weight.grad.numpy(), rtol=1e-9, atol=1e-12)
+
 dist.destroy_process_group()
 print(f"RANK {r} OK")

@@ -13,6 +13,7 @@ from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedPara
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import attention, functional, init, parallel, utils
+from .parallel import DataParallel
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention",
-           "functional", "init", "utils"] + _modules_all
+           "functional", "init", "utils", "DataParallel"] + _modules_all

@@ -930,3 +930,7 @@ from . import _functional_unpool  # noqa: E402
 from ._functional_unpool import *  # noqa: E402,F401,F403
 
 __all__ += _functional_unpool.__all__
+from . import _functional_misc  # noqa: E402
+from ._functional_misc import *  # noqa: E402,F401,F403
+
+__all__ += _functional_misc.__all__

@@ -1,11 +1,12 @@
 """The layer classes of clgrad.nn, one module per family as in torch.nn.modules."""
 from .module import Module
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .container import (Container, ModuleDict, ModuleList, ParameterDict, ParameterList,
+                        Sequential)
 from .linear import Bilinear, Identity, Linear
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .fold import Fold, Unfold
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .normalization import GroupNorm, LayerNorm
 from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
                       FeatureAlphaDropout)
@@ -33,11 +34,11 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
                    NLLLoss, SmoothL1Loss)
 
 __all__ = [
-    "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+    "Module", "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
     "ParameterDict", "Identity", "Linear", "Bilinear", "AlphaDropout", "FeatureAlphaDropout",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Fold", "Unfold", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
-    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "ReLU",
     "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
     "Flatten", "Unflatten", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",

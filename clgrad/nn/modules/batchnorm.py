@@ -1,6 +1,8 @@
 """BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics."""
 from ... import dtypes
+from ...autograd.function import Function
 from ...ops.creation import ones, tensor, zeros
+from ...ops.join import stack
 from .. import functional as F
 from .module import Module
 from .normalization import affine_parameters, reset_affine
@@ -106,3 +108,124 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+def _channel_dims(x):
+    return [0] + list(range(2, x.dim()))
+
+
+def _all_reduce_sum(t, group):
+    from ... import distributed as dist
+    t = t.contiguous()
+    dist.all_reduce(t, group=group)
+    return t
+
+
+class _SyncBatchNormFunction(Function):
+    """Batch normalisation with the statistics of the whole global batch: per-channel sums
+    all-reduced in forward (two passes: the mean, then the squared deviations, so no
+    cancellation), and the two per-channel sums of the input gradient all-reduced in backward.
+    The parameters' gradients stay per rank: DistributedDataParallel averages them as any
+    other."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum, group):
+        dims = _channel_dims(x)
+        shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+        count = _all_reduce_sum(tensor([float(x.numel() // max(x.shape[1], 1))],
+                                       dtype=dtypes.float64, device=x.device), group).item()
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {list(x.shape)} over all ranks")
+        mean = _all_reduce_sum(x.sum(dims), group) / count
+        centred = x - mean.reshape(shape)
+        var = _all_reduce_sum((centred * centred).sum(dims), group) / count
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+            running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count / (count - 1)))
+        invstd = (var + eps).rsqrt()
+        xhat = centred * invstd.reshape(shape)
+        ctx.save_for_backward(xhat, invstd, weight)
+        ctx.count, ctx.group, ctx.shape = count, group, shape
+        y = xhat
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        if bias is not None:
+            y = y + bias.reshape(shape)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, invstd, weight = ctx.saved_tensors
+        dims, shape = _channel_dims(g), ctx.shape
+        g_sum, gx_sum = g.sum(dims), (g * xhat).sum(dims)
+        both = _all_reduce_sum(stack([g_sum, gx_sum]), ctx.group) / ctx.count
+        scale = invstd if weight is None else invstd * weight
+        gx = (g - both[0].reshape(shape) - xhat * both[1].reshape(shape)) * scale.reshape(shape)
+        gw = gx_sum if weight is not None else None
+        gb = g_sum if weight is not None or ctx.needs_input_grad[2] else None
+        return gx, gw, gb, None, None, None, None, None
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose training statistics cover the whole batch of all ranks of a
+    process group (clgrad.distributed over MPI), as torch's; with no initialised group or a
+    group of one it is an ordinary batch norm. Any input of at least 2 dimensions.
+
+    >>> import clgrad
+    >>> bn = clgrad.nn.SyncBatchNorm(3)          # no process group: a plain batch norm
+    >>> bn(clgrad.randn(4, 3, 2)).shape
+    clgrad.Size([4, 3, 2])
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        from ... import distributed as dist
+        self._check_input_dim(input)
+        sync = self.training and dist.is_available() and dist.is_initialized() and \
+            dist.get_world_size(self.process_group) > 1
+        if not sync:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        track = self.track_running_stats
+        return _SyncBatchNormFunction.apply(
+            input, self.weight, self.bias, self.running_mean if track else None,
+            self.running_var if track else None, self.eps, factor, self.process_group)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d replaced by a SyncBatchNorm holding the same
+        parameters and statistics (recursively), as torch's.
+
+        >>> import clgrad
+        >>> m = clgrad.nn.SyncBatchNorm.convert_sync_batchnorm(clgrad.nn.Sequential(
+        ...     clgrad.nn.BatchNorm2d(2)))
+        >>> type(m[0]).__name__
+        'SyncBatchNorm'
+        """
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -8,6 +8,25 @@ from ...tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
+
+class Container(Module):
+    """torch's deprecated Container: a Module whose keyword arguments become its children.
+
+    >>> import clgrad, warnings
+    >>> with warnings.catch_warnings(record=True):
+    ...     c = clgrad.nn.Container(fc=clgrad.nn.Linear(1, 1))
+    >>> list(dict(c.named_children()))
+    ['fc']
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        import warnings
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now "
+                      "implemented in nn.Module. Subclass that instead.", stacklevel=2)
+        for name, module in kwargs.items():
+            self.add_module(name, module)
+
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 

@@ -7,7 +7,8 @@ __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEn
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
-           "MultiMarginLoss", "MultiLabelMarginLoss", "CTCLoss"]
+           "MultiMarginLoss", "MultiLabelMarginLoss", "CTCLoss", "NLLLoss2d",
+           "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss"]
 
 
 class _Loss(Module):
@@ -396,3 +397,63 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its deprecated name for 4-D inputs (torch keeps it as an alias)."""
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function (default: the pairwise
+    Euclidean distance).
+
+    >>> import clgrad
+    >>> a = clgrad.zeros(1, 2)
+    >>> clgrad.nn.TripletMarginWithDistanceLoss()(a, a, a).item()
+    1.0
+    """
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than "
+                             f"0, got {margin} instead")
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class LinearCrossEntropyLoss(Module):
+    """A linear layer to num_classes (times out_features) logits and the cross entropy against
+    the target in one module, as torch's (its reference form: the logits are formed whole).
+
+    >>> import clgrad
+    >>> m = clgrad.nn.LinearCrossEntropyLoss(4, 3)
+    >>> m(clgrad.ones(2, 4), clgrad.tensor([0, 2])).shape
+    clgrad.Size([])
+    """
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        super().__init__()
+        import math
+        from .linear import Linear
+        self.num_classes, self.out_features = num_classes, tuple(out_features)
+        self.linear = Linear(in_features, num_classes * math.prod(self.out_features), bias=bias,
+                             device=device, dtype=dtype)
+        self.reduction, self.ignore_index = reduction, ignore_index
+        self.label_smoothing, self.options = label_smoothing, options
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        w = self.linear.weight.reshape((self.num_classes,) + self.out_features +
+                                       (self.linear.in_features,))
+        b = None if self.linear.bias is None else \
+            self.linear.bias.reshape((self.num_classes,) + self.out_features)
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)

@@ -8,7 +8,7 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "LocalResponseNorm"]
+           "InstanceNorm3d", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def affine_parameters(module, shape, affine, bias, device, dtype):
@@ -223,6 +223,42 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Lua Torch's cross-channel normalisation of 4-D inputs, as torch.nn.CrossMapLRN2d keeps
+    it: x * (k + alpha / size * s)^-beta, where s sums the squares of the channels from
+    c - p + 1 to c + p - 1 (p = (size - 1) // 2 + 1) and, once c > p, channel 0 as well: torch's
+    sliding sum never removes the first channel, and clgrad gives the same numbers.
+
+    >>> import clgrad
+    >>> clgrad.nn.CrossMapLRN2d(3)(clgrad.ones(1, 4, 2, 2)).shape
+    clgrad.Size([1, 4, 2, 2])
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        from ...ops.creation import tensor
+        C = input.shape[1]
+        p = int((self.size - 1) / 2 + 1)
+        # prefix sums of the squares over channels, a zero row first: P[j] = sum of the first j
+        P = (input * input).cumsum(1)
+        P = F.pad(P, (0, 0, 0, 0, 1, 0))
+        hi = [min(c + p, C) for c in range(C)]                  # channels below hi are in
+        lo = [max(c - p + 1, 1) if c > p else 0 for c in range(C)]   # [1, lo) are out
+        dev = input.device
+        s = P.index_select(1, tensor(hi, device=dev)) - P.index_select(1, tensor(lo, device=dev)) \
+            + P.index_select(1, tensor([1 if c > p else 0 for c in range(C)], device=dev))
+        return input * (s * (self.alpha / self.size) + self.k).pow(-self.beta)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
