@@ -50,10 +50,12 @@ _ALIASES = {
     "nan_to_num_": ("clgrad.nan_to_num_(clgrad.tensor([float('nan'), 1.0])).tolist()",
                     "[0.0, 1.0]", None),
     "deg2rad_": ("round(clgrad.deg2rad_(clgrad.tensor([180.0])).item(), 4)", "3.1416", None),
-    "rad2deg_": ("round(clgrad.rad2deg_(clgrad.tensor([3.141592653589793])).item(), 3)", "180.0", None),
+    "rad2deg_": ("round(clgrad.rad2deg_(clgrad.tensor([3.141592653589793])).item(), 3)",
+                 "180.0", None),
     "sinc_": ("clgrad.sinc_(clgrad.tensor([0.0])).tolist()", "[1.0]", None),
     "logit_": ("clgrad.logit_(clgrad.tensor([0.5])).tolist()", "[0.0]", None),
-    "xlogy_": ("clgrad.xlogy_(clgrad.tensor([0.0, 2.0]), 1.0).tolist()", "[0.0, 0.0]", None),
+    "xlogy_": ("clgrad.xlogy_(clgrad.tensor([0.0, 2.0]), 1.0).tolist()", "[0.0, 0.0]",
+               None),
     "resize_as_": ("clgrad.resize_as_(clgrad.zeros(2), clgrad.zeros(1, 3)).shape",
                    "clgrad.Size([1, 3])", "resize input to the template's shape"),
     "as_strided_": ("clgrad.as_strided_(clgrad.arange(4.0), (2,), (2,)).tolist()",
@@ -497,14 +499,15 @@ def combinations(input, r=2, with_replacement=False):
 
 
 def _linspace_like_torch(lo, hi, steps, npdt):
-    """torch's linspace values in the dtype's arithmetic (from both ends toward the middle), so
-    histogram's edges are torch's to the last bit."""
+    """torch's linspace values (from both ends toward the middle, one rounding per value, as its
+    fused multiply-add gives for float32), so histogram's edges match torch's bit for bit in
+    float32 (float64 may differ in the last bit)."""
     lo, hi = npdt(lo), npdt(hi)
-    step = (hi - lo) / npdt(steps - 1)
+    step = np.float64((hi - lo) / npdt(steps - 1))
     k = np.arange(steps)
-    half = steps // 2
-    return np.where(k < half, lo + step * k.astype(npdt), hi - step * (steps - k - 1).astype(npdt)
-                    ).astype(npdt)
+    vals = np.where(k < steps // 2, np.float64(lo) + step * k,
+                    np.float64(hi) - step * (steps - k - 1))
+    return vals.astype(npdt)
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):
