@@ -525,8 +525,10 @@ def kl_div(input, target, reduction=1, *, log_target=False):
     >>> clgrad.kl_div(clgrad.zeros(2), clgrad.ones(2), 2).item()
     0.0
     """
-    return F.kl_div(input, target, reduction=_reduction("kl_div", reduction),
-                    log_target=log_target)
+    # ATen's mean is over all elements, without nn.functional's warning about 'batchmean'
+    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
+    r = _reduction("kl_div", reduction)
+    return loss if r == "none" else loss.mean() if r == "mean" else loss.sum()
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
