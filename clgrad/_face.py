@@ -147,8 +147,10 @@ def _caster(dt):
 
 
 def type_(self, dtype=None, non_blocking=False):
-    if dtype is None:
-        return f"clgrad.{self._dtype.name.capitalize()}Tensor"
+    if dtype is None:                     # torch's legacy names: "torch.cuda.FloatTensor"
+        from ._legacy import NAMES
+        name = next(n for n, d in NAMES.items() if d is self._dtype)
+        return f"clgrad.{'cuda.' if self.is_cuda else ''}{name}"
     return views.to_dtype(self, dtypes.as_dtype(dtype))
 
 

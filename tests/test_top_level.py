@@ -528,3 +528,112 @@ def test_tensor_methods_and_aliases(device):
     assert [t.tolist() for t in clgrad.unsafe_split(x, 2)] == [[0, 1], [2, 3], [4]]
     assert [t.numel() for t in x.unsafe_chunk(2)] == [3, 2]
     assert [t.numel() for t in clgrad.unsafe_split_with_sizes(x, [1, 4])] == [1, 4]
+
+
+# ---- group 2: process-wide settings --------------------------------------------------------------
+def test_threads_settings():
+    n = clgrad.get_num_threads()
+    try:
+        clgrad.set_num_threads(3)
+        assert clgrad.get_num_threads() == 3
+        for bad, exc in ((0, RuntimeError), (-1, RuntimeError), (2.5, RuntimeError)):
+            with pytest.raises(exc, match="set_num_threads"):
+                clgrad.set_num_threads(bad)
+        clgrad.set_num_interop_threads(2)
+        assert clgrad.get_num_interop_threads() == 2
+        assert clgrad.init_num_threads() is None
+    finally:
+        clgrad.set_num_threads(n)
+
+
+def test_printoptions(device):
+    x = clgrad.arange(10.0) / 3
+    try:
+        clgrad.set_printoptions(precision=2, threshold=5, edgeitems=2)
+        assert str(x) == "tensor([0.00, 0.33, ..., 2.67, 3.00])"
+        clgrad.set_printoptions(sci_mode=True)
+        assert "e+00" in str(clgrad.tensor([1.5]))
+        clgrad.set_printoptions(profile="full")
+        assert "..." not in str(clgrad.zeros(1001))
+        clgrad.set_printoptions(profile="short")
+        assert str(clgrad.tensor([1.2345])) == "tensor([1.23])"
+        with pytest.raises(ValueError):
+            clgrad.set_printoptions(profile="long")
+    finally:
+        clgrad.set_printoptions(profile="default")
+    assert str(clgrad.tensor([1.5, 2.0])) == "tensor([1.5000, 2.0000])"
+    assert "..." in str(clgrad.zeros(1001))
+
+
+def test_typename_and_legacy_default_type(device):
+    assert clgrad.typename(clgrad.zeros(1, dtype=clgrad.int64)) == "clgrad.LongTensor"
+    assert clgrad.zeros(1).type() == ("clgrad.cuda.FloatTensor" if device.is_gpu else
+                                      "clgrad.FloatTensor")
+    assert clgrad.typename(3) == "int" and clgrad.typename(clgrad.nn.Linear) == \
+        "clgrad.nn.modules.linear.Linear"
+    with pytest.warns(UserWarning, match="deprecated"):
+        clgrad.set_default_tensor_type("torch.DoubleTensor")
+    assert clgrad.get_default_dtype() is clgrad.float64
+    with pytest.warns(UserWarning):
+        clgrad.set_default_tensor_type(clgrad.FloatTensor)
+    assert clgrad.get_default_dtype() is clgrad.float32
+    with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating-point"):
+        clgrad.set_default_tensor_type(clgrad.IntTensor)
+
+
+def test_determinism_and_warn_flags():
+    try:
+        assert clgrad.are_deterministic_algorithms_enabled() is False
+        clgrad.use_deterministic_algorithms(True, warn_only=True)
+        assert clgrad.is_deterministic_algorithms_warn_only_enabled()
+        assert clgrad.get_deterministic_debug_mode() == 1
+        clgrad.set_deterministic_debug_mode("error")
+        assert clgrad.are_deterministic_algorithms_enabled()
+        assert not clgrad.is_deterministic_algorithms_warn_only_enabled()
+        with pytest.raises(RuntimeError, match="debug_mode"):
+            clgrad.set_deterministic_debug_mode("bad")
+        with pytest.raises(RuntimeError, match="debug_mode"):
+            clgrad.set_deterministic_debug_mode(5)
+        clgrad.set_warn_always(True)
+        assert clgrad.is_warn_always_enabled()
+    finally:
+        clgrad.use_deterministic_algorithms(False)
+        clgrad.set_warn_always(False)
+    assert clgrad.get_deterministic_debug_mode() == 0
+    assert clgrad.compiled_with_cxx11_abi() is False
+
+
+def test_get_device(device):
+    x = clgrad.zeros(1)
+    assert clgrad.get_device(x) == (int(str(x.device).split(":")[1]) if x.is_cuda else -1)
+    with pytest.raises(TypeError):
+        clgrad.get_device([1])
+
+
+def test_autocast_state(device):
+    assert clgrad.is_autocast_enabled("cpu") is False
+    assert clgrad.get_autocast_dtype("cpu") is clgrad.bfloat16
+    try:
+        clgrad.set_autocast_enabled("cpu", True)
+        assert clgrad.is_autocast_enabled("cpu")
+        clgrad.set_autocast_dtype("cpu", clgrad.float16)
+        assert clgrad.get_autocast_dtype("cpu") is clgrad.float16
+        a = clgrad.ones(2, 2, device="cpu")
+        assert (a @ a).dtype is clgrad.float16               # the set state drives the ops
+        with clgrad.autocast("cpu", enabled=False):          # a region keeps its own state
+            assert not clgrad.is_autocast_enabled("cpu")
+            assert (a @ a).dtype is clgrad.float32
+        assert clgrad.is_autocast_enabled("cpu")
+        with pytest.raises(RuntimeError):
+            clgrad.set_autocast_dtype("cpu", clgrad.float32)
+    finally:
+        clgrad.set_autocast_enabled("cpu", False)
+        clgrad.set_autocast_dtype("cpu", clgrad.bfloat16)
+    assert (clgrad.ones(2, 2, device="cpu") @ clgrad.ones(2, 2, device="cpu")).dtype is \
+        clgrad.float32
+    with pytest.warns(DeprecationWarning):
+        assert clgrad.is_autocast_cpu_enabled() is False
+    with pytest.warns(DeprecationWarning):
+        assert clgrad.get_autocast_gpu_dtype() is clgrad.float16
+    assert clgrad.is_autocast_cache_enabled()
+    assert clgrad.autocast_increment_nesting() == 1 and clgrad.autocast_decrement_nesting() == 0
