@@ -637,3 +637,51 @@ def test_autocast_state(device):
         assert clgrad.get_autocast_gpu_dtype() is clgrad.float16
     assert clgrad.is_autocast_cache_enabled()
     assert clgrad.autocast_increment_nesting() == 1 and clgrad.autocast_decrement_nesting() == 0
+
+
+def test_copy_variants_are_fresh_tensors(device):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    cases = [("alias_copy", (), a), ("detach_copy", (), a),
+             ("diagonal_copy", (0, 1, 2), np.diagonal(a, 0, 1, 2)),
+             ("expand_copy", ([2, 2, 3, 4],), np.broadcast_to(a, (2, 2, 3, 4))),
+             ("permute_copy", ([2, 0, 1],), a.transpose(2, 0, 1)),
+             ("select_copy", (1, 2), a[:, 2]), ("slice_copy", (2, 1, None, 2), a[:, :, 1::2]),
+             ("squeeze_copy", (), a), ("t_copy", (), a[0].T),
+             ("transpose_copy", (0, 2), a.transpose(2, 1, 0)),
+             ("unfold_copy", (2, 2, 2), a.reshape(2, 3, 2, 2)),
+             ("unsqueeze_copy", (1,), a[:, None]), ("view_copy", ([6, 4],), a.reshape(6, 4)),
+             ("as_strided_copy", ((2, 2), (1, 2)), np.array([[0.0, 2], [1, 3]]))]
+    for name, args, ref in cases:
+        x = _t(a)
+        src = x[0] if name == "t_copy" else x
+        out = getattr(clgrad, name)(src, *args)
+        assert out.is_contiguous(), name
+        assert_close(out, ref)
+        out.fill_(-1)                                      # a copy: the source is untouched
+        assert_close(x, a)
+    parts = clgrad.split_copy(_t(a), 2, 2)
+    assert [p.shape[2] for p in parts] == [2, 2] and all(p.is_contiguous() for p in parts)
+    assert [p.shape[0] for p in clgrad.split_with_sizes_copy(_t(a), [1, 1])] == [1, 1]
+    assert [p.tolist() for p in clgrad.unbind_copy(_t(a[0, 0]))] == [0.0, 1.0, 2.0, 3.0]
+    xt = _t(a, requires_grad=True)
+    clgrad.diagonal_copy(xt, 0, 1, 2).sum().backward()     # differentiable like the view
+    assert_close(xt.grad, np.broadcast_to(np.eye(3, 4), a.shape))
+
+
+def test_unravel_index_norm_except_dim_empty_permuted(device):
+    idx = np.array([[0, 5], [-1, 23]])
+    out = clgrad.unravel_index(_t(idx), (2, 3, 4))
+    for o, r in zip(out, np.unravel_index(idx % 24, (2, 3, 4))):
+        assert_close(o, r)
+    with pytest.raises(ValueError):
+        clgrad.unravel_index(_t([24]), (2, 3, 4))
+    with pytest.raises(TypeError):
+        clgrad.unravel_index(_t([1.0]), (2, 3))
+    v = RNG.standard_normal((3, 4, 2))
+    assert_close(clgrad.norm_except_dim(_t(v), 2, 1),
+                 np.sqrt((v ** 2).sum((0, 2), keepdims=True)))
+    assert_close(clgrad.norm_except_dim(_t(v), 2, -1), np.sqrt((v ** 2).sum()))
+    e = clgrad.empty_permuted((2, 3, 4), (2, 0, 1))
+    assert e.shape == (2, 3, 4) and e.stride() == (3, 1, 6)
+    with pytest.raises(RuntimeError, match="permutation"):
+        clgrad.empty_permuted((2, 3), (0, 0))

@@ -666,6 +666,139 @@ def nuclear_norm(input, dim=None, keepdim=False):
     return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
 
+
+# ---- ATen's *_copy ops: the view op, then a copy (what functionalisation produces) --------------
+def _clone_all(out):
+    return tuple(views.clone(t) for t in out) if isinstance(out, (tuple, list)) else \
+        views.clone(out)
+
+
+def _slice(input, dim=0, start=None, end=None, step=1):
+    return input[(slice(None),) * (dim % input.ndim) + (slice(start, end, step),)]
+
+
+_COPIES = {
+    # name: (the view, example, its result)
+    "alias_copy": (lambda x: x, "clgrad.alias_copy(clgrad.ones(2)).tolist()", "[1.0, 1.0]"),
+    "detach_copy": (lambda x: x.detach(), "clgrad.detach_copy(clgrad.ones(1)).requires_grad",
+                    "False"),
+    "as_strided_copy": (lambda x, size, stride, storage_offset=None:
+                        x.as_strided(size, stride, storage_offset),
+                        "clgrad.as_strided_copy(clgrad.arange(4.0), (2,), (2,)).tolist()",
+                        "[0.0, 2.0]"),
+    "diagonal_copy": (lambda x, offset=0, dim1=0, dim2=1: x.diagonal(offset, dim1, dim2),
+                      "clgrad.diagonal_copy(clgrad.eye(2)).tolist()", "[1.0, 1.0]"),
+    "expand_copy": (lambda x, size, *, implicit=False: x.expand(size),
+                    "clgrad.expand_copy(clgrad.ones(1), [3]).is_contiguous()", "True"),
+    "permute_copy": (lambda x, dims: x.permute(dims),
+                     "clgrad.permute_copy(clgrad.zeros(2, 3), [1, 0]).shape",
+                     "clgrad.Size([3, 2])"),
+    "select_copy": (lambda x, dim, index: x.select(dim, index),
+                    "clgrad.select_copy(clgrad.eye(2), 0, 1).tolist()", "[0.0, 1.0]"),
+    "slice_copy": (_slice, "clgrad.slice_copy(clgrad.arange(5.0), 0, 1, 5, 2).tolist()",
+                   "[1.0, 3.0]"),
+    "split_copy": (lambda x, split_size, dim=0: x.split(split_size, dim),
+                   "[t.tolist() for t in clgrad.split_copy(clgrad.arange(3.0), 2)]",
+                   "[[0.0, 1.0], [2.0]]"),
+    "split_with_sizes_copy": (lambda x, split_sizes, dim=0: x.split_with_sizes(split_sizes, dim),
+                              "[t.numel() for t in clgrad.split_with_sizes_copy("
+                              "clgrad.zeros(3), [1, 2])]", "[1, 2]"),
+    "squeeze_copy": (lambda x, dim=None: x.squeeze() if dim is None else x.squeeze(dim),
+                     "clgrad.squeeze_copy(clgrad.zeros(1, 2)).shape", "clgrad.Size([2])"),
+    "t_copy": (lambda x: x.t(), "clgrad.t_copy(clgrad.zeros(2, 3)).shape", "clgrad.Size([3, 2])"),
+    "transpose_copy": (lambda x, dim0, dim1: x.transpose(dim0, dim1),
+                       "clgrad.transpose_copy(clgrad.zeros(2, 3), 0, 1).is_contiguous()", "True"),
+    "unbind_copy": (lambda x, dim=0: x.unbind(dim),
+                    "[t.tolist() for t in clgrad.unbind_copy(clgrad.eye(2))]",
+                    "[[1.0, 0.0], [0.0, 1.0]]"),
+    "unfold_copy": (lambda x, dimension, size, step: x.unfold(dimension, size, step),
+                    "clgrad.unfold_copy(clgrad.arange(4.0), 0, 2, 2).tolist()",
+                    "[[0.0, 1.0], [2.0, 3.0]]"),
+    "unsqueeze_copy": (lambda x, dim: x.unsqueeze(dim),
+                       "clgrad.unsqueeze_copy(clgrad.zeros(2), 0).shape", "clgrad.Size([1, 2])"),
+    "view_copy": (lambda x, size: x.view(size) if isinstance(size, dtypes.dtype) else
+                  x.view(*size) if isinstance(size, (tuple, list)) else x.view(size),
+                  "clgrad.view_copy(clgrad.arange(4.0), [2, 2]).tolist()",
+                  "[[0.0, 1.0], [2.0, 3.0]]"),
+}
+
+
+def _copy_op(name, view, example, result):
+    def fn(input, *args, **kwargs):
+        return _clone_all(view(input, *args, **kwargs))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name[:-5]} as a new tensor (not a view): ATen's functional form.\n\n"
+                  f"    >>> import clgrad\n    >>> {example}\n    {result}\n    ")
+    return fn
+
+
+for _name, _entry in _COPIES.items():
+    globals()[_name] = _copy_op(_name, *_entry)
+__all__ += list(_COPIES)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of `shape` of flat (C order) indices: a tuple of tensors.
+
+    >>> import clgrad
+    >>> [t.tolist() for t in clgrad.unravel_index(clgrad.tensor([5, 7]), (2, 4))]
+    [[1, 1], [1, 3]]
+    """
+    if not isinstance(indices, Tensor):
+        indices = creation.tensor(indices)
+    if indices.dtype.kind not in "iu" or indices.dtype is dtypes.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    n = math.prod(shape)
+    if indices.numel() and bool(((indices < -n) | (indices >= n)).any()):
+        raise ValueError(f"unravel_index: index out of bounds for shape {list(shape)}")
+    flat = indices.long() % n if n else indices.long()     # negative indices count from the end
+    out = []
+    for d in reversed(shape):
+        out.append(flat % d)
+        flat = flat // d
+    return tuple(reversed(out))
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The pow-norm of v over every dim except dim, keeping dims (weight_norm's g); dim=-1:
+    over all of v.
+
+    >>> import clgrad
+    >>> n = clgrad.norm_except_dim(clgrad.full((2, 3), 2.0), 2, 0)
+    >>> n.shape, [round(v, 4) for v in n.flatten().tolist()]
+    (clgrad.Size([2, 1]), [3.4641, 3.4641])
+    """
+    from ..linalg import vector_norm
+    if dim == -1:
+        return vector_norm(v, pow)
+    dims = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
+    return vector_norm(v, pow, dims, keepdim=True)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of `size` whose memory holds its dims in physical_layout order
+    (physical_layout[0] outermost).
+
+    >>> import clgrad
+    >>> clgrad.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
+    (12, 1, 3)
+    """
+    size, perm = tuple(size), tuple(physical_layout)
+    if sorted(perm) != list(builtins.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(perm)} is not a permutation "
+                           f"of the {len(size)} dims of size {list(size)}")
+    base = creation.empty(*[size[p] for p in perm], dtype=dtype, device=device)
+    inv = [perm.index(d) for d in builtins.range(len(size))]
+    out = base.permute(*inv)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+__all__ += ["unravel_index", "norm_except_dim", "empty_permuted"]
+
 FUNCTIONS = {n: globals()[n] for n in __all__}
 METHODS = {"gcd": gcd, "gcd_": gcd_, "lcm": lcm, "lcm_": lcm_, "frexp": frexp,
            "nextafter": nextafter, "nextafter_": nextafter_, "histogram": histogram,
