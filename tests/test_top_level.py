@@ -8,9 +8,9 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
-from clgrad.autograd import gradcheck
+from clgrad.autograd import gradcheck, gradgradcheck
 
-from helpers import assert_close, grad_dtype, grad_tols, make, to_np
+from helpers import assert_close, grad_dtype, grad_tols, make, rounded, to_np
 
 RNG = np.random.default_rng(7)
 
@@ -685,3 +685,28 @@ def test_unravel_index_norm_except_dim_empty_permuted(device):
     assert e.shape == (2, 3, 4) and e.stride() == (3, 1, 6)
     with pytest.raises(RuntimeError, match="permutation"):
         clgrad.empty_permuted((2, 3), (0, 0))
+
+
+@pytest.mark.parametrize("dt", [clgrad.float32, clgrad.float64, clgrad.bfloat16])
+def test_i0(device, dt):
+    if dt is clgrad.float64 and not device.has_fp64:
+        pytest.skip("device without fp64")
+    x = np.concatenate([np.linspace(-20, 20, 18), [7.99, 8.0, 8.01, np.inf, -np.inf, np.nan]])
+    out = clgrad.i0(make(x.reshape(2, 12), dt, device, "transposed"))
+    assert out.dtype is dt
+    rtol = {clgrad.float32: 1e-6, clgrad.float64: 1e-13}.get(dt)
+    with np.errstate(invalid="ignore"):                    # I0(+-inf) is nan here, as torch's
+        ref = np.i0(rounded(x, dt).astype(np.float64).reshape(2, 12))
+    assert_close(out, ref, rtol=rtol)
+    t = _t(x, dtype=dt)
+    assert clgrad.i0_(t) is t and t.i0().dtype is dt
+
+
+def test_i0_gradients(device):
+    dt = grad_dtype(device)
+    x = _t([-9.0, -1.5, 0.0, 2.0, 7.0, 12.0], dtype=dt, requires_grad=True)
+    assert gradcheck(clgrad.i0, (x,), **grad_tols(device))
+    assert gradgradcheck(clgrad.i0, (x,), **grad_tols(device))
+    assert clgrad.i0(_t([1, 2])).dtype is clgrad.float32
+    with pytest.raises(RuntimeError):
+        clgrad.i0_(_t([1, 2]))
