@@ -276,7 +276,8 @@ def is_warn_always_enabled():
 
 
 def get_device(input):
-    """-1 for a tensor on "cpu", else the index of its "cuda:N" device (as input.get_device()).
+    """-1 for a tensor on "cpu", else the index of its "cuda:K" (or "cl:N") device, as
+    input.get_device().
 
     >>> import clgrad
     >>> clgrad.get_device(clgrad.zeros(1, device="cpu"))
