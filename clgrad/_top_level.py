@@ -6,6 +6,7 @@ reductions as ints (0 none, 1 mean, 2 sum), `cudnn_enable(d)` flags accepted and
 has one implementation), `weight` first in `embedding`. Each computes with the same code as its
 nn.functional counterpart. Imported by clgrad/__init__.py after nn (this module sits above it).
 """
+from . import dtypes
 from .nn import functional as F
 from .nn.modules.rnn import _gru_step, _lstm_step, _rnn_step
 from .tensor import Tensor
@@ -22,7 +23,8 @@ __all__ = [
     "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "cosine_embedding_loss",
     "ctc_loss", "binary_cross_entropy_with_logits", "grid_sampler", "grid_sampler_2d",
     "grid_sampler_3d", "affine_grid_generator", "gru_cell", "lstm_cell", "rnn_tanh_cell",
-    "rnn_relu_cell",
+    "rnn_relu_cell", "native_layer_norm", "native_batch_norm", "native_group_norm",
+    "native_dropout", "conv_tbc",
 ]
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -730,3 +732,100 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """
     return _gru_step(_proj("gru_cell", input, hx, w_ih, b_ih), hx, w_hh, b_hh)[0]
 
+
+
+# ---- ATen's native_* forms: the result and the statistics backward would save ------------------
+def _stats(x, dims, eps):
+    mean = x.mean(dims, keepdim=True)
+    rstd = (((x - mean) ** 2).mean(dims, keepdim=True) + eps).rsqrt()   # biased variance
+    return mean, rstd
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """(layer_norm's output, mean, rstd), the statistics over the normalised dims, kept as
+    size-1 dims.
+
+    >>> import clgrad
+    >>> out, mean, rstd = clgrad.native_layer_norm(clgrad.tensor([[1.0, 3.0]]), [2], None, None,
+    ...                                            0.0)
+    >>> out.tolist(), mean.tolist(), rstd.tolist()
+    ([[-1.0, 1.0]], [[2.0]], [[1.0]])
+    """
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    mean, rstd = _stats(input, dims, eps)
+    out = (input - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(batch_norm's output, save_mean, save_invstd): the batch's per-channel mean and
+    1/sqrt(biased var + eps) when training (running statistics updated as batch_norm does),
+    empty tensors otherwise.
+
+    >>> import clgrad
+    >>> out, m, r = clgrad.native_batch_norm(clgrad.tensor([[1.0], [3.0]]), None, None, None,
+    ...                                      None, True, 0.1, 0.0)
+    >>> out.flatten().tolist(), m.tolist(), r.tolist()
+    ([-1.0, 1.0], [2.0], [1.0])
+    """
+    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        empty = input.new_empty((0,))
+        return out, empty, empty
+    mean, rstd = _stats(input, (0,) + tuple(range(2, input.ndim)), eps)
+    return out, mean.flatten(), rstd.flatten()
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """(group_norm's output, mean, rstd) with the statistics of shape (N, group).
+
+    >>> import clgrad
+    >>> out, m, r = clgrad.native_group_norm(clgrad.tensor([[1.0, 3.0]]), None, None, 1, 2, 1,
+    ...                                      1, 0.0)
+    >>> out.tolist(), m.tolist(), r.tolist()
+    ([[-1.0, 1.0]], [[2.0]], [[1.0]])
+    """
+    if input.shape[0] != N or input.shape[1] != C or input.numel() != N * C * HxW:
+        raise RuntimeError(f"native_group_norm: expected input of N={N}, C={C}, HxW={HxW}, "
+                           f"got {list(input.shape)}")
+    out = F.group_norm(input, group, weight, bias, eps)
+    mean, rstd = _stats(input.reshape(N, group, -1), (2,), eps)
+    return out, mean.squeeze(2), rstd.squeeze(2)
+
+
+def native_dropout(input, p, train):
+    """(output, mask): dropout's output and the bool mask of kept elements (train None counts
+    as True; not training: a copy of input and an all-True mask).
+
+    >>> import clgrad
+    >>> out, mask = clgrad.native_dropout(clgrad.ones(3), 0.5, False)
+    >>> out.tolist(), mask.tolist()
+    ([1.0, 1.0, 1.0], [True, True, True])
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if train is False:
+        return input.clone(), input.new_ones(input.shape, dtype=dtypes.bool_)
+    mask = input.detach().new_empty(input.shape).bernoulli_(1.0 - p).to(dtypes.bool_)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    return input * mask * scale, mask
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution in (time, batch, channel) layout: input (T, B, C_in), weight
+    (K, C_in, C_out), bias (C_out,), pad on both ends of time.
+
+    >>> import clgrad
+    >>> y = clgrad.conv_tbc(clgrad.ones(3, 1, 1), clgrad.ones(2, 1, 1), clgrad.zeros(1))
+    >>> y.flatten().tolist()
+    [2.0, 2.0]
+    """
+    if input.ndim != 3 or weight.ndim != 3:
+        raise RuntimeError(f"conv_tbc: expected a 3-D input and weight, got "
+                           f"{list(input.shape)} and {list(weight.shape)}")
+    out = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

@@ -22,7 +22,8 @@ __all__ = ["get_num_threads", "set_num_threads", "get_num_interop_threads",
            "set_autocast_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
            "get_autocast_cpu_dtype", "set_autocast_cpu_dtype", "get_autocast_gpu_dtype",
            "set_autocast_gpu_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
-           "clear_autocast_cache", "autocast_increment_nesting", "autocast_decrement_nesting"]
+           "clear_autocast_cache", "autocast_increment_nesting", "autocast_decrement_nesting",
+           "set_flush_denormal", "is_vulkan_available"]
 
 _settings = {"threads": os.cpu_count() or 1, "interop_threads": os.cpu_count() or 1,
              "deterministic": 0, "warn_always": False, "autocast_nesting": 0}
@@ -295,6 +296,27 @@ def compiled_with_cxx11_abi():
 
     >>> import clgrad
     >>> clgrad.compiled_with_cxx11_abi()
+    False
+    """
+    return False
+
+
+def set_flush_denormal(mode):
+    """False: clgrad cannot switch how devices treat subnormal floats (an OpenCL device flushes
+    them or not by its own rules; torch returns False where it cannot either).
+
+    >>> import clgrad
+    >>> clgrad.set_flush_denormal(True)
+    False
+    """
+    return False
+
+
+def is_vulkan_available():
+    """False: clgrad runs on OpenCL devices only.
+
+    >>> import clgrad
+    >>> clgrad.is_vulkan_available()
     False
     """
     return False

@@ -711,3 +711,44 @@ def test_i0_gradients(device):
     assert clgrad.i0(_t([1, 2])).dtype is clgrad.float32
     with pytest.raises(RuntimeError):
         clgrad.i0_(_t([1, 2]))
+
+
+def test_native_forms(device):
+    x = RNG.standard_normal((2, 3, 4))
+    w, b = RNG.standard_normal(4), RNG.standard_normal(4)
+    out, mean, rstd = clgrad.native_layer_norm(_t(x), [4], _t(w), _t(b), 1e-5)
+    m, v = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    assert_close(mean, m)
+    assert_close(rstd, 1 / np.sqrt(v + 1e-5), rtol=1e-5)
+    assert_close(out, (x - m) / np.sqrt(v + 1e-5) * w + b, rtol=1e-5)
+    rm, rv = clgrad.zeros(3, dtype=clgrad.float64), clgrad.ones(3, dtype=clgrad.float64)
+    out, sm, si = clgrad.native_batch_norm(_t(x), None, None, rm, rv, True, 0.1, 1e-5)
+    m, v = x.mean((0, 2)), x.var((0, 2))
+    assert_close(sm, m)
+    assert_close(si, 1 / np.sqrt(v + 1e-5), rtol=1e-5)
+    assert_close(rm, 0.1 * m)                               # running stats move as batch_norm's
+    out, sm, si = clgrad.native_batch_norm(_t(x), None, None, rm, rv, False, 0.1, 1e-5)
+    assert sm.shape == (0,) and si.shape == (0,)
+    out, mean, rstd = clgrad.native_group_norm(_t(x), None, None, 2, 3, 4, 3, 1e-5)
+    assert_close(mean, x.mean(-1))
+    assert_close(rstd, 1 / np.sqrt(x.var(-1) + 1e-5), rtol=1e-5)
+    assert_close(out, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5),
+                 rtol=1e-5)
+    o, mask = clgrad.native_dropout(clgrad.ones(400), 0.25, True)
+    on, mn = to_np(o), to_np(mask)
+    assert mask.dtype is clgrad.bool and np.allclose(on[mn], 4 / 3) and (on[~mn] == 0).all()
+    o, mask = clgrad.native_dropout(clgrad.ones(3), 0.25, False)
+    assert to_np(mask).all() and to_np(o).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_conv_tbc_and_nonzero_static(device):
+    i, w, b = RNG.standard_normal((5, 2, 3)), RNG.standard_normal((2, 3, 4)), RNG.standard_normal(4)
+    out = clgrad.conv_tbc(_t(i), _t(w), _t(b), 1)
+    ip = np.pad(i, ((1, 1), (0, 0), (0, 0)))
+    ref = np.stack([np.einsum("kbc,kco->bo", ip[t:t + 2], w) for t in range(6)]) + b
+    assert_close(out, ref, rtol=1e-5)
+    x = _t([[0, 1], [1, 1]])
+    assert_close(clgrad.nonzero_static(x, size=4, fill_value=-5),
+                 [[0, 1], [1, 0], [1, 1], [-5, -5]])
+    assert_close(clgrad.nonzero_static(x, size=1), [[0, 1]])
+    assert clgrad.set_flush_denormal(True) is False and clgrad.is_vulkan_available() is False

@@ -918,6 +918,24 @@ def i0_(input):
 
 __all__ += ["i0", "i0_"]
 
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero with a fixed number of rows: the first `size` indices, padded with fill_value.
+
+    >>> import clgrad
+    >>> clgrad.nonzero_static(clgrad.tensor([0, 1, 0, 2]), size=3).flatten().tolist()
+    [1, 3, -1]
+    """
+    nz = input.nonzero()
+    k = nz.shape[0]
+    if k >= size:
+        return nz[:size].contiguous()
+    pad = creation.full((size - k, nz.shape[1]), fill_value, dtype=nz.dtype, device=nz.device)
+    return join.cat([nz, pad], 0)
+
+
+__all__ += ["nonzero_static"]
+
 FUNCTIONS = {n: globals()[n] for n in __all__}
 METHODS = {"gcd": gcd, "gcd_": gcd_, "lcm": lcm, "lcm_": lcm_, "frexp": frexp,
            "nextafter": nextafter, "nextafter_": nextafter_, "histogram": histogram,
