@@ -24,7 +24,7 @@ __all__ = [
     "ctc_loss", "binary_cross_entropy_with_logits", "grid_sampler", "grid_sampler_2d",
     "grid_sampler_3d", "affine_grid_generator", "gru_cell", "lstm_cell", "rnn_tanh_cell",
     "rnn_relu_cell", "native_layer_norm", "native_batch_norm", "native_group_norm",
-    "native_dropout", "conv_tbc",
+    "native_dropout", "conv_tbc", "embedding_renorm_",
 ]
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -290,6 +290,23 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     """
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Scale the rows of input (an embedding weight) that indices use so that their norm_type
+    norm is at most max_norm, in place (what embedding's max_norm does first).
+
+    >>> import clgrad
+    >>> w = clgrad.tensor([[3.0, 4.0], [6.0, 8.0]])
+    >>> [round(v, 4) for v in clgrad.embedding_renorm_(w, clgrad.tensor([0]), 1.0, 2.0)[0].tolist()]
+    [0.6, 0.8]
+    """
+    from .autograd.grad_mode import is_grad_enabled
+    if input.requires_grad and input.grad_fn is None and is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    F._renorm_rows_(input, indices.reshape(-1), max_norm, norm_type)
+    return input
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):

@@ -752,3 +752,12 @@ def test_conv_tbc_and_nonzero_static(device):
                  [[0, 1], [1, 0], [1, 1], [-5, -5]])
     assert_close(clgrad.nonzero_static(x, size=1), [[0, 1]])
     assert clgrad.set_flush_denormal(True) is False and clgrad.is_vulkan_available() is False
+
+
+def test_embedding_renorm_(device):
+    w = np.array([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    t = _t(w)
+    assert clgrad.embedding_renorm_(t, _t([[0, 1], [1, 1]]), 1.0, 2.0) is t
+    assert_close(t, [[3 / (5 + 1e-7), 4 / (5 + 1e-7)], [0.3, 0.4], [6.0, 8.0]])
+    with pytest.raises(RuntimeError, match="leaf"):
+        clgrad.embedding_renorm_(clgrad.ones(2, 2, requires_grad=True), _t([0]), 1.0, 2.0)
