@@ -121,6 +121,10 @@ def broadcast_tensors(*tensors):
 from . import func, linalg, nn, optim, special, utils  # noqa: E402
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
+# torch's top-level forms of nn.functional ops (ATen's argument lists) and math extras
+from ._top_level import *  # noqa: E402,F401,F403
+# process-wide settings (threads, print options, determinism, autocast state)
+from ._utility import *  # noqa: E402,F401,F403
 
 # mixed precision: the first autocast region wraps the listed ops (namespace, Tensor,
 # nn.functional)

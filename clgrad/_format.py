@@ -8,6 +8,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None          # set_printoptions(sci_mode=...): True / False force it, None decides
 
 
 class _Formatter:
@@ -35,6 +36,8 @@ class _Formatter:
             hi, lo = nonzero.max(), nonzero.min()
             if hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4:
                 self.sci_mode = True
+        if SCI_MODE is not None:
+            self.sci_mode = SCI_MODE
         self.max_width = max(len(self.fmt(v)) for v in flat)
 
     @staticmethod

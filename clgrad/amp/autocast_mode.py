@@ -50,6 +50,7 @@ class _State(threading.local):
 
 
 _state = _State()
+_cache_default = True     # clgrad.set_autocast_cache_enabled outside any region sets it
 
 
 def _current(device_type=None):
@@ -96,7 +97,7 @@ class autocast:
                 enabled = False
         self.device_type, self.fast_dtype = device_type, dtype
         self._enabled = enabled
-        self._cache_enabled = True if cache_enabled is None else cache_enabled
+        self._cache_enabled = _cache_default if cache_enabled is None else cache_enabled
 
     def __enter__(self):
         if not _installed:

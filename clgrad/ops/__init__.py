@@ -5,7 +5,7 @@ Each module listed in MODULES may define FUNCTIONS ({name: function}, exported a
 and METHODS ({name: function}, bound as Tensor.<name>); the face registers them in this order."""
 from . import elementwise, pointwise, views, reduce, creation, join, inplace, index  # noqa: F401
 from . import linalg, softmax, shape, conv, sort, einsum, special, arrange, stats  # noqa: F401
-from . import methods, linalg_lu, linalg_decomp, scatter_reduce  # noqa: F401
+from . import methods, linalg_lu, linalg_decomp, scatter_reduce, top_level, numeric  # noqa: F401
 
 MODULES = [pointwise, index, join, linalg, softmax, shape, conv, sort, einsum, special, arrange,
-           stats, methods, linalg_lu, linalg_decomp, scatter_reduce]
+           stats, methods, linalg_lu, linalg_decomp, scatter_reduce, top_level, numeric]

@@ -323,26 +323,6 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return _scatter_view(input, src, lambda t: t.as_strided(size, stride, storage_offset))
 
 
-def nonzero_static(input, *, size, fill_value=-1):
-    """nonzero's (count, ndim) index rows, cut or padded with fill_value to exactly `size` rows.
-
-    >>> import clgrad
-    >>> clgrad.tensor([0, 3, 0, 5]).nonzero_static(size=3).tolist()
-    [[1], [3], [-1]]
-    """
-    if size < 0:
-        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
-                           f"{size}")
-    idx = input.nonzero()[:size]
-    if idx.shape[0] < size:
-        from .creation import full
-        from .join import cat
-        pad = full((size - idx.shape[0], idx.shape[1]), fill_value, dtype=idx.dtype,
-                   device=idx.device)
-        idx = cat([idx, pad])
-    return idx
-
-
 def dim_order(self, *, ambiguity_check=False):
     """The dims from outermost to innermost in memory (by stride, then by position), as
     torch's Tensor.dim_order.
@@ -603,7 +583,7 @@ FUNCTIONS = {
     "adjoint": adjoint, "conj": _same, "conj_physical": _same, "resolve_conj": _same,
     "resolve_neg": _same, "positive": _same, "real": _same, "is_conj": _false, "is_neg": _false,
     "is_nonzero": is_nonzero, "is_same_size": is_same_size, "is_signed": is_signed,
-    "as_strided_scatter": as_strided_scatter, "nonzero_static": nonzero_static,
+    "as_strided_scatter": as_strided_scatter,
 }
 METHODS = dict(FUNCTIONS)
 METHODS.update({
@@ -616,10 +596,6 @@ METHODS.update({
     "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else
     self.to(dtype),
     "const_data_ptr": lambda self: self.data_ptr(),
-    # torch's unsafe_* forms differ only in not checking later in-place use of the pieces
-    "unsafe_chunk": lambda self, chunks, dim=0: self.chunk(chunks, dim),
-    "unsafe_split": lambda self, split_size, dim=0: self.split(split_size, dim),
-    "unsafe_split_with_sizes": lambda self, split_sizes, dim=0: self.split(split_sizes, dim),
 })
 METHODS.update({n: _inplace(n, o) for n, o in INPLACE_OF.items()})
 METHODS.update({n: _view_inplace(n, v) for n, v in VIEW_INPLACE.items()})
