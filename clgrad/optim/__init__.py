@@ -11,6 +11,7 @@ True
 """
 from . import lr_scheduler, swa_utils
 from .adafactor import Adafactor
+from .muon import Muon
 from .adam import Adam, AdamW
 from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from .classic import ASGD, Rprop
@@ -20,4 +21,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "Adafactor", "lr_scheduler", "swa_utils"]
+           "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils"]
