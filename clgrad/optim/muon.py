@@ -24,7 +24,7 @@ def zeropower_via_newtonschulz(grad, ns_coefficients=NS_COEFFICIENTS, ns_steps=N
     >>> import clgrad
     >>> Q = zeropower_via_newtonschulz(clgrad.tensor([[3.0, 0.0], [0.0, 0.5]]))
     >>> [round(v, 1) for v in Q.float().diagonal().tolist()]
-    [0.7, 0.9]
+    [0.7, 1.0]
     """
     if ns_steps >= 100:
         raise ValueError("Number of steps must be less than 100 for computational efficiency")
@@ -66,7 +66,7 @@ class Muon(Optimizer):
     >>> opt = clgrad.optim.Muon([p], lr=0.1, weight_decay=0.0)
     >>> p.grad = clgrad.tensor([[1.0, 0.0], [0.0, 1.0]]); opt.step()
     >>> [round(v, 2) for v in p.flatten().tolist()]
-    [0.93, 0.0, 0.0, 0.93]
+    [0.89, 0.0, 0.0, 0.89]
     """
 
     def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
