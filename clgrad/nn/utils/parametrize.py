@@ -271,16 +271,13 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
             if not isinstance(X, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got "
                                  f"{type(X).__name__}.")
-            if X.dtype != Y.dtype:
-                raise ValueError(f"Registering a parametrization may not change the dtype of the "
-                                 f"tensor, unless the `unsafe` flag is enabled.\nmodule."
-                                 f"{tensor_name}.dtype: {Y.dtype}\nparametrization(module."
-                                 f"{tensor_name}).dtype: {X.dtype}")
-            if X.shape != Y.shape:
-                raise ValueError(f"Registering a parametrization may not change the shape of the "
-                                 f"tensor, unless the `unsafe` flag is enabled.\nmodule."
-                                 f"{tensor_name}.shape: {Y.shape}\nparametrization(module."
-                                 f"{tensor_name}).shape: {X.shape}")
+            for what in ("dtype", "shape"):
+                if getattr(X, what) != getattr(Y, what):
+                    raise ValueError(
+                        f"Registering a parametrization may not change the {what} of the tensor, "
+                        f"unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.{what}: "
+                        f"{getattr(Y, what)}\nparametrization(module.{tensor_name}).{what}: "
+                        f"{getattr(X, what)}")
             if hasattr(parametrization, "right_inverse"):
                 try:
                     Z = parametrization.right_inverse(X)
@@ -290,18 +287,13 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
                     if not isinstance(Z, Tensor):
                         raise ValueError(f"parametrization.right_inverse must return a tensor. "
                                          f"Got: {type(Z).__name__}")
-                    if Z.dtype != Y.dtype:
-                        raise ValueError(f"The tensor returned by parametrization.right_inverse "
-                                         f"must have the same dtype as module.{tensor_name}, "
-                                         f"unless the `unsafe` flag is enabled.\nmodule."
-                                         f"{tensor_name}.dtype: {Y.dtype}\nreturned dtype: "
-                                         f"{Z.dtype}")
-                    if Z.shape != Y.shape:
-                        raise ValueError(f"The tensor returned by parametrization.right_inverse "
-                                         f"must have the same shape as module.{tensor_name}, "
-                                         f"unless the `unsafe` flag is enabled.\nmodule."
-                                         f"{tensor_name}.shape: {Y.shape}\nreturned shape: "
-                                         f"{Z.shape}")
+                    for what in ("dtype", "shape"):
+                        if getattr(Z, what) != getattr(Y, what):
+                            raise ValueError(
+                                f"The tensor returned by parametrization.right_inverse must have "
+                                f"the same {what} as module.{tensor_name}, unless the `unsafe` "
+                                f"flag is enabled.\nmodule.{tensor_name}.{what}: "
+                                f"{getattr(Y, what)}\nreturned {what}: {getattr(Z, what)}")
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:
