@@ -572,15 +572,18 @@ def drive_attention(dev, dt, rng):
     dropout mask (attn_dropout_mask)."""
     import clgrad
     import clgrad.nn.functional as F
+    from clgrad.nn.attention import SDPBackend, sdpa_kernel
     q = _t(dt, (1, 2, 3, 3), dev, rng).requires_grad_()
     k = _t(dt, (1, 1, 34, 3), dev, rng).requires_grad_()
     v = _t(dt, (1, 1, 34, 66), dev, rng).requires_grad_()
     mask = clgrad.tensor(rng.random((3, 34)) < 0.7, device=dev)
-    F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).sum().backward()
-    out = F.scaled_dot_product_attention(q, k.expand(1, 2, 34, 3), v.expand(1, 2, 34, 66),
-                                         is_causal=True, dropout_p=0.3)
-    g, = clgrad.autograd.grad(out.sum(), q, create_graph=True)
-    g.sum().backward()
+    # the CPU code paths pick the composed form at these sizes: ask for the fused kernels
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True).sum().backward()
+        out = F.scaled_dot_product_attention(q, k.expand(1, 2, 34, 3), v.expand(1, 2, 34, 66),
+                                             is_causal=True, dropout_p=0.3)
+        g, = clgrad.autograd.grad(out.sum(), q, create_graph=True)
+        g.sum().backward()
 
 
 # family -> the function that drives its ops for one dtype
