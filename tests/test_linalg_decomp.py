@@ -281,3 +281,22 @@ def test_householder_product_vander_tensorinv_tensorsolve(device):
         np.linalg.tensorsolve(m4, b.reshape(6, 1), axes=(0, 1)), atol=1e-10)
     with pytest.raises(RuntimeError, match="prod"):
         LA.tensorinv(clgrad.ones(2, 3, 5, device=device))
+
+
+def test_svd_lowrank_and_pca_lowrank(device):
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=(30, 4)) @ rng.normal(size=(4, 18))          # rank 4
+    for m in (a, a.T):
+        U, S, V = clgrad.svd_lowrank(clgrad.tensor(m, device=device), q=6)
+        assert tuple(U.shape) == (m.shape[0], 6) and tuple(V.shape) == (m.shape[1], 6)
+        np.testing.assert_allclose(_np(S)[:4], np.linalg.svd(m, compute_uv=False)[:4],
+                                   rtol=1e-10)
+        np.testing.assert_allclose(_np(U @ S.diag_embed() @ V.mT), m, atol=1e-10)
+        _orthonormal_cols(_np(U), 1e-10)
+    c = a - a.mean(0)
+    U, S, V = clgrad.pca_lowrank(clgrad.tensor(a, device=device), q=4)
+    np.testing.assert_allclose(_np(S), np.linalg.svd(c, compute_uv=False)[:4], rtol=1e-10)
+    with pytest.raises(ValueError, match="min"):
+        clgrad.pca_lowrank(clgrad.tensor(a, device=device), q=40)
+    with pytest.raises(RuntimeError, match="linalg.solve"):
+        clgrad.solve(clgrad.eye(2), clgrad.eye(2))

@@ -673,7 +673,78 @@ def vander(x, *, N=None):
     return cat([ones, x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)], -1)
 
 
+def _approximate_basis(A, q, niter):
+    """An orthonormal basis Q (m x q) of A's dominant column space by randomized subspace
+    iteration (Halko, Martinsson and Tropp, algorithm 4.4): Q of A R for a Gaussian R, then
+    niter rounds of Q of A^T Q and Q of A Q."""
+    from .creation import randn
+    R = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = qr(A @ R).Q
+    for _ in range(niter):
+        Q = qr(A @ qr(_mT(A) @ Q).Q).Q
+    return Q
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) of a rank-q approximation of A - M by randomized SVD, as torch.svd_lowrank:
+    A ~ U diag(S) V^T with U (m x q), S (q,), V (n x q). Composed of the QR and SVD kernels, so
+    it differentiates as they do.
+
+    >>> import clgrad
+    >>> A = clgrad.ones(4, 1, dtype=clgrad.float64) @ clgrad.ones(1, 3, dtype=clgrad.float64)
+    >>> U, S, V = clgrad.svd_lowrank(A, q=2)
+    >>> round(S[0].item(), 6)
+    3.464102
+    """
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    if M is not None:
+        A = A - M
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:                      # work on the tall side: A^T = V S U^T
+        U, S, V = svd_lowrank(_mT(A), q, niter)
+        return V, S, U
+    Q = _approximate_basis(A, q, niter)
+    Ub, S, Vh = svd(_mT(Q) @ A, full_matrices=False)
+    return Q @ Ub, S, _mT(Vh)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V) of the principal components of A's rows (its columns centred first), as
+    torch.pca_lowrank: svd_lowrank of A - mean with q = min(6, m, n) by default; the projections
+    onto the first k components are A @ V[:, :k].
+
+    >>> import clgrad
+    >>> x = clgrad.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], dtype=clgrad.float64)
+    >>> U, S, V = clgrad.pca_lowrank(x, q=1)
+    >>> [round(abs(v), 4) for v in V[:, 0].tolist()]
+    [0.7071, 0.7071]
+    """
+    m, n = A.shape[-2], A.shape[-1]
+    q = min(6, m, n) if q is None else q
+    if not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
+                         f"min(m, n)={min(m, n)}")
+    M = A.mean(-2, keepdim=True) if center else None
+    return svd_lowrank(A, q, niter, M)
+
+
+def _removed(name, instead):
+    def fn(*args, **kwargs):
+        raise RuntimeError(f"torch.{name} was deprecated in torch 1.9 and removed; use {instead} "
+                           f"(clgrad has it under the same name)")
+    fn.__name__ = name
+    fn.__doc__ = f"Removed from torch (1.9): raises, pointing to {instead}."
+    return fn
+
+
 FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
-             "orgqr": householder_product}
+             "orgqr": householder_product, "svd_lowrank": svd_lowrank,
+             "pca_lowrank": pca_lowrank,
+             "solve": _removed("solve", "torch.linalg.solve (its arguments are reversed)"),
+             "lstsq": _removed("lstsq", "torch.linalg.lstsq (its arguments are reversed)"),
+             "symeig": _removed("symeig", "torch.linalg.eigh or eigvalsh (UPLO='L' by default)"),
+             "eig": _removed("eig", "torch.linalg.eig"),
+             "matrix_rank": _removed("matrix_rank", "torch.linalg.matrix_rank")}
 METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
            "orgqr": householder_product}
