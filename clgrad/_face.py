@@ -279,6 +279,19 @@ Tensor.sum_to_size = lambda self, *size: reduce.sum_to(self, views._shape_arg(si
 # ---- joining, indexing, in-place ---------------------------------------------------------------
 register(functions={n: getattr(join, n) for n in join.__all__})
 register(methods={"copy_": inplace.copy_, "fill_": inplace.fill_, "zero_": inplace.zero_})
+
+
+def _nn_method(name):
+    """Tensor.<name> for an nn.functional op (imported on first use: nn sits above ops)."""
+    def method(self, *args, **kwargs):
+        from .nn import functional as F
+        return getattr(F, name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"nn.functional.{name}(self, ...)."
+    return method
+
+
+register(methods={"hardshrink": _nn_method("hardshrink"), "prelu": _nn_method("prelu")})
 for _mod in MODULES:
     if _mod is not pointwise:
         register(getattr(_mod, "FUNCTIONS", None), getattr(_mod, "METHODS", None))

@@ -272,6 +272,16 @@ class Tensor:
     def is_sparse(self):
         return False
 
+    @property
+    def volatile(self):
+        """torch's long-removed volatile flag: always False (use no_grad)."""
+        return False
+
+    @property
+    def name(self):
+        """Named tensors are not supported: None, as for torch's unnamed tensors."""
+        return None
+
     # the other backends and layouts torch names: never, for a dense OpenCL tensor
     is_sparse_csr = is_quantized = is_nested = is_meta = is_mkldnn = is_mps = is_xpu = \
         is_ipu = is_xla = is_vulkan = is_maia = is_mtia = is_sparse

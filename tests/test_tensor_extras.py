@@ -84,3 +84,31 @@ def test_small_composites(device):
                                                             list(range(3, 10))]
     assert len(x.unsafe_chunk(3)) == 3 and x.unsafe_split(4)[2].tolist() == [8.0, 9.0]
     assert math.isclose(sum(p.sum().item() for p in x.unsafe_split_with_sizes([5, 5])), 45.0)
+
+
+def test_deprecated_and_storage_methods(device):
+    x = clgrad.arange(6.0, device=device)
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert tuple(x.resize(2, 3).shape) == (2, 3)
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert tuple(x.resize_as(clgrad.zeros(3, 2)).shape) == (3, 2)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="preserving the number"):
+        x.resize(4)
+    y = clgrad.zeros(2, device=device)
+    assert y.set_(x).tolist() == x.tolist() and y.is_set_to(x)
+    assert y.set_(x, 1, (2,), (2,)).tolist() == [1.0, 3.0]
+    x[1] = 10.0                          # one storage: the view sees the write
+    assert y.tolist() == [10.0, 3.0]
+    assert y.set_().numel() == 0
+    with pytest.raises(RuntimeError, match="type"):
+        clgrad.zeros(1, dtype=clgrad.int64).set_(x)
+
+    class Sub(clgrad.Tensor):
+        pass
+    s = x.as_subclass(Sub)
+    assert type(s) is Sub and s.tolist() == x.tolist()
+    assert x.volatile is False and x.name is None
+    assert x.hardshrink(2.5).tolist() == [0.0, 10.0, 0.0, 3.0, 4.0, 5.0]     # x[1] is 10 now
+    assert x.record_stream(None) is None
+    with pytest.raises(RuntimeError, match="linalg.solve"):
+        x.solve(x)

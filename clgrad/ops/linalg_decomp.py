@@ -747,4 +747,5 @@ FUNCTIONS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
              "eig": _removed("eig", "torch.linalg.eig"),
              "matrix_rank": _removed("matrix_rank", "torch.linalg.matrix_rank")}
 METHODS = {"qr": _legacy_qr, "svd": _legacy_svd, "pinverse": pinverse,
-           "orgqr": householder_product}
+           "orgqr": householder_product,
+           **{n: FUNCTIONS[n] for n in ("solve", "lstsq", "symeig", "eig")}}

@@ -335,6 +335,80 @@ def dim_order(self, *, ambiguity_check=False):
     return tuple(sorted(range(self.dim()), key=lambda d: -st[d]))
 
 
+def resize(self, *sizes):
+    """torch's deprecated out-of-place resize: a reshape that keeps the number of elements.
+
+    >>> import clgrad, warnings
+    >>> with warnings.catch_warnings(record=True):
+    ...     clgrad.arange(6.0).resize(2, 3).shape
+    clgrad.Size([2, 3])
+    """
+    import math
+    import warnings
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    n = math.prod(sizes)
+    if n != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, sizes))} ({n} elements in "
+                           f"total), but the given tensor has a size of "
+                           f"{'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           f"autograd's resize can only change the shape of a given tensor, "
+                           f"while preserving the number of elements.")
+    return self.reshape(sizes)
+
+
+def resize_as(self, tensor):
+    """torch's deprecated out-of-place resize_as: resize to tensor's shape."""
+    import warnings
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return resize(self, tuple(tensor.shape))
+
+
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Make self a view of source's storage: of the tensor source itself, or (with offset, size
+    and stride) of the part of its storage they describe; no argument: an empty tensor. Not for
+    tensors that require grad (as torch, autograd does not see it).
+
+    >>> import clgrad
+    >>> x = clgrad.arange(6.0); y = clgrad.zeros(2)
+    >>> y.set_(x, 1, (2,), (2,)).tolist()
+    [1.0, 3.0]
+    """
+    from ..tensor import contiguous_strides, empty_tensor, is_contiguous_layout
+    if source is None:
+        source = empty_tensor((0,), self._dtype, self._storage.device)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"set_(): expected a Tensor as source, got {type(source).__name__}")
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"Could not set tensor of type {self._dtype} to a tensor of type "
+                           f"{source._dtype}")
+    if self.requires_grad:
+        raise RuntimeError("set_ is not allowed on a Tensor that requires grad")
+    if size is None:
+        shape, strides, offset = source._shape, source._strides, source._offset
+    else:
+        shape = tuple(size)
+        strides = tuple(stride) if stride is not None else contiguous_strides(shape)
+        offset = storage_offset
+    self._storage, self._shape, self._strides, self._offset = source._storage, shape, strides, \
+        offset
+    self._contig = is_contiguous_layout(shape, strides)
+    self._vc = source._vc
+    return self
+
+
+def as_subclass(self, cls):
+    """This tensor's data (shared, no history) as an instance of the Tensor subclass cls."""
+    from ..tensor import alias
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): expected a Tensor subclass, got {cls!r}")
+    out = alias(self)
+    out.__class__ = cls
+    return out
+
+
 def is_set_to(self, tensor):
     """Whether both tensors view the same storage with the same offset, shape and strides."""
     return (self._storage is tensor._storage and self._offset == tensor._offset and
@@ -596,6 +670,10 @@ METHODS.update({
     "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else
     self.to(dtype),
     "const_data_ptr": lambda self: self.data_ptr(),
+    "resize": resize, "resize_as": resize_as, "set_": set_, "as_subclass": as_subclass,
+    # the stream a tensor is used on is each device's one in-order queue: nothing to record
+    "record_stream": lambda self, stream: None,
+    "module_load": lambda self, other, assign=False: other,
 })
 METHODS.update({n: _inplace(n, o) for n, o in INPLACE_OF.items()})
 METHODS.update({n: _view_inplace(n, v) for n, v in VIEW_INPLACE.items()})
