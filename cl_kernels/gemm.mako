@@ -121,14 +121,19 @@ __kernel void pack_b(__global ${T} *P, long p_sb,
 }
 
 #ifdef VW
-__kernel void gemm_packed(${out_args()}
-    __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
+<%def name="packed_body(direct_a)">
 {
     const int nb = get_global_id(0), mb = get_global_id(1);
     const long b = get_global_id(2);
     const int m0 = mb * MR, n0 = nb * NR;
     if (m0 >= M || n0 >= N) return;
+% if direct_a:
+    long arow[MR];                      /* rows past M read the last one; never stored */
+#pragma unroll
+    for (int i = 0; i < MR; ++i) arow[i] = ao + b * a_sb + (long)min(m0 + i, M - 1) * a_sm;
+% else:
     __global const ${T} *pa = PA + b * pa_sb + (long)mb * K * MR;
+% endif
     __global const ${T} *pb = PB + b * pb_sb + (long)nb * K * NR;
     VT acc[MR][NV];
 #pragma unroll
@@ -141,13 +146,35 @@ __kernel void gemm_packed(${out_args()}
         for (int j = 0; j < NV; ++j) bv[j] = VLOAD(pb + j * VW);
 #pragma unroll
         for (int i = 0; i < MR; ++i) {
+% if direct_a:
+            const VT av = (VT)(${c.load(dt, "A", "arow[i] + k * a_sk")});
+% else:
             const VT av = (VT)(pa[i]);
+% endif
 #pragma unroll
             for (int j = 0; j < NV; ++j) acc[i][j] = av * bv[j] + acc[i][j];
         }
+% if not direct_a:
         pa += MR;
+% endif
         pb += NR;
     }
+    ${packed_store()}
+}
+</%def>
+__kernel void gemm_packed(${out_args()}
+    __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
+${packed_body(False)}
+
+/* gemm_packed reading A where it lies (any strides) instead of from a packed copy: for a few
+   rows of A (a recurrent layer's state, step by step) the pack was a launch as long as the
+   product */
+__kernel void gemm_packed_da(${out_args()}
+    ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk,
+    __global const ${T} *PB, long pb_sb,${tail_args()})
+${packed_body(True)}
+
+<%def name="packed_store()">
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
         const long m = m0 + i;
@@ -161,7 +188,7 @@ __kernel void gemm_packed(${out_args()}
             }
         }
     }
-}
+</%def>
 #endif
 #endif
 

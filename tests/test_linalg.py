@@ -49,18 +49,22 @@ def check(out, expected, dt):
     assert_close(out, expected, rtol=tol, atol=tol)
 
 
-@pytest.fixture(params=["default", "small", "packed", "lanes", "tiled"])
+@pytest.fixture(params=["default", "small", "packed", "packed_a", "lanes", "tiled"])
 def kernel(request, device, monkeypatch):
     """Run a test through one GEMM kernel: the device's configuration, gemm_small for every
     product, or a packed / lanes / tiled configuration with odd tile sizes (so that edges
-    show)."""
+    show). "packed" reads A in place (gemm_packed_da) at these sizes, "packed_a" packs it."""
     which = request.param
     if which == "small":
         monkeypatch.setattr(linalg, "SMALL_WORK", 1 << 62)
     elif which != "default":
         monkeypatch.setattr(linalg, "SMALL_WORK", 0)
         monkeypatch.setattr(linalg, "SMALL_ROWS_CPU", 0)
+        if which == "packed_a":
+            monkeypatch.setattr(linalg, "DIRECT_A_ROWS", 0)
+            monkeypatch.setattr(linalg, "DIRECT_A_ELEMENTS", 0)
         cfg = {"packed": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
+               "packed_a": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
                "lanes": {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2},
                "tiled": {"kind": "tiled", "TM": 16, "TN": 8, "TK": 4, "WM": 2, "WN": 2}}[which]
         prev = linalg.set_config(device, cfg)

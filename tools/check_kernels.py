@@ -438,6 +438,8 @@ def drive_gemm(dev, dt, rng):
         v @ v
     _t(dt, (3, 45), dev, rng) @ b
     _t(dt, (17, 45), dev, rng) @ b
+    # more than DIRECT_A_ROWS rows of a column-major A: packed (the shapes above read A in place)
+    _t(dt, (45, 70), dev, rng).t() @ b
 
 
 def drive_conv(dev, dt, rng):

@@ -32,6 +32,17 @@ from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, same
 GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32,
                dtypes.int64, dtypes.int16, dtypes.int8, dtypes.uint8)
 
+# The packed kernel reads A where it lies (gemm_packed_da) rather than from a packed copy when A
+# has few rows (the pack is a launch of its own, as long as a small product: a recurrent layer's
+# step) or is row-major and at most DIRECT_A_ELEMENTS (A's rows stream through the cache). A
+# column-major or large A keeps the pack (measured on PoCL: 2-3x slower read in place).
+DIRECT_A_ROWS = 64
+DIRECT_A_ELEMENTS = 1 << 19
+
+
+def _direct_a(M, K, a_sk):
+    return M <= DIRECT_A_ROWS or (a_sk == 1 and M * K <= DIRECT_A_ELEMENTS)
+
 # Below this many multiply-adds one kernel with one work-item per output beats packing or tiling
 # and their extra launches.
 SMALL_WORK = 1 << 12
@@ -248,11 +259,13 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     mb, nb = _ceil(M, mr), _ceil(N, nr)
     pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
     cdt = _compute_dtype(dt)
-    pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
     ls = min(64, dev.max_work_group_size)
     kp = _ceil(K, ls) * ls
-    launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
-           pa._storage.buf, mb * K * mr, *aargs, M, K)
+    direct_a = not lanes and _direct_a(M, K, a._strides[2])
+    if not direct_a:
+        pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
+        launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
+               pa._storage.buf, mb * K * mr, *aargs, M, K)
     pb = b_cache.get("packed") if b_cache is not None else None
     if pb is None:
         pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
@@ -263,10 +276,14 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     lx, ly = cfg["LX"], cfg["LY"]
     # gemm_lanes: LX work-items (SIMD lanes) per panel of B; gemm_packed: one
     gx = nb * lx if lanes else _ceil(nb, lx) * lx
+    pb_args = (pb._storage.buf, nb * K * nr if pb_n > 1 else 0)
+    if direct_a:
+        launch(dev, get_kernel(dev, prog, "gemm_packed_da"), (gx, _ceil(mb, ly) * ly, batch),
+               (lx, ly, 1), *cargs, *aargs, *pb_args, *tail)
+        return out
     launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed"),
            (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1),
-           *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, pb._storage.buf,
-           nb * K * nr if pb_n > 1 else 0, *tail)
+           *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, *pb_args, *tail)
     return out
 
 
