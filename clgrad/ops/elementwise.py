@@ -141,6 +141,42 @@ entry("digamma", "T", ("f", "digamma_s(x)"), float_only=True, novec="f", saves="
       vjp=(lambda g, a: g * polygamma(1, a.x),))
 entry("polygamma", "T", ("f", "polygamma_s((int)(p0), x)"), nparams=1, float_only=True,
       novec="f", saves="x", vjp=(lambda g, a: g * polygamma(int(a.p[0]) + 1, a.x),))
+# Bessel functions and friends: scalar helpers in elementwise.mako that loop (series, continued
+# fractions, recurrences). torch differentiates i0, i0e, i1, i1e and erfcx, not the others.
+entry("i0", "T", ("f", "bessel_i_s(0, x, 0)"), float_only=True, novec="f", saves="x",
+      vjp=(lambda g, a: g * i1(a.x),))
+entry("i0e", "T", ("f", "bessel_i_s(0, x, 1)"), float_only=True, novec="f", saves="xo",
+      vjp=(lambda g, a: g * (i1e(a.x) - sign(a.x) * a.out),), cls_name="SpecialI0E")
+entry("i1", "T", ("f", "bessel_i_s(1, x, 0)"), float_only=True, novec="f", saves="xo",
+      vjp=(lambda g, a: _i1_grad(g, a, False),), cls_name="SpecialI1")
+entry("i1e", "T", ("f", "bessel_i_s(1, x, 1)"), float_only=True, novec="f", saves="xo",
+      vjp=(lambda g, a: _i1_grad(g, a, True),), cls_name="SpecialI1E")
+entry("erfcx", "T", ("f", "erfcx_s(x)"), float_only=True, novec="f", saves="xo",
+      vjp=(lambda g, a: g * (a.x * a.out * 2 - TWO_OVER_SQRT_PI),), cls_name="SpecialErfcx")
+for _n, _expr in {"bessel_j0": "bessel_jy_s(0, x)", "bessel_j1": "bessel_jy_s(1, x)",
+                  "bessel_y0": "bessel_jy_s(2, x)", "bessel_y1": "bessel_jy_s(3, x)",
+                  "modified_bessel_i0": "bessel_i_s(0, x, 0)",
+                  "modified_bessel_i1": "bessel_i_s(1, x, 0)",
+                  "modified_bessel_k0": "bessel_k_s(0, x, 0)",
+                  "modified_bessel_k1": "bessel_k_s(1, x, 0)",
+                  "scaled_modified_bessel_k0": "bessel_k_s(0, x, 1)",
+                  "scaled_modified_bessel_k1": "bessel_k_s(1, x, 1)",
+                  "spherical_bessel_j0": "spherical_j0_s(x)"}.items():
+    entry(_n, "T", ("f", _expr), float_only=True, novec="f")
+# two operands, no table gradient: zeta and igamma(c) are differentiated by their Ops in
+# clgrad/ops/special.py (torch differentiates only one of their operands), the polynomials not at all
+entry("zeta", "TT", ("f", "zeta_s(x, y)"), float_only=True, novec="f")
+entry("igamma", "TT", ("f", "igamma_s(x, y, 0)"), float_only=True, no_ints=True, novec="f")
+entry("igammac", "TT", ("f", "igamma_s(x, y, 1)"), float_only=True, no_ints=True, novec="f")
+POLYNOMIALS = {"chebyshev_polynomial_t": 0, "chebyshev_polynomial_u": 1,
+               "chebyshev_polynomial_v": 2, "chebyshev_polynomial_w": 3,
+               "hermite_polynomial_h": 4, "hermite_polynomial_he": 5,
+               "laguerre_polynomial_l": 6, "legendre_polynomial_p": 7}
+for _n, _k in list(POLYNOMIALS.items()):
+    entry(_n, "TT", ("f", f"orthopoly_s({_k}, x, y)"), float_only=True, novec="f")
+    if _n.startswith("chebyshev"):                  # T*_n(x) = T_n(2x - 1), and so on
+        entry("shifted_" + _n, "TT", ("f", f"orthopoly_s({_k}, CV(2) * x - CV(1), y)"),
+              float_only=True, novec="f")
 entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
 entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
@@ -329,6 +365,23 @@ def _rpow_grad(g, base, out, exponent):
     if base < 0:
         return g * out * float("nan")
     return where(exponent >= 0, zeros_like_(g), g * out * float("-inf"))
+
+
+# torch's i1 and i1e gradients: i0 - i1 / x (i0e - i1e (sign x + 1 / x)), 0.5 where |x| is below
+# the dtype's epsilon (the formula is 0 / 0 at 0)
+_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07,
+        "float16": 0.0009765625, "bfloat16": 0.0078125}
+
+
+def _i1_grad(g, a, scaled):
+    eps = _EPS[a.x.dtype.name]
+    big = a.x.abs() > eps
+    safe = where(big, a.x, eps)
+    if scaled:
+        d = i0e(safe) - a.out * (sign(safe) + 1 / safe)
+    else:
+        d = i0(safe) - a.out / safe
+    return g * where(big, d, 0.5)
 
 
 def _atan2_recip(a):
@@ -885,6 +938,10 @@ sign = _unary("sign")
 trunc = _unary("trunc")
 isfinite = _unary("isfinite")
 digamma = _unary("digamma")
+i0 = _unary("i0")
+i0e = _unary("i0e")
+i1 = _unary("i1")
+i1e = _unary("i1e")
 
 
 def polygamma(n, x):
