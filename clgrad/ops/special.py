@@ -389,6 +389,7 @@ FUNCTIONS = {"logaddexp": logaddexp, "logaddexp2": logaddexp2, "xlogy": xlogy, "
              "sinc": sinc, "erfinv": erfinv, "heaviside": heaviside, "deg2rad": deg2rad,
              "rad2deg": rad2deg, "polygamma": polygamma, "mvlgamma": mvlgamma, "i0": i0,
              "igamma": igamma, "igammac": igammac}
+FUNCTIONS["i0_"] = _i0_
 METHODS = dict(FUNCTIONS)
 METHODS.update({"polygamma": _polygamma_method, "polygamma_": _polygamma_,
                 "mvlgamma_": _mvlgamma_, "i0_": _i0_, "igamma_": _igamma_,
