@@ -207,6 +207,7 @@ inline ${CT} polygamma_s(int n, ${CT} x) {
     SW_J = num(25.0) if CT == "double" else num(12.0)
     MILLER = 30 if CT == "double" else 18
     SMALL = num(1e-8) if CT == "double" else num(1e-4)
+    AIRY_ZETA = num(18.0) if CT == "double" else num(9.0)
     CF_TERMS = 60 if CT == "double" else 25
     EULER = num(0.5772156649015329)
 %>
@@ -331,6 +332,33 @@ inline ${CT} bessel_jy_s(int which, ${CT} x) {
     return (nu && !y && x < ${num(0.0)}) ? -v : v;
 }
 
+/* e^x K_mu(x) for x >= 2 and |mu| <= 1/2 by Temme's continued fraction (Steed's algorithm, as in
+   Numerical Recipes' bessik); e^x K_mu+1(x) into *k1 */
+inline ${CT} k_cf2_s(${CT} mu, ${CT} x, ${CT} *k1) {
+    ${CT} b = ${num(2.0)} * (${num(1.0)} + x), d = ${num(1.0)} / b, h = d, delh = d;
+    ${CT} q1 = ${num(0.0)}, q2 = ${num(1.0)}, a1 = ${num(0.25)} - mu * mu, q = a1, c = a1, a = -a1;
+    ${CT} s = ${num(1.0)} + q * delh;
+    for (int i = 1; i < 500; ++i) {
+        a -= (${CT})(2 * i);
+        c = -a * c / (${CT})(i + 1);
+        ${CT} qn = (q1 - b * q2) / a;
+        q1 = q2;
+        q2 = qn;
+        q += c * qn;
+        b += ${num(2.0)};
+        d = ${num(1.0)} / (b + a * d);
+        delh = (b * d - ${num(1.0)}) * delh;
+        h += delh;
+        ${CT} ds = q * delh;
+        s += ds;
+        if (fabs(ds) < fabs(s) * ${EPS})
+            break;
+    }
+    ${CT} k = sqrt(${PI} / (${num(2.0)} * x)) / s;
+    *k1 = k * (mu + x + ${num(0.5)} - a1 * h) / x;
+    return k;
+}
+
 /* K0, K1 (scaled: times e^x): x <= 2 by the series K0 = -(log(x/2) + gamma) I0 + sum H_k t_k,
    K1 = 1/x + (log(x/2) + gamma) I1 - (x/4) sum (H_k + H_k+1) u_k (t_k = (x^2/4)^k / k!^2,
    u_k = t_k / (k + 1), H_k harmonic numbers); above, Temme's continued fraction (Steed's
@@ -370,29 +398,66 @@ inline ${CT} bessel_k_s(int nu, ${CT} x, int scaled) {
         ${CT} r = -l * si + sh;
         return scaled ? r * exp(x) : r;
     }
-    ${CT} b = ${num(2.0)} * (${num(1.0)} + x), d = ${num(1.0)} / b, h = d, delh = d;
-    ${CT} q1 = ${num(0.0)}, q2 = ${num(1.0)}, a1 = ${num(0.25)}, q = a1, c = a1, a = -a1;
-    ${CT} s = ${num(1.0)} + q * delh;
-    for (int i = 1; i < 500; ++i) {
-        a -= (${CT})(2 * i);
-        c = -a * c / (${CT})(i + 1);
-        ${CT} qn = (q1 - b * q2) / a;
-        q1 = q2;
-        q2 = qn;
-        q += c * qn;
-        b += ${num(2.0)};
-        d = ${num(1.0)} / (b + a * d);
-        delh = (b * d - ${num(1.0)}) * delh;
-        h += delh;
-        ${CT} ds = q * delh;
-        s += ds;
-        if (fabs(ds) < fabs(s) * ${EPS})
-            break;
+    ${CT} k1;
+    ${CT} k0 = k_cf2_s(${num(0.0)}, x, &k1);
+    ${CT} r = nu ? k1 : k0;
+    return scaled ? r : r * exp(-x);
+}
+
+/* Airy Ai: from 0 (Ai(0), Ai'(0) known) by Taylor steps of at most 1 along y'' = x y (the
+   coefficients follow a_n+2 = (x0 a_n + a_n-1) / ((n + 1)(n + 2))) while zeta = 2/3 |x|^3/2 is
+   small (below 1 for x > 0, where stepping away from Ai's decay loses accuracy; below 18, or 9
+   in float, for x < 0, where the asymptotic expansion is not yet accurate); beyond, Ai(x) = sqrt(x / 3) / pi K_1/3(zeta) for x > 0 and the asymptotic expansion
+   (P cos(zeta - pi/4) + Q sin(zeta - pi/4)) / (sqrt(pi) |x|^1/4) for x < 0 */
+inline ${CT} airy_ai_s(${CT} x) {
+    if (isinf(x) || isnan(x))
+        return (${CT})NAN;
+    ${CT} ax = fabs(x), zeta = ${num(2.0 / 3.0)} * ax * sqrt(ax);
+    if (x > ${num(0.0)} && zeta >= ${num(1.0)}) {
+        ${CT} k1;
+        return sqrt(x / ${num(3.0)}) / ${PI} * k_cf2_s(${num(1.0 / 3.0)}, zeta, &k1) * exp(-zeta);
     }
-    ${CT} k0 = sqrt(${PI} / (${num(2.0)} * x)) / s;
-    if (!scaled)
-        k0 *= exp(-x);
-    return nu ? k0 * (x + ${num(0.5)} - a1 * h) / x : k0;
+    if (x < ${num(0.0)} && zeta >= ${AIRY_ZETA}) {
+        ${CT} t = ${num(1.0)}, p = ${num(1.0)}, q = ${num(0.0)};
+        for (int k = 1; k < 60; ++k) {
+            ${CT} tn = t * (${CT})((6 * k - 5) * (6 * k - 3) * (6 * k - 1))
+                       / ((${CT})((2 * k - 1) * 216 * k) * zeta);
+            if (tn >= t)
+                break;
+            t = tn;
+            if (k & 1)
+                q += (k & 2) ? -t : t;
+            else
+                p += (k & 2) ? -t : t;
+            if (t <= ${EPS} * fabs(p))
+                break;
+        }
+        ${CT} sz = sin(zeta), cz = cos(zeta);     /* cos, sin of zeta - pi/4, times sqrt 2 */
+        return (p * (cz + sz) + q * (sz - cz)) * ${num(0.7071067811865476)}
+               / (sqrt(${PI}) * sqrt(sqrt(ax)));
+    }
+    int steps = (int)ceil(ax);
+    ${CT} h = x / (${CT})(steps > 0 ? steps : 1), x0 = ${num(0.0)};
+    ${CT} y = ${num(0.3550280538878172)}, dy = ${num(-0.2588194037928068)};
+    for (int s = 0; s < steps; ++s) {
+        /* a_n h^n and n a_n h^n-1, summed for y(x0 + h) and y'(x0 + h) */
+        ${CT} am1 = ${num(0.0)}, a0 = y, a1 = dy * h, ny = a0 + a1, ndy = dy;
+        ${CT} h2 = h * h, h3 = h2 * h;
+        for (int n = 0; n < 60; ++n) {
+            ${CT} a2 = (x0 * h2 * a0 + h3 * am1) / (${CT})((n + 1) * (n + 2));
+            ny += a2;
+            ndy += (${CT})(n + 2) * a2 / h;
+            am1 = a0;
+            a0 = a1;
+            a1 = a2;
+            if (fabs(a2) + fabs(am1) + fabs(a0) <= ${EPS} * ${num(1e-3)} * (fabs(ny) + fabs(ndy) + ${num(1e-300) if CT == "double" else num(1e-30)}))
+                break;
+        }
+        y = ny;
+        dy = ndy;
+        x0 += h;
+    }
+    return y;
 }
 
 /* sin(x) / x, its Taylor polynomial near 0 */

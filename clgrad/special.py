@@ -152,6 +152,7 @@ modified_bessel_k1 = _unary("modified_bessel_k1", 1.0, 0.6019,
 scaled_modified_bessel_k0 = _unary("scaled_modified_bessel_k0", 1.0, 1.1445, ": exp(x) k0(x)")
 scaled_modified_bessel_k1 = _unary("scaled_modified_bessel_k1", 1.0, 1.6362, ": exp(x) k1(x)")
 spherical_bessel_j0 = _unary("spherical_bessel_j0", 1.0, 0.8415, ": sin(x) / x")
+airy_ai = _unary("airy_ai", 1.0, 0.1353, ": the Airy function Ai")
 
 
 def _polynomial(name, example):
@@ -190,7 +191,7 @@ __all__ = ["digamma", "psi", "gammaln", "polygamma", "multigammaln", "erf", "erf
            "i0e", "i1", "i1e", "erfcx", "zeta", "gammainc", "gammaincc", "bessel_j0",
            "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
            "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1", "spherical_bessel_j0", "chebyshev_polynomial_t",
+           "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai", "chebyshev_polynomial_t",
            "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
            "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
            "legendre_polynomial_p", "shifted_chebyshev_polynomial_t",

@@ -55,6 +55,26 @@ def ref_k(n, x, scaled=False):
                   0.0, end)
 
 
+def ref_jnu(nu, z):
+    """Bessel J of any real order: Schlaefli's integral."""
+    first = _gauss(lambda t: np.cos(nu * t - z * np.sin(t)), 0.0, math.pi) / math.pi
+    end = math.asinh(60.0 / z) + 1
+    return first - math.sin(nu * math.pi) / math.pi * _gauss(
+        lambda t: np.exp(-z * np.sinh(t) - nu * t), 0.0, end)
+
+
+def ref_airy(x):
+    """Ai through Bessel functions of order 1/3 of zeta = 2/3 |x|^3/2."""
+    if x == 0:
+        return 1 / (3 ** (2 / 3) * math.gamma(2 / 3))
+    z = 2 / 3 * abs(x) ** 1.5
+    if x > 0:
+        end = math.acosh(1 + 60.0 / z) + 1
+        k = _gauss(lambda t: np.exp(-z * np.cosh(t)) * np.cosh(t / 3), 0.0, end)
+        return math.sqrt(x / 3) / math.pi * k
+    return math.sqrt(-x) / 3 * (ref_jnu(1 / 3, z) + ref_jnu(-1 / 3, z))
+
+
 def ref_erfcx(x):
     if x < 8:
         return math.exp(x * x) * math.erfc(x)
@@ -160,6 +180,21 @@ def test_bessel_j_y_k(device):
     assert to_np(sp.bessel_y0(edge))[0] == -math.inf and np.isnan(to_np(sp.bessel_y1(edge))[1])
     assert to_np(sp.modified_bessel_k1(edge)).tolist()[::2] == [math.inf, 0.0]
     assert np.isnan(to_np(sp.scaled_modified_bessel_k0(edge))[1])
+
+
+def test_airy_ai(device):
+    dt = _dt(device)
+    xs = np.array([-12.0, -8.5, -8.1, -5.5, -5.2, -1.3, 0.0, 0.7, 1.0, 1.1, 2.5, 6.0, 10.0])
+    got = sp.airy_ai(clgrad.tensor(xs, dtype=dt, device=device))
+    want = [ref_airy(v) for v in xs]
+    if dt is clgrad.float64:         # relative where Ai decays (x > 0), absolute where it oscillates
+        assert_close(got[xs > 0], np.array(want)[xs > 0], dt, rtol=1e-12, atol=0)
+        assert_close(got, want, dt, rtol=0, atol=1e-13)
+    else:
+        assert_close(got, want, dt, rtol=5e-6, atol=2e-6)
+    edge = to_np(sp.airy_ai(clgrad.tensor([math.inf, -math.inf, math.nan], device=device)))
+    assert np.isnan(edge).all()                                   # torch's values
+    assert not sp.airy_ai(clgrad.ones(2, device=device, requires_grad=True)).requires_grad
 
 
 def test_erfcx_zeta_igamma(device):

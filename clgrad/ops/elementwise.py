@@ -161,7 +161,7 @@ for _n, _expr in {"bessel_j0": "bessel_jy_s(0, x)", "bessel_j1": "bessel_jy_s(1,
                   "modified_bessel_k1": "bessel_k_s(1, x, 0)",
                   "scaled_modified_bessel_k0": "bessel_k_s(0, x, 1)",
                   "scaled_modified_bessel_k1": "bessel_k_s(1, x, 1)",
-                  "spherical_bessel_j0": "spherical_j0_s(x)"}.items():
+                  "spherical_bessel_j0": "spherical_j0_s(x)", "airy_ai": "airy_ai_s(x)"}.items():
     entry(_n, "T", ("f", _expr), float_only=True, novec="f")
 # two operands, no table gradient: zeta and igamma(c) are differentiated by their Ops in
 # clgrad/ops/special.py (torch differentiates only one of their operands), the polynomials not at all
