@@ -198,6 +198,8 @@ inline ${CT} polygamma_s(int n, ${CT} x) {
     ${CT} f = tgamma((${CT})(n + 1));
     return ((n & 1) ? f : -f) * zeta_s((${CT})(n + 1), x);
 }
+% if special:
+## the special group's helpers (its programs only: see Entry.group)
 
 <%
     # switches between a series and an asymptotic expansion, per precision: the asymptotic
@@ -556,6 +558,7 @@ inline ${CT} orthopoly_s(int kind, ${CT} x, ${CT} nf) {
     }
     return q;
 }
+% endif
 % endif
 % if dt.kind in "iu":
 /* integer power by squaring; negative exponents are rejected on the host */
