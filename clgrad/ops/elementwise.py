@@ -146,17 +146,19 @@ entry("digamma", "T", ("f", "digamma_s(x)"), float_only=True, novec="f", saves="
 entry("polygamma", "T", ("f", "polygamma_s((int)(p0), x)"), nparams=1, float_only=True,
       novec="f", saves="x", vjp=(lambda g, a: g * polygamma(int(a.p[0]) + 1, a.x),))
 # Bessel functions and friends: scalar helpers in elementwise.mako that loop (series, continued
-# fractions, recurrences). torch differentiates i0, i0e, i1, i1e and erfcx, not the others.
-entry("i0", "T", ("f", "bessel_i_s(0, x, 0)"), float_only=True, novec="f", group="special", saves="x",
+# fractions, recurrences), compiled in programs of their own (group "special"). torch
+# differentiates i0, i0e, i1, i1e and erfcx, not the others.
+SPECIAL = dict(float_only=True, novec="f", group="special")
+entry("i0", "T", ("f", "bessel_i_s(0, x, 0)"), **SPECIAL, saves="x",
       vjp=(lambda g, a: g * i1(a.x),))
-entry("i0e", "T", ("f", "bessel_i_s(0, x, 1)"), float_only=True, novec="f", group="special", saves="xo",
-      vjp=(lambda g, a: g * (i1e(a.x) - sign(a.x) * a.out),), cls_name="SpecialI0E")
-entry("i1", "T", ("f", "bessel_i_s(1, x, 0)"), float_only=True, novec="f", group="special", saves="xo",
-      vjp=(lambda g, a: _i1_grad(g, a, False),), cls_name="SpecialI1")
-entry("i1e", "T", ("f", "bessel_i_s(1, x, 1)"), float_only=True, novec="f", group="special", saves="xo",
-      vjp=(lambda g, a: _i1_grad(g, a, True),), cls_name="SpecialI1E")
-entry("erfcx", "T", ("f", "erfcx_s(x)"), float_only=True, novec="f", group="special", saves="xo",
-      vjp=(lambda g, a: g * (a.x * a.out * 2 - TWO_OVER_SQRT_PI),), cls_name="SpecialErfcx")
+entry("i0e", "T", ("f", "bessel_i_s(0, x, 1)"), **SPECIAL, saves="xo", cls_name="SpecialI0E",
+      vjp=(lambda g, a: g * (i1e(a.x) - sign(a.x) * a.out),))
+entry("i1", "T", ("f", "bessel_i_s(1, x, 0)"), **SPECIAL, saves="xo", cls_name="SpecialI1",
+      vjp=(lambda g, a: _i1_grad(g, a, False),))
+entry("i1e", "T", ("f", "bessel_i_s(1, x, 1)"), **SPECIAL, saves="xo", cls_name="SpecialI1E",
+      vjp=(lambda g, a: _i1_grad(g, a, True),))
+entry("erfcx", "T", ("f", "erfcx_s(x)"), **SPECIAL, saves="xo", cls_name="SpecialErfcx",
+      vjp=(lambda g, a: g * (a.x * a.out * 2 - TWO_OVER_SQRT_PI),))
 for _n, _expr in {"bessel_j0": "bessel_jy_s(0, x)", "bessel_j1": "bessel_jy_s(1, x)",
                   "bessel_y0": "bessel_jy_s(2, x)", "bessel_y1": "bessel_jy_s(3, x)",
                   "modified_bessel_i0": "bessel_i_s(0, x, 0)",
@@ -166,21 +168,22 @@ for _n, _expr in {"bessel_j0": "bessel_jy_s(0, x)", "bessel_j1": "bessel_jy_s(1,
                   "scaled_modified_bessel_k0": "bessel_k_s(0, x, 1)",
                   "scaled_modified_bessel_k1": "bessel_k_s(1, x, 1)",
                   "spherical_bessel_j0": "spherical_j0_s(x)", "airy_ai": "airy_ai_s(x)"}.items():
-    entry(_n, "T", ("f", _expr), float_only=True, novec="f", group="special")
+    entry(_n, "T", ("f", _expr), **SPECIAL)
 # two operands, no table gradient: zeta and igamma(c) are differentiated by their Ops in
-# clgrad/ops/special.py (torch differentiates only one of their operands), the polynomials not at all
-entry("zeta", "TT", ("f", "zeta_s(x, y)"), float_only=True, novec="f", group="special")
-entry("igamma", "TT", ("f", "igamma_s(x, y, 0)"), float_only=True, no_ints=True, novec="f", group="special")
-entry("igammac", "TT", ("f", "igamma_s(x, y, 1)"), float_only=True, no_ints=True, novec="f", group="special")
+# clgrad/ops/special.py (torch differentiates only one operand of each), the polynomials not at
+# all. igamma refuses integers, as torch.
+entry("zeta", "TT", ("f", "zeta_s(x, y)"), **SPECIAL)
+entry("igamma", "TT", ("f", "igamma_s(x, y, 0)"), **SPECIAL, no_ints=True)
+entry("igammac", "TT", ("f", "igamma_s(x, y, 1)"), **SPECIAL, no_ints=True)
 POLYNOMIALS = {"chebyshev_polynomial_t": 0, "chebyshev_polynomial_u": 1,
                "chebyshev_polynomial_v": 2, "chebyshev_polynomial_w": 3,
                "hermite_polynomial_h": 4, "hermite_polynomial_he": 5,
                "laguerre_polynomial_l": 6, "legendre_polynomial_p": 7}
 for _n, _k in list(POLYNOMIALS.items()):
-    entry(_n, "TT", ("f", f"orthopoly_s({_k}, x, y)"), float_only=True, novec="f", group="special")
+    entry(_n, "TT", ("f", f"orthopoly_s({_k}, x, y)"), **SPECIAL)
     if _n.startswith("chebyshev"):                  # T*_n(x) = T_n(2x - 1), and so on
         entry("shifted_" + _n, "TT", ("f", f"orthopoly_s({_k}, CV(2) * x - CV(1), y)"),
-              float_only=True, novec="f", group="special")
+              **SPECIAL)
 entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
 entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
