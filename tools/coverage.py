@@ -1,5 +1,5 @@
 """List torch's public names that clgrad lacks: functions of torch, Tensor's methods and
-properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda.
+properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, torch.special.
 
 Needs torch installed beside clgrad (`pip install torch`); it only reads torch's namespaces.
 
@@ -46,6 +46,7 @@ def namespaces(torch, clgrad):
                           getattr(clgrad.nn, "functional", None)),
         "linalg": (_public(torch.linalg, is_function), getattr(clgrad, "linalg", None)),
         "cuda": (_public(torch.cuda, is_function), getattr(clgrad, "cuda", None)),
+        "special": (_public(torch.special, is_function), getattr(clgrad, "special", None)),
         "optim": (_public(torch.optim, lambda n, v: inspect.isclass(v) and n[0].isupper()),
                   getattr(clgrad, "optim", None)),
     }
@@ -61,7 +62,7 @@ def missing(torch_names, ours):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", help="one namespace: torch, tensor, nn, nn.functional, linalg, "
-                                  "cuda, optim")
+                                  "cuda, special, optim")
     p.add_argument("--json", help="also write {namespace: [missing names]} to this file")
     args = p.parse_args(argv)
     try:

@@ -29,7 +29,7 @@ class Entry:
     """One elementwise op of the table."""
 
     def __init__(self, name, operands, exprs, *, out="same", nparams=0, float_only=False,
-                 no_ints=False, novec="", vjp=None, saves=(), cls_name=None):
+                 no_ints=False, novec="", vjp=None, saves=(), cls_name=None, group=""):
         self.name = name
         self.operands = operands          # "T" operand of the compute dtype, "b" a bool operand
         self.arity = len(operands)
@@ -42,6 +42,10 @@ class Entry:
         self.vjp = vjp                    # one function (g, args) -> gradient per operand, or None
         self.saves = saves                # which of x, y, z, out backward reads
         self.cls_name = cls_name or "".join(w.capitalize() for w in name.split("_"))
+        # "special": kernels in programs of their own, with the long helpers they call (Bessel
+        # functions and the like), so that the common programs and every kernel built alone
+        # with their prelude (Intel) do not compile those helpers
+        self.group = group
         self.patterns = ["tt", "ts", "st"] if operands == "TT" else ["t" * self.arity]
         # (device, dtype, variant) -> (cl.Kernel, vector width, {numel: launch geometry}), for
         # the fast path
@@ -141,6 +145,45 @@ entry("digamma", "T", ("f", "digamma_s(x)"), float_only=True, novec="f", saves="
       vjp=(lambda g, a: g * polygamma(1, a.x),))
 entry("polygamma", "T", ("f", "polygamma_s((int)(p0), x)"), nparams=1, float_only=True,
       novec="f", saves="x", vjp=(lambda g, a: g * polygamma(int(a.p[0]) + 1, a.x),))
+# Bessel functions and friends: scalar helpers in elementwise.mako that loop (series, continued
+# fractions, recurrences), compiled in programs of their own (group "special"). torch
+# differentiates i0, i0e, i1, i1e and erfcx, not the others.
+SPECIAL = dict(float_only=True, novec="f", group="special")
+entry("i0", "T", ("f", "bessel_i_s(0, x, 0)"), **SPECIAL, saves="x",
+      vjp=(lambda g, a: g * i1(a.x),))
+entry("i0e", "T", ("f", "bessel_i_s(0, x, 1)"), **SPECIAL, saves="xo", cls_name="SpecialI0E",
+      vjp=(lambda g, a: g * (i1e(a.x) - sign(a.x) * a.out),))
+entry("i1", "T", ("f", "bessel_i_s(1, x, 0)"), **SPECIAL, saves="xo", cls_name="SpecialI1",
+      vjp=(lambda g, a: _i1_grad(g, a, False),))
+entry("i1e", "T", ("f", "bessel_i_s(1, x, 1)"), **SPECIAL, saves="xo", cls_name="SpecialI1E",
+      vjp=(lambda g, a: _i1_grad(g, a, True),))
+entry("erfcx", "T", ("f", "erfcx_s(x)"), **SPECIAL, saves="xo", cls_name="SpecialErfcx",
+      vjp=(lambda g, a: g * (a.x * a.out * 2 - TWO_OVER_SQRT_PI),))
+for _n, _expr in {"bessel_j0": "bessel_jy_s(0, x)", "bessel_j1": "bessel_jy_s(1, x)",
+                  "bessel_y0": "bessel_jy_s(2, x)", "bessel_y1": "bessel_jy_s(3, x)",
+                  "modified_bessel_i0": "bessel_i_s(0, x, 0)",
+                  "modified_bessel_i1": "bessel_i_s(1, x, 0)",
+                  "modified_bessel_k0": "bessel_k_s(0, x, 0)",
+                  "modified_bessel_k1": "bessel_k_s(1, x, 0)",
+                  "scaled_modified_bessel_k0": "bessel_k_s(0, x, 1)",
+                  "scaled_modified_bessel_k1": "bessel_k_s(1, x, 1)",
+                  "spherical_bessel_j0": "spherical_j0_s(x)", "airy_ai": "airy_ai_s(x)"}.items():
+    entry(_n, "T", ("f", _expr), **SPECIAL)
+# two operands, no table gradient: zeta and igamma(c) are differentiated by their Ops in
+# clgrad/ops/special.py (torch differentiates only one operand of each), the polynomials not at
+# all. igamma refuses integers, as torch.
+entry("zeta", "TT", ("f", "zeta_s(x, y)"), **SPECIAL)
+entry("igamma", "TT", ("f", "igamma_s(x, y, 0)"), **SPECIAL, no_ints=True)
+entry("igammac", "TT", ("f", "igamma_s(x, y, 1)"), **SPECIAL, no_ints=True)
+POLYNOMIALS = {"chebyshev_polynomial_t": 0, "chebyshev_polynomial_u": 1,
+               "chebyshev_polynomial_v": 2, "chebyshev_polynomial_w": 3,
+               "hermite_polynomial_h": 4, "hermite_polynomial_he": 5,
+               "laguerre_polynomial_l": 6, "legendre_polynomial_p": 7}
+for _n, _k in list(POLYNOMIALS.items()):
+    entry(_n, "TT", ("f", f"orthopoly_s({_k}, x, y)"), **SPECIAL)
+    if _n.startswith("chebyshev"):                  # T*_n(x) = T_n(2x - 1), and so on
+        entry("shifted_" + _n, "TT", ("f", f"orthopoly_s({_k}, CV(2) * x - CV(1), y)"),
+              **SPECIAL)
 entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
 entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
@@ -331,6 +374,23 @@ def _rpow_grad(g, base, out, exponent):
     return where(exponent >= 0, zeros_like_(g), g * out * float("-inf"))
 
 
+# torch's i1 and i1e gradients: i0 - i1 / x (i0e - i1e (sign x + 1 / x)), 0.5 where |x| is below
+# the dtype's epsilon (the formula is 0 / 0 at 0)
+_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07,
+        "float16": 0.0009765625, "bfloat16": 0.0078125}
+
+
+def _i1_grad(g, a, scaled):
+    eps = _EPS[a.x.dtype.name]
+    big = a.x.abs() > eps
+    safe = where(big, a.x, eps)
+    if scaled:
+        d = i0e(safe) - a.out * (sign(safe) + 1 / safe)
+    else:
+        d = i0(safe) - a.out / safe
+    return g * where(big, d, 0.5)
+
+
 def _atan2_recip(a):
     """1 / (x^2 + y^2), 0 where both are 0: torch's atan2 gradient at the origin is 0, not NaN."""
     r = a.x * a.x + a.y * a.y
@@ -385,18 +445,25 @@ HOT = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "
        "threshold_backward", "tanh_backward", "sigmoid_backward", "silu_backward",
        "gelu_backward", "clamp_backward", "clamp_min_backward", "clamp_max_backward"}
 
-PROGRAMS = {}
+PROGRAMS = {}       # (arity, dtype), and (arity, dtype, group) for the entries of a group
 for _arity in (1, 2, 3):
     for _dt in ALL_DTYPES:
-        _entries = [_RenderEntry(e, _dt) for e in TABLE.values()
-                    if e.arity == _arity and _dt.kind in e.exprs]
-        if _entries:
+        for _group in ("", "special"):
+            _entries = [_RenderEntry(e, _dt) for e in TABLE.values()
+                        if e.arity == _arity and _dt.kind in e.exprs and e.group == _group]
+            if not _entries:
+                continue
             _hot = {f"{e.name}_{kind}_{pat}" for e in _entries if e.name in HOT
                     for kind in "cs" for pat in e.patterns} if _arity < 3 else None
-            PROGRAMS[(_arity, _dt)] = Program(
-                f"ew{_arity}", _dt.short,
-                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_),
+            PROGRAMS[(_arity, _dt, _group) if _group else (_arity, _dt)] = Program(
+                f"ew{_arity}", f"{_dt.short}_{_group}" if _group else _dt.short,
+                render("elementwise.mako", dt=_dt, entries=_entries, bool_dt=dtypes.bool_,
+                       special=bool(_group)),
                 hot=_hot)
+
+
+def program_of(e, dt):
+    return PROGRAMS[(e.arity, dt, e.group) if e.group else (e.arity, dt)]
 
 
 # ---- dispatch -------------------------------------------------------------------------------
@@ -503,7 +570,7 @@ def _run_fast(e, variant, operands, params, out):
         return out
     plan = e.kernels.get((dev, dt, variant))
     if plan is None:
-        k = get_kernel(dev, PROGRAMS[(e.arity, dt)], f"{e.name}_c_{variant}")
+        k = get_kernel(dev, program_of(e, dt), f"{e.name}_c_{variant}")
         vec = 1 if dt.kind in e.novec else vec_width(dev, dt)
         plan = e.kernels[(dev, dt, variant)] = (k, vec, {})
     k, vec, sizes = plan
@@ -591,7 +658,7 @@ def run(e, operands, params=(), out=None, cdt=None):
     if n == 0:
         return out
     pattern = e.patterns[0] if scalar_pos is None else ("st" if scalar_pos == 0 else "ts")
-    prog = PROGRAMS[(e.arity, cdt)]
+    prog = program_of(e, cdt)
     sc = scalar_for(cdt, 0)
     plist = [type(sc)(p) if cdt.kind != "b" else int(bool(p)) for p in params]
     # contiguous kernel: every tensor operand either walks with the output or repeats one element
@@ -885,6 +952,10 @@ sign = _unary("sign")
 trunc = _unary("trunc")
 isfinite = _unary("isfinite")
 digamma = _unary("digamma")
+i0 = _unary("i0")
+i0e = _unary("i0e")
+i1 = _unary("i1")
+i1e = _unary("i1e")
 
 
 def polygamma(n, x):

@@ -9,7 +9,7 @@ that higher derivatives work.
 import math
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.function import Op, _null_ctx
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .pointwise import where
@@ -260,9 +260,137 @@ def _mvlgamma_(self, p):
     return copy_(self, mvlgamma(self, p))
 
 
+def i0(input):
+    """The modified Bessel function of the first kind of order 0.
+
+    >>> import clgrad
+    >>> round(clgrad.i0(clgrad.tensor([1.0])).item(), 5)
+    1.26607
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"i0(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    from .elementwise import apply_ew
+    return apply_ew("i0", input)
+
+
+def _i0_(self):
+    from .pointwise import inplace
+    return inplace("i0", self, ())
+
+
+class SpecialZeta(Op):
+    """Hurwitz zeta; torch differentiates it in q only: d/dq zeta(x, q) = -x zeta(x + 1, q)."""
+
+    @staticmethod
+    def forward(ctx, x, q):
+        from .elementwise import TABLE, run
+        ctx.x = x
+        if isinstance(q, Tensor):
+            ctx.save_for_backward(q)
+        return run(TABLE["zeta"], (x, q))
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        q, = ctx.saved_tensors
+        return None, g * -ctx.x * zeta(ctx.x + 1, q)
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function: the sum over k >= 0 of (k + other)^-input.
+
+    >>> import clgrad
+    >>> round(clgrad.special.zeta(clgrad.tensor([2.0]), 1.0).item(), 5)     # pi^2 / 6
+    1.64493
+    """
+    _two("zeta", input, other)
+    return SpecialZeta.apply(input, other)
+
+
+class _Igamma(Op):
+    """The regularized incomplete gamma functions; torch differentiates them in x only:
+    d/dx P(a, x) = x^(a - 1) e^-x / Gamma(a) = -d/dx Q(a, x)."""
+
+    upper = 0
+
+    @classmethod
+    def forward(cls, ctx, a, x):
+        from .elementwise import TABLE, run
+        if ctx is not _null_ctx and ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, x)
+        return run(TABLE["igammac" if cls.upper else "igamma"], (a, x))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        if ctx.needs_input_grad[0]:
+            name = "igammac" if cls.upper else "igamma"
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        a, x = ctx.saved_tensors
+        d = ((a - 1) * x.log() - x - a.lgamma()).exp()
+        return None, g * (-d if cls.upper else d)
+
+
+class Igamma(_Igamma):
+    upper = 0
+
+
+class Igammac(_Igamma):
+    upper = 1
+
+
+def _two(op, a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{op}(): expected at least one Tensor argument, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+
+
+def _igamma_args(op, input, other):
+    for pos, (arg, v) in enumerate((("input", input), ("other", other))):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{op}(): argument '{arg}' (position {pos + 1}) must be Tensor, "
+                            f"not {type(v).__name__}")
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(input, other).
+
+    >>> import clgrad
+    >>> round(clgrad.igamma(clgrad.tensor([1.0]), clgrad.tensor([2.0])).item(), 5)   # 1 - e^-2
+    0.86466
+    """
+    _igamma_args("igamma", input, other)
+    return Igamma.apply(input, other)
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other).
+
+    >>> import clgrad
+    >>> round(clgrad.igammac(clgrad.tensor([1.0]), clgrad.tensor([2.0])).item(), 5)  # e^-2
+    0.13534
+    """
+    _igamma_args("igammac", input, other)
+    return Igammac.apply(input, other)
+
+
+def _igamma_(self, other):
+    from .inplace import copy_
+    return copy_(self, igamma(self, other))
+
+
+def _igammac_(self, other):
+    from .inplace import copy_
+    return copy_(self, igammac(self, other))
+
+
 FUNCTIONS = {"logaddexp": logaddexp, "logaddexp2": logaddexp2, "xlogy": xlogy, "logit": logit,
              "sinc": sinc, "erfinv": erfinv, "heaviside": heaviside, "deg2rad": deg2rad,
-             "rad2deg": rad2deg, "polygamma": polygamma, "mvlgamma": mvlgamma}
+             "rad2deg": rad2deg, "polygamma": polygamma, "mvlgamma": mvlgamma, "i0": i0,
+             "igamma": igamma, "igammac": igammac}
+FUNCTIONS["i0_"] = _i0_
 METHODS = dict(FUNCTIONS)
 METHODS.update({"polygamma": _polygamma_method, "polygamma_": _polygamma_,
-                "mvlgamma_": _mvlgamma_})
+                "mvlgamma_": _mvlgamma_, "i0_": _i0_, "igamma_": _igamma_,
+                "igammac_": _igammac_})
