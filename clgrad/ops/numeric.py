@@ -1,6 +1,6 @@
 """torch's numeric utilities, composed of clgrad ops: integer (`gcd`, `lcm`), float bits (`frexp`,
 `nextafter`), sets and counts (`isin`, `combinations`, `histogram`), finite differences
-(`gradient`), the signal windows and the Bessel function `i0`.
+(`gradient`) and the signal windows (`i0` is a table kernel: ops/special.py).
 
 No new kernels. Bit-level utilities work on integer views of the float bits, so a device that
 flushes subnormals in float arithmetic still gets them right.
@@ -12,14 +12,13 @@ import numbers
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op
 from ..tensor import Tensor
 from . import creation, join, sort, views
 from .pointwise import where
 
 __all__ = ["isin", "gcd", "gcd_", "lcm", "lcm_", "frexp", "nextafter", "nextafter_",
            "combinations", "histogram", "gradient", "hann_window", "hamming_window",
-           "blackman_window", "bartlett_window", "kaiser_window", "i0", "i0_"]
+           "blackman_window", "bartlett_window", "kaiser_window"]
 
 
 # ---- windows: computed in float64 on the host, like arange/linspace's host paths ----------------
@@ -432,122 +431,6 @@ def _gradient_1d(f, d, h, order, n):
     return join.cat([first, inner, last], d)
 
 
-# ---- modified Bessel functions: Cephes' Chebyshev expansions, as torch's (ATen/native/Math.h) ---
-# Coefficients from the Cephes Math Library (3-clause BSD), as ATen uses them: exp(-x) I0(x) on
-# [0, 8] and exp(-x) sqrt(x) I0(x) on (8, inf), the same for I1 (float32 uses the tails).
-_I0_A = (-4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
-         1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
-         -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
-         9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
-         -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
-         1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
-         -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
-         1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
-         -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
-         1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
-_I0_B = (-7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
-         3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
-         1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
-         -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
-         7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
-         -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
-         3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
-         2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
-         8.04490411014108831608E-1)
-_I1_A = (2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
-         -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
-         3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
-         -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
-         9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
-         -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
-         4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
-         -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
-         2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
-         -1.76416518357834055153E-1, 2.52587186443633654823E-1)
-_I1_B = (7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
-         -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
-         -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
-         4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
-         -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
-         3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
-         -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
-         -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
-         7.78576235018280120474E-1)
-
-
-def _chbevl(y, coefs):
-    """Clenshaw's recurrence for a Chebyshev series at y (Cephes' chbevl)."""
-    b0, b1, b2 = y * 0 + coefs[0], y * 0, y * 0
-    for c in coefs[1:]:
-        b2, b1 = b1, b0
-        b0 = y * b1 - b2 + c
-    return 0.5 * (b0 - b2)
-
-
-def _bessel(x, a, b):
-    """exp(|x|) times the [0, 8] series (argument |x|/2 - 2) or, beyond 8, the (8, inf) series
-    (argument 32/|x| - 2) over sqrt(|x|). Each branch sees a clamped argument, so the branch not
-    taken stays finite and its zero gradient does not turn into NaN."""
-    ax = x.abs()
-    xa, xb = ax.clamp(max=8.0), ax.clamp(min=8.0)
-    near = _chbevl(xa / 2 - 2, a)
-    far = _chbevl(32.0 / xb - 2, b) / xb.sqrt()
-    return ax.exp() * where(ax <= 8.0, near, far), xa
-
-
-def _i1(x):
-    short = x.dtype is not dtypes.float64             # float32: the tails, as ATen's float path
-    v, _ = _bessel(x, _I1_A[12:] if short else _I1_A, _I1_B[18:] if short else _I1_B)
-    # I1 is odd; the [0, 8] series is of I1(x)/x, so that branch takes x itself (smooth at 0,
-    # where |x| and sign(x) would lose I1's derivative), the other the sign
-    return where(x.abs() <= 8.0, v * x.clamp(-8.0, 8.0), v * x.sign())
-
-
-class I0(Op):
-    """I0, the modified Bessel function of the first kind of order 0; d/dx I0 = I1."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _bessel(x, _I0_A, _I0_B)[0]
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * _i1(x)
-
-    @staticmethod
-    def jvp(args, tangents, out):
-        return None if tangents[0] is None else tangents[0] * _i1(args[0])
-
-
-def i0(input):
-    """The modified Bessel function of the first kind of order 0, elementwise (integer inputs
-    give the default float dtype; 16-bit floats compute in float32). Differentiable: I0' = I1.
-
-    >>> import clgrad
-    >>> [round(v, 4) for v in clgrad.i0(clgrad.tensor([0.0, 1.0, -2.0])).tolist()]
-    [1.0, 1.2661, 2.2796]
-    """
-    x = input if input.is_floating_point() else input.to(dtypes.get_default_dtype())
-    wide = x.dtype if x.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
-    return I0.apply(x.to(wide)).to(x.dtype)
-
-
-def i0_(input):
-    """i0, in place.
-
-    >>> import clgrad
-    >>> x = clgrad.tensor([0.0]); clgrad.i0_(x) is x, round(x.item(), 5)
-    (True, 1.0)
-    """
-    if not input.is_floating_point():
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{input.dtype.name.capitalize()}")
-    return input.copy_(i0(input))
-
-
 FUNCTIONS = {n: globals()[n] for n in __all__}
 METHODS = {"gcd": gcd, "gcd_": gcd_, "lcm": lcm, "lcm_": lcm_, "frexp": frexp,
-           "nextafter": nextafter, "nextafter_": nextafter_, "histogram": histogram, "i0": i0,
-           "i0_": i0_}
+           "nextafter": nextafter, "nextafter_": nextafter_, "histogram": histogram}
