@@ -116,7 +116,7 @@ def additive_mask(attn_mask, is_causal, L, S, dtype, device):
 # The composed causal form in blocks of query rows: rows r0..r1 see keys 0..r1 only (the causal
 # mask is top-left aligned), so block i multiplies with i + 1 key blocks and the scores above the
 # diagonal blocks are never formed: n blocks do (n + 1) / 2n of the full GEMM and softmax work.
-CAUSAL_BLOCK_ROWS = 128
+CAUSAL_BLOCK_ROWS = 256
 
 
 def _causal_blocked(query, key, value, scale, dropout_p):
