@@ -445,6 +445,11 @@ HOT = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "
        "threshold_backward", "tanh_backward", "sigmoid_backward", "silu_backward",
        "gelu_backward", "clamp_backward", "clamp_min_backward", "clamp_max_backward"}
 
+# For integer and bool dtypes the ops scripts use are fewer still: comparisons, counts, masks
+# (an accuracy count builds 26 kernels of ew2_i64, not 86).
+HOT_EXACT = {"neg", "logical_not", "add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge",
+             "logical_and", "logical_or", "masked_fill"}
+
 PROGRAMS = {}       # (arity, dtype), and (arity, dtype, group) for the entries of a group
 for _arity in (1, 2, 3):
     for _dt in ALL_DTYPES:
@@ -453,7 +458,8 @@ for _arity in (1, 2, 3):
                         if e.arity == _arity and _dt.kind in e.exprs and e.group == _group]
             if not _entries:
                 continue
-            _hot = {f"{e.name}_{kind}_{pat}" for e in _entries if e.name in HOT
+            _hot_names = HOT if _dt.kind == "f" else HOT_EXACT
+            _hot = {f"{e.name}_{kind}_{pat}" for e in _entries if e.name in _hot_names
                     for kind in "cs" for pat in e.patterns} if _arity < 3 else None
             PROGRAMS[(_arity, _dt, _group) if _group else (_arity, _dt)] = Program(
                 f"ew{_arity}", f"{_dt.short}_{_group}" if _group else _dt.short,

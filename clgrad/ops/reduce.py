@@ -79,8 +79,12 @@ def reductions_for(dt):
 
 
 REDUCTIONS = {dt: {r.name: r for r in reductions_for(dt)} for dt in ALL_DTYPES}
+# Where whole programs are built (PoCL), the reductions most scripts use are a unit of their
+# own (Program.unit_key): a training step builds them, not prod, min, argmin and the rest.
+HOT = ("sum", "argmax", "all", "any")
 PROGRAMS = {dt: Program("reduce", dt.short, render("reduce.mako", dt=dt,
-                                                   reductions=list(REDUCTIONS[dt].values())))
+                                                   reductions=list(REDUCTIONS[dt].values())),
+                        hot={f"{r}_{kind}" for r in HOT for kind in ("c", "r", "col", "colv")})
             for dt in ALL_DTYPES}
 
 
