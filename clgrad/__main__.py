@@ -27,6 +27,8 @@ def main(argv=None):
               f"memory, {c['local_mem_bytes'] // 1024} KiB local, work-groups up to "
               f"{c['max_work_group_size']}, fp64 {'yes' if c['fp64'] else 'no'}, fp16 "
               f"{'yes' if c['fp16'] else 'no (half storage only)'}")
+        if d.unusable:
+            print(f"        NOT USABLE HERE: {d.unusable}")
     default = clgrad.runtime.default_device()
     print(f"default device: cl:{default.index}"
           + ("  (CLGRAD_GPU_PATHS=1: every device takes the GPU code paths)"
@@ -34,7 +36,15 @@ def main(argv=None):
     ok = True
     # `python -m clgrad intel pocl` checks only those devices (names as CLGRAD_DEVICE takes them)
     checked = [clgrad.runtime.get_device(spec) for spec in argv] if argv else devs
+    if all(dev.unusable for dev in checked):
+        print("\nno device that can build kernels here was named: nothing checked")
+        return 1
     for dev in checked:
+        if dev.unusable:
+            # a platform limit, reported above, not a wrong result: the other devices are checked
+            print(f"\nself-check on cl:{dev.index} ({dev.name}, {dev.platform_name}): not run, "
+                  "the device cannot build kernels on this machine (see above)")
+            continue
         ok &= self_check(clgrad, dev)
     print("\nall good" if ok else "\nSOME CHECKS FAILED")
     return 0 if ok else 1

@@ -1,5 +1,6 @@
-"""Every test that takes the `device` fixture runs once per OpenCL device present (narrowed by
-CLGRAD_TEST_DEVICES: comma-separated indices or name fragments, e.g. "0", "pocl" or "intel").
+"""Every test that takes the `device` fixture runs on the default device, or once per device
+CLGRAD_TEST_DEVICES names (comma-separated indices or name fragments, e.g. "0", "pocl" or
+"intel"; "all" for every device).
 Simulators (Oclgrind) take part only when named: the whole suite would take hours on them.
 CLGRAD_GPU_PATHS=1 runs the suite with every device on its GPU code paths."""
 import os
@@ -11,9 +12,14 @@ from clgrad.runtime import device as _device
 
 
 def _selected():
+    """The devices under test: those CLGRAD_TEST_DEVICES names ("all": every device but the
+    simulators), else the default device. A device that cannot build kernels on this machine
+    (Device.unusable, e.g. PoCL 3.0 on a CPU its LLVM does not know) is left out."""
     devs = clgrad.cl.devices()
     spec = os.environ.get("CLGRAD_TEST_DEVICES")
-    if spec:
+    if spec and spec.strip().lower() == "all":
+        devs = [d for d in devs if not d.is_simulator]
+    elif spec:
         keep = []
         for d in devs:
             for s in spec.split(","):
@@ -24,14 +30,16 @@ def _selected():
                     break
         devs = keep
     else:
-        devs = [d for d in devs if not d.is_simulator]
-    return devs
+        devs = [_device.default_device()] if devs else []
+    return [d for d in devs if d.unusable is None]
 
 
 DEVICES = _selected()
 if not DEVICES:
+    _broken = "; ".join(f"cl:{d.index}: {d.unusable}" for d in clgrad.cl.devices() if d.unusable)
     raise pytest.UsageError("no OpenCL device to test on: install one (pip install "
-                            "clgrad[pocl]) or fix CLGRAD_TEST_DEVICES")
+                            "clgrad[pocl]) or fix CLGRAD_TEST_DEVICES"
+                            + (f" (unusable here: {_broken})" if _broken else ""))
 
 
 @pytest.fixture(params=DEVICES, ids=[f"cl{d.index}" for d in DEVICES])

@@ -53,8 +53,8 @@ def test_every_device_has_one_name_and_cl_n_resolves_to_it(device):
 
 
 def test_the_cpu_device_is_pocl_unless_clgrad_device_names_another():
-    cpus = [d for d in clgrad.cl.devices() if d.is_cpu and not d.is_simulator]
-    assert cpus, "the test machine has PoCL"
+    cpus = [d for d in clgrad.cl.devices() if d.is_cpu and not d.is_simulator and not d.unusable]
+    assert cpus, "the test machine has a CPU device"
     assert _device.cpu_device() is (next((d for d in cpus if d.is_pocl), cpus[0])
                                     if "CLGRAD_DEVICE" not in os.environ else
                                     _device.cpu_device())

@@ -84,8 +84,9 @@ def test_the_intel_runtime_appears_exactly_when_it_is_installed():
 
 # ---- which device is the default -----------------------------------------------------------------
 
-def _fake(index, gpu=False, pocl=False, simulator=False):
-    return types.SimpleNamespace(index=index, is_gpu=gpu, is_pocl=pocl, is_simulator=simulator)
+def _fake(index, gpu=False, pocl=False, simulator=False, unusable=None):
+    return types.SimpleNamespace(index=index, is_gpu=gpu, is_pocl=pocl, is_simulator=simulator,
+                                 unusable=unusable)
 
 
 def test_default_device_rule():
@@ -97,6 +98,21 @@ def test_default_device_rule():
     assert _device.preferred([grind, intel, pocl]) is pocl
     assert _device.preferred([grind, intel]) is intel
     assert _device.preferred([grind]) is grind
+    # a PoCL that cannot compile for this CPU (LLVM 14 on AMD Zen 5) is passed over
+    broken = _fake(2, pocl=True, unusable="PoCL cannot compile for this CPU")
+    assert _device.preferred([grind, intel, broken]) is intel
+
+
+def test_pocl_on_a_cpu_its_llvm_does_not_know_is_unusable():
+    def dev(version, pocl=True, cpu=True):
+        return types.SimpleNamespace(is_pocl=pocl, is_cpu=cpu, version=version, name="AMD EPYC",
+                                     platform_name="Portable Computing Language")
+    hstr = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-"
+    assert "target CPU 'generic'" in _device.unusable_reason(dev(hstr + "generic"))
+    assert _device.unusable_reason(dev(hstr + "znver3")) is None
+    assert _device.unusable_reason(dev(hstr + "generic", pocl=False)) is None
+    assert _device.unusable_reason(dev("OpenCL 3.0 PoCL HSTR: pthread-aarch64-linux-generic")) \
+        is None
 
 
 def test_simulators_only_when_named():

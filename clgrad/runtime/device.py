@@ -49,6 +49,10 @@ class Device:
         # Oclgrind simulates a device to check kernels (races, out-of-bounds accesses): it is
         # thousands of times slower, so it is used only when asked for by name.
         self.is_simulator = "oclgrind" in f"{self.platform_name} {self.name}".lower()
+        self.version = d.version.strip()
+        # Why this device cannot build kernels on this machine (None when it can); such a device
+        # is listed but never chosen by default.
+        self.unusable = unusable_reason(self)
         # The code paths a kernel takes (launch geometry, local-memory variants, tile and vector
         # configurations) follow cpu_paths, not the device type: CLGRAD_GPU_PATHS=1 makes every
         # device take the GPU paths, so that they are proven on CPUs and simulators too.
@@ -62,7 +66,6 @@ class Device:
         self.compute_units = d.max_compute_units
         self.global_mem_size = d.global_mem_size
         self.max_alloc = d.max_mem_alloc_size
-        self.version = d.version.strip()
         self.driver_version = d.driver_version.strip()
         self.extensions = ext
         self.wg = min(256, self.max_work_group_size)
@@ -163,6 +166,31 @@ class Device:
 PATH_CACHES = []
 
 
+def unusable_reason(dev):
+    """Why `dev` cannot build kernels on this machine, or None. The one case known: PoCL 3.0 from
+    pip carries LLVM 14, which does not know CPUs newer than it (AMD Zen 5, for one); PoCL then
+    asks its compiler for target CPU 'generic', which LLVM 14 rejects on x86-64, so every build
+    fails. PoCL names the target CPU at the end of its version string ("HSTR: pthread-x86_64-...-
+    generic").
+
+    >>> import clgrad
+    >>> all(d.unusable is None or d.is_pocl for d in clgrad.cl.devices())
+    True
+    """
+    if dev.is_pocl and dev.is_cpu and "x86_64" in dev.version and \
+            dev.version.rstrip().endswith("-generic"):
+        return (f"{dev.platform_name} ({dev.version}) cannot compile for this CPU ({dev.name}): "
+                "its LLVM does not know the CPU model and rejects target CPU 'generic'. Use "
+                "another OpenCL implementation: `pip install clgrad[intel]` gives Intel's CPU "
+                "runtime, which clgrad then uses as 'cpu'")
+    return None
+
+
+def usable(devs):
+    """The devices of `devs` that can build kernels here (see unusable_reason)."""
+    return [d for d in devs if d.unusable is None]
+
+
 def path_dependent(cache):
     """Register a dict keyed by device (or by tuples holding one) as path-dependent; returns it.
 
@@ -240,7 +268,8 @@ def _match(spec, devs):
 def default_device():
     """The device tensors go to when none is named: CLGRAD_DEVICE, else the first GPU, else PoCL's
     CPU device, else the first other device that is not a simulator (Oclgrind is used only when
-    named)."""
+    named). A device that cannot build kernels on this machine (Device.unusable) is never the
+    default: naming it raises NoDeviceError with the reason."""
     global _default_index
     if _default_index is not None:
         return _devices[_default_index]
@@ -252,6 +281,9 @@ def default_device():
     if spec:
         torch_word = spec.strip().lower().split(":")[0] in ("cpu", "cuda")
         dev = get_device(spec) if torch_word else _match(spec, devs)
+        if dev.unusable:
+            raise NoDeviceError(f"CLGRAD_DEVICE={spec!r} names cl:{dev.index}, which cannot be "
+                                f"used here: {dev.unusable}")
     else:
         dev = preferred(devs)
     _default_index = dev.index
@@ -261,7 +293,7 @@ def default_device():
 def preferred(devs):
     """The first GPU, else the PoCL CPU device, else the first device that is not a simulator,
     else the first device."""
-    real = [d for d in devs if not d.is_simulator] or devs
+    real = [d for d in usable(devs) if not d.is_simulator] or usable(devs) or devs
     return next((d for d in real if d.is_gpu), None) or \
         next((d for d in real if d.is_pocl), None) or real[0]
 
@@ -295,7 +327,7 @@ def cpu_device():
     >>> cpu_device() is None or cpu_device().is_cpu
     True
     """
-    devs = [d for d in devices() if d.is_cpu and not d.is_simulator]
+    devs = usable([d for d in devices() if d.is_cpu and not d.is_simulator])
     spec = os.environ.get("CLGRAD_DEVICE", "").strip().lower()
     if spec and spec not in ("cpu", "cuda", "cl") and not spec.startswith(("cuda:", "cl:")):
         named = [d for d in devs if _words(d).find(spec) >= 0 or (spec == "pocl" and d.is_pocl)]
@@ -361,8 +393,9 @@ def get_device(spec=None):
             if dev is None:
                 if not devices():
                     default_device()       # raises the helpful no-device error
-                raise RuntimeError("clgrad found no CPU OpenCL device for 'cpu'. Install PoCL: "
-                                   "`pip install clgrad[pocl]`")
+                broken = [d.unusable for d in devices() if d.is_cpu and d.unusable]
+                raise RuntimeError("clgrad found no CPU OpenCL device for 'cpu'. " + (
+                    broken[0] if broken else "Install PoCL: `pip install clgrad[pocl]`"))
             return dev
         if typ == "cuda":
             g = gpus()

@@ -308,6 +308,9 @@ def build_unit(device, unit, options):
     second copy of every binary (asking the driver for it, which compiles every kernel), and it
     warns about any non-empty build log (Intel's always has one). A failure raises
     KernelBuildError with the log and the source."""
+    if device.unusable:
+        from .device import NoDeviceError
+        raise NoDeviceError(f"cl:{device.index} cannot build kernels here: {device.unusable}")
     t0 = time.perf_counter()
     path = _binary_path(device, unit, options)
     if path is not None and path.exists():
