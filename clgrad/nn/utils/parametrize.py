@@ -246,6 +246,13 @@ def _inject_property(module, tensor_name):
     setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
 
 
+def _same_dtype_and_shape(a, b, message):
+    """Raise ValueError(message(attribute)) unless a and b agree in dtype and shape."""
+    for what in ("dtype", "shape"):
+        if getattr(a, what) != getattr(b, what):
+            raise ValueError(message(what))
+
+
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
     """Make `module.<tensor_name>` the output of `parametrization` applied to the stored
     unconstrained tensor; registering on an already parametrized tensor appends to its list.
@@ -271,13 +278,11 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
             if not isinstance(X, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got "
                                  f"{type(X).__name__}.")
-            for what in ("dtype", "shape"):
-                if getattr(X, what) != getattr(Y, what):
-                    raise ValueError(
-                        f"Registering a parametrization may not change the {what} of the tensor, "
-                        f"unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.{what}: "
-                        f"{getattr(Y, what)}\nparametrization(module.{tensor_name}).{what}: "
-                        f"{getattr(X, what)}")
+            _same_dtype_and_shape(X, Y, lambda what: (
+                f"Registering a parametrization may not change the {what} of the tensor, "
+                f"unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.{what}: "
+                f"{getattr(Y, what)}\nparametrization(module.{tensor_name}).{what}: "
+                f"{getattr(X, what)}"))
             if hasattr(parametrization, "right_inverse"):
                 try:
                     Z = parametrization.right_inverse(X)
@@ -287,13 +292,11 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
                     if not isinstance(Z, Tensor):
                         raise ValueError(f"parametrization.right_inverse must return a tensor. "
                                          f"Got: {type(Z).__name__}")
-                    for what in ("dtype", "shape"):
-                        if getattr(Z, what) != getattr(Y, what):
-                            raise ValueError(
-                                f"The tensor returned by parametrization.right_inverse must have "
-                                f"the same {what} as module.{tensor_name}, unless the `unsafe` "
-                                f"flag is enabled.\nmodule.{tensor_name}.{what}: "
-                                f"{getattr(Y, what)}\nreturned {what}: {getattr(Z, what)}")
+                    _same_dtype_and_shape(Z, Y, lambda what: (
+                        f"The tensor returned by parametrization.right_inverse must have the "
+                        f"same {what} as module.{tensor_name}, unless the `unsafe` flag is "
+                        f"enabled.\nmodule.{tensor_name}.{what}: {getattr(Y, what)}\n"
+                        f"returned {what}: {getattr(Z, what)}"))
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:
