@@ -197,3 +197,11 @@ def test_python_dash_m_clgrad_checks_the_named_devices(device):
     assert f"self-check on cl:{device.index}" in r.stdout and "all good" in r.stdout
     for d in clgrad.cl.devices():              # every device is listed, checked or not
         assert f"cl:{d.index}  {d.name}" in r.stdout
+
+
+def test_an_unusable_device_refuses_to_build_with_the_reason():
+    from clgrad.runtime import kernels
+    fake = types.SimpleNamespace(index=9, unusable="its compiler rejects this CPU")
+    with pytest.raises(_device.NoDeviceError, match="cl:9 cannot build kernels here: its "
+                                                    "compiler rejects this CPU"):
+        kernels.build_unit(fake, None, "")
