@@ -260,3 +260,18 @@ def reference_conv(x, w):
         for j in range(w.shape[3]):
             out += np.einsum("nchw,oc->nohw", xp[:, :, i:i + h, j:j + wd], w[:, :, i, j])
     return out
+
+
+def test_lanes_entries_fill_the_simd_width():
+    lanes = {"kind": "lanes", "MR": 6, "NJ": 2, "LX": 8, "LY": 1}
+    avx512 = fake_device()
+    avx512.simd_floats = 16
+    assert linalg._checked_for_simd(lanes, avx512)["LX"] == 16      # raised to the width
+    avx2 = fake_device()
+    avx2.simd_floats = 8
+    assert linalg._checked_for_simd(lanes, avx2)["LX"] == 8
+    assert linalg._checked_for_simd(dict(lanes, LX=32), avx512)["LX"] == 32   # wider stays
+    assert linalg._checked_for_simd(P | {"LY": 2}, avx512)["LX"] == 1      # packed untouched
+    small = fake_device(wg=8)
+    small.simd_floats = 16
+    assert linalg._checked_for_simd(lanes, small)["LX"] == 8    # no group that wide: kept

@@ -63,6 +63,8 @@ class Device:
         self.local_mem_size = d.local_mem_size
         self.has_local_mem = d.local_mem_type == cl.device_local_mem_type.LOCAL or self.is_cpu
         self.max_work_group_size = d.max_work_group_size
+        # float lanes of the device's SIMD unit (16 with AVX-512, 8 with AVX2; 1 when unknown)
+        self.simd_floats = max(1, int(getattr(d, "native_vector_width_float", 1) or 1))
         self.compute_units = d.max_compute_units
         self.global_mem_size = d.global_mem_size
         self.max_alloc = d.max_mem_alloc_size
