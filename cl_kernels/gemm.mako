@@ -196,17 +196,22 @@ ${packed_body(True)}
 /* For compilers that vectorise across work-items (Intel's CPU runtime packs LX neighbouring
    work-items of dimension 0 into SIMD lanes, and gives explicit vectors poor code): scalar code,
    lane l of group nb computing C[mb * MR + i][nb * NR + j * LX + l] for i < MR, j < NJ. Its loads
-   of the B panel (NR = LX * NJ columns) are contiguous across lanes, those of the A panel the
-   same for every lane (one broadcast), so each SIMD register holds LX columns of one row. */
+   of the B panel (NR = LX * NJ columns) are contiguous across lanes, those of A the same for
+   every lane (one broadcast), so each SIMD register holds LX columns of one row. A is read where
+   it lies, any strides: a uniform load needs no packing, and packing A took as long as the
+   product itself for a transformer's shapes on Intel's runtime. */
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
 void gemm_lanes(${out_args()}
-    __global const ${T} *PA, long pa_sb, __global const ${T} *PB, long pb_sb,${tail_args()})
+    ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk,
+    __global const ${T} *PB, long pb_sb,${tail_args()})
 {
     const int l = get_local_id(0), nb = get_group_id(0), mb = get_global_id(1);
     const long b = get_global_id(2);
     const int m0 = mb * MR, n0 = nb * NR + l;
     if (m0 >= M) return;
-    __global const ${T} *pa = PA + b * pa_sb + (long)mb * K * MR;
+    long arow[MR];                      /* rows past M read the last one; never stored */
+#pragma unroll
+    for (int i = 0; i < MR; ++i) arow[i] = ao + b * a_sb + (long)min(m0 + i, M - 1) * a_sm;
     __global const ${T} *pb = PB + b * pb_sb + (long)nb * K * NR;
     ${T} acc[MR][NJ];
 #pragma unroll
@@ -221,7 +226,7 @@ void gemm_lanes(${out_args()}
         for (int j = 0; j < NJ; ++j) bv[j] = pb[k * NR + j * LX + l];
 #pragma unroll
         for (int i = 0; i < MR; ++i) {
-            const ${T} av = pa[k * MR + i];
+            const ${T} av = ${c.load(dt, "A", "arow[i] + k * a_sk")};
 #pragma unroll
             for (int j = 0; j < NJ; ++j) acc[i][j] = av * bv[j] + acc[i][j];
         }

@@ -273,7 +273,7 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     cdt = _compute_dtype(dt)
     ls = min(64, dev.max_work_group_size)
     kp = _ceil(K, ls) * ls
-    direct_a = not lanes and _direct_a(M, K, a._strides[2])
+    direct_a = lanes or _direct_a(M, K, a._strides[2])
     if not direct_a:
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
         launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
@@ -290,10 +290,10 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     gx = nb * lx if lanes else _ceil(nb, lx) * lx
     pb_args = (pb._storage.buf, nb * K * nr if pb_n > 1 else 0)
     if direct_a:
-        launch(dev, get_kernel(dev, prog, "gemm_packed_da"), (gx, _ceil(mb, ly) * ly, batch),
-               (lx, ly, 1), *cargs, *aargs, *pb_args, *tail)
+        launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed_da"),
+               (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1), *cargs, *aargs, *pb_args, *tail)
         return out
-    launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed"),
+    launch(dev, get_kernel(dev, prog, "gemm_packed"),
            (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1),
            *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, *pb_args, *tail)
     return out
