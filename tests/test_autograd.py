@@ -494,3 +494,30 @@ def test_lean_path_keeps_saved_tensor_rules(device):
         frozen = clgrad.ones(2)
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved"):
         T([1.0, 2.0]) * frozen
+
+
+def test_linear_gradients_reach_grad_without_copies(device):
+    """F.linear's weight gradient is computed in the weight's layout and its bias gradient by a
+    reduction without keepdim, so .grad keeps both as they are: no copy kernel runs."""
+    from clgrad.autograd import profiler
+    lin = clgrad.nn.Linear(5, 7).to(device)
+    x = clgrad.randn(4, 5, device=device, requires_grad=True)
+    with profiler.profile(use_device="cl") as prof:
+        lin(x).square().sum().backward()
+    assert [e.name for e in prof.function_events if e.name.startswith("copy")] == []
+    for p in (lin.weight, lin.bias, x):
+        assert p.grad.is_contiguous() and p.grad._base is None
+    w, b, xn = (t.detach().numpy().astype(np.float64) for t in (lin.weight, lin.bias, x))
+    g = 2 * (xn @ w.T + b)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), g.T @ xn, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), g.sum(0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), g @ w, rtol=1e-4, atol=1e-5)
+
+
+def test_linear_double_backward_through_the_weight_layout():
+    x = clgrad.randn(3, 4, dtype=clgrad.float64, requires_grad=True)
+    w = clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True)
+    b = clgrad.randn(2, dtype=clgrad.float64, requires_grad=True)
+    f = lambda x, w, b: clgrad.nn.functional.linear(x, w, b).tanh()
+    assert clgrad.autograd.gradcheck(f, (x, w, b))
+    assert clgrad.autograd.gradgradcheck(f, (x, w, b))

@@ -439,6 +439,12 @@ def _product_jvp(f, a, b, ta, tb, alpha=1, ti=None, beta=0):
     return out
 
 
+def _column_major(m):
+    """Whether matrix m is the transpose of a contiguous one (strides (1, rows))."""
+    return len(m._shape) == 2 and m._shape[0] > 1 and m._shape[1] > 1 and \
+        m._strides == (1, m._shape[0])
+
+
 def _save_operands(ctx, a, b, ia, ib):
     """Save a and b, each only if the other's gradient is wanted (a's gradient needs b and
     vice versa); ia and ib are their positions among forward's arguments."""
@@ -488,6 +494,7 @@ class Addmm(Op):
     @staticmethod
     def forward(ctx, input, a, b, beta, alpha):
         ctx.beta, ctx.alpha = beta, alpha
+        ctx.b_column_major = _column_major(b)
         _save_operands(ctx, a, b, 1, 2)
         shape = (a._shape[0], b._shape[1])
         out = gemm(_as_batch(a), _as_batch(b), _as_input(input, shape), beta, alpha)
@@ -499,7 +506,14 @@ class Addmm(Op):
         need = ctx.needs_input_grad
         gi = _sum_to(_scale(g, ctx.beta), ctx._in_meta[0][0]) if need[0] else None
         ga = _scale(mm(g, views.t(b)), ctx.alpha) if need[1] else None
-        gb = _scale(mm(views.t(a), g), ctx.alpha) if need[2] else None
+        gb = None
+        if need[2]:
+            if ctx.b_column_major:
+                # b is a weight seen transposed (F.linear's x @ W.t()): compute W's gradient in
+                # W's layout, so the transpose's backward hands it to .grad without a copy
+                gb = views.t(_scale(mm(views.t(g), a), ctx.alpha))
+            else:
+                gb = _scale(mm(views.t(a), g), ctx.alpha)
         return gi, ga, gb, None, None
 
     @staticmethod

@@ -291,7 +291,9 @@ class Mean(Op):
     @staticmethod
     def backward(ctx, g):
         shape = ctx._in_meta[0][0]
-        return _expand_back(g, shape, ctx.dims, ctx.keepdim) / ctx.n, None, None, None
+        # divide the small gradient, then expand it (a view): dividing the expanded one was a
+        # pass over the whole input's size (a LayerNorm's mean, twice per norm)
+        return _expand_back(g / ctx.n, shape, ctx.dims, ctx.keepdim), None, None, None
 
     @staticmethod
     def jvp(args, tangents, out):
@@ -620,6 +622,8 @@ def sum_to(t, shape):
         elif s != ts:
             raise RuntimeError(f"size {size_repr(shape)} is not expandable to size "
                                f"{size_repr(t._shape)}")
+    if dims == list(range(lead)):
+        return Sum.apply(t, tuple(dims), False, None)  # a bias's gradient: no view to copy later
     r = Sum.apply(t, tuple(dims), True, None) if dims else t
     if r._shape != shape:
         r = r.reshape(shape)

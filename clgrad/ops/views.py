@@ -250,7 +250,22 @@ class Transpose(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return Transpose.apply(g, *ctx.d), None, None
+        d0, d1 = ctx.d
+        base = g._base
+        if base is not None and g._grad_fn is None and base._storage is g._storage and \
+                base._offset == g._offset and base._shape == _swapped(g._shape, d0, d1) and \
+                base._strides == _swapped(g._strides, d0, d1):
+            # g is the transpose of a whole tensor (a weight's gradient computed in the
+            # weight's own layout): hand back that tensor, which .grad can then keep without
+            # a copy, rather than a view of it
+            return base, None, None
+        return Transpose.apply(g, d0, d1), None, None
+
+
+def _swapped(seq, d0, d1):
+    out = list(seq)
+    out[d0], out[d1] = out[d1], out[d0]
+    return tuple(out)
 
 
 class T(Transpose):
