@@ -200,10 +200,15 @@ ${packed_body(True)}
    every lane (one broadcast), so each SIMD register holds LX columns of one row. A is read where
    it lies, any strides: a uniform load needs no packing, and packing A took as long as the
    product itself for a transformer's shapes on Intel's runtime. */
+<%def name="lanes_kernel(name, direct_b)">
 __kernel __attribute__((reqd_work_group_size(LX, LY, 1)))
-void gemm_lanes(${out_args()}
+void ${name}(${out_args()}
     ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk,
+% if direct_b:
+    ${c.cptr(dt)} B, long bo, long b_sb, long b_sk,${tail_args()})
+% else:
     __global const ${T} *PB, long pb_sb,${tail_args()})
+% endif
 {
     const int l = get_local_id(0), nb = get_group_id(0), mb = get_global_id(1);
     const long b = get_global_id(2);
@@ -212,7 +217,11 @@ void gemm_lanes(${out_args()}
     long arow[MR];                      /* rows past M read the last one; never stored */
 #pragma unroll
     for (int i = 0; i < MR; ++i) arow[i] = ao + b * a_sb + (long)min(m0 + i, M - 1) * a_sm;
+% if direct_b:
+    const long bcol = bo + b * b_sb + n0;     /* B's rows are contiguous and N % NR == 0 */
+% else:
     __global const ${T} *pb = PB + b * pb_sb + (long)nb * K * NR;
+% endif
     ${T} acc[MR][NJ];
 #pragma unroll
     for (int i = 0; i < MR; ++i)
@@ -223,7 +232,11 @@ void gemm_lanes(${out_args()}
     for (int k = 0; k < K; ++k) {
         ${T} bv[NJ];
 #pragma unroll
+% if direct_b:
+        for (int j = 0; j < NJ; ++j) bv[j] = ${c.load(dt, "B", "bcol + k * b_sk + j * LX")};
+% else:
         for (int j = 0; j < NJ; ++j) bv[j] = pb[k * NR + j * LX + l];
+% endif
 #pragma unroll
         for (int i = 0; i < MR; ++i) {
             const ${T} av = ${c.load(dt, "A", "arow[i] + k * a_sk")};
@@ -241,6 +254,11 @@ void gemm_lanes(${out_args()}
         }
     }
 }
+</%def>
+${lanes_kernel("gemm_lanes", False)}
+/* gemm_lanes reading B where it lies: for a B whose rows are contiguous and whose columns fill
+   whole panels, the lanes' loads are already consecutive and the pack is a pass for nothing */
+${lanes_kernel("gemm_lanes_db", True)}
 #endif
 
 #ifdef TM

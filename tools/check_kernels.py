@@ -440,6 +440,16 @@ def drive_gemm(dev, dt, rng):
     _t(dt, (17, 45), dev, rng) @ b
     # more than DIRECT_A_ROWS rows of a column-major A: packed (the shapes above read A in place)
     _t(dt, (45, 70), dev, rng).t() @ b
+    # the "lanes" kernels (Intel's CPU runtime's configuration), with a small one: a B that is
+    # packed (41 columns: a partial panel; a transposed B) and one read in place (40 columns)
+    from clgrad.ops import linalg
+    prev = linalg.set_config(dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2})
+    try:
+        a @ b
+        a @ _t(dt, (41, 45), dev, rng).t()
+        a.t().contiguous().t() @ _t(dt, (45, 40), dev, rng)
+    finally:
+        linalg.set_config(dev, prev)
 
 
 def drive_conv(dev, dt, rng):
@@ -611,6 +621,8 @@ def _gemm_expected(prog):
     """The kernels of a gemm program that its configuration compiles in."""
     if prog.options == "":
         return {"gemm_small"}
+    if "-DNJ=" in prog.options:
+        return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:
         return {"pack_a", "pack_b", "gemm_packed"}
     return {"gemm_tiled"}

@@ -278,6 +278,12 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
         launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
                pa._storage.buf, mb * K * mr, *aargs, M, K)
+    lx, ly = cfg["LX"], cfg["LY"]
+    gx = nb * lx if lanes else _ceil(nb, lx) * lx
+    if lanes and b._strides[2] == 1 and N % nr == 0:
+        launch(dev, get_kernel(dev, prog, "gemm_lanes_db"), (gx, _ceil(mb, ly) * ly, batch),
+               (lx, ly, 1), *cargs, *aargs, *bargs[:4], *tail)
+        return out
     pb = b_cache.get("packed") if b_cache is not None else None
     if pb is None:
         pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
@@ -285,9 +291,7 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
                pb._storage.buf, nb * K * nr, *bargs, K, N)
         if b_cache is not None:
             b_cache["packed"] = pb
-    lx, ly = cfg["LX"], cfg["LY"]
     # gemm_lanes: LX work-items (SIMD lanes) per panel of B; gemm_packed: one
-    gx = nb * lx if lanes else _ceil(nb, lx) * lx
     pb_args = (pb._storage.buf, nb * K * nr if pb_n > 1 else 0)
     if direct_a:
         launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed_da"),
