@@ -29,7 +29,11 @@ def main(argv=None):
               f"{'yes' if c['fp16'] else 'no (half storage only)'}")
         if d.unusable:
             print(f"        NOT USABLE HERE: {d.unusable}")
-    default = clgrad.runtime.default_device()
+    try:
+        default = clgrad.runtime.default_device()
+    except clgrad.runtime.device.NoDeviceError as e:
+        print(f"default device: none ({e})")
+        return 1
     print(f"default device: cl:{default.index}"
           + ("  (CLGRAD_GPU_PATHS=1: every device takes the GPU code paths)"
              if clgrad.runtime.device.gpu_paths_forced() else ""))

@@ -101,6 +101,9 @@ def test_default_device_rule():
     # a PoCL that cannot compile for this CPU (LLVM 14 on AMD Zen 5) is passed over
     broken = _fake(2, pocl=True, unusable="PoCL cannot compile for this CPU")
     assert _device.preferred([grind, intel, broken]) is intel
+    # and with nothing else but the simulator, an error saying why rather than the simulator
+    with pytest.raises(_device.NoDeviceError, match="PoCL cannot compile for this CPU"):
+        _device.preferred([grind, broken])
 
 
 def test_pocl_on_a_cpu_its_llvm_does_not_know_is_unusable():

@@ -295,7 +295,13 @@ def default_device():
 def preferred(devs):
     """The first GPU, else the PoCL CPU device, else the first device that is not a simulator,
     else the first device."""
-    real = [d for d in usable(devs) if not d.is_simulator] or usable(devs) or devs
+    real = [d for d in usable(devs) if not d.is_simulator]
+    if not real:
+        broken = [d for d in devs if d.unusable and not d.is_simulator]
+        if broken:         # not a silent fall back to the simulator, thousands of times slower
+            raise NoDeviceError(f"no OpenCL device clgrad can use by default: cl:{broken[0].index} "
+                                f"{broken[0].unusable}")
+        real = devs
     return next((d for d in real if d.is_gpu), None) or \
         next((d for d in real if d.is_pocl), None) or real[0]
 
