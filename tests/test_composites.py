@@ -127,7 +127,7 @@ def test_nan_reductions_count_aminmax(device):
     x = _t(a, device)
     assert x.nansum().item() == 7.0
     np.testing.assert_array_equal(x.nansum(1).numpy(), np.nansum(a, 1))
-    np.testing.assert_allclose(x.nanmean(0).numpy()[[0, 2]], np.nanmean(a, 0)[[0, 2]])
+    np.testing.assert_allclose(x.nanmean(0).numpy()[[0, 2]], np.nanmean(a[:, [0, 2]], 0))
     assert np.isnan(x.nanmean(0).numpy()[1])
     with pytest.raises(RuntimeError, match="floating point"):
         _t([1, 2], device).nanmean()
