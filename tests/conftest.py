@@ -30,7 +30,10 @@ def _selected():
                     break
         devs = keep
     else:
-        devs = [_device.default_device()] if devs else []
+        try:
+            devs = [_device.default_device()] if devs else []
+        except _device.NoDeviceError:          # only devices that cannot build: said below
+            devs = []
     return [d for d in devs if d.unusable is None]
 
 

@@ -294,7 +294,8 @@ def default_device():
 
 def preferred(devs):
     """The first GPU, else the PoCL CPU device, else the first device that is not a simulator,
-    else the first device."""
+    else the first device; devices that cannot build kernels here are passed over, and when they
+    are all there is besides a simulator, NoDeviceError says why."""
     real = [d for d in usable(devs) if not d.is_simulator]
     if not real:
         broken = [d for d in devs if d.unusable and not d.is_simulator]
