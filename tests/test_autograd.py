@@ -496,21 +496,26 @@ def test_lean_path_keeps_saved_tensor_rules(device):
         T([1.0, 2.0]) * frozen
 
 
-def test_linear_gradients_reach_grad_without_copies(device):
-    """F.linear's weight gradient is computed in the weight's layout and its bias gradient by a
-    reduction without keepdim, so .grad keeps both as they are: no copy kernel runs."""
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_gradients_reach_grad_without_copies(device, bias):
+    """F.linear's weight gradient is computed in the weight's layout (addmm with a bias, mm
+    without) and its bias gradient by a reduction without keepdim, so .grad keeps both as they
+    are: no copy kernel runs."""
     from clgrad.autograd import profiler
-    lin = clgrad.nn.Linear(5, 7).to(device)
+    lin = clgrad.nn.Linear(5, 7, bias=bias).to(device)
     x = clgrad.randn(4, 5, device=device, requires_grad=True)
     with profiler.profile(use_device="cl") as prof:
         lin(x).square().sum().backward()
     assert [e.name for e in prof.function_events if e.name.startswith("copy")] == []
     for p in (lin.weight, lin.bias, x):
-        assert p.grad.is_contiguous() and p.grad._base is None
-    w, b, xn = (t.detach().numpy().astype(np.float64) for t in (lin.weight, lin.bias, x))
+        if p is not None:
+            assert p.grad.is_contiguous() and p.grad._base is None
+    w, xn = (t.detach().numpy().astype(np.float64) for t in (lin.weight, x))
+    b = lin.bias.detach().numpy().astype(np.float64) if bias else 0
     g = 2 * (xn @ w.T + b)
     np.testing.assert_allclose(lin.weight.grad.numpy(), g.T @ xn, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(lin.bias.grad.numpy(), g.sum(0), rtol=1e-4, atol=1e-5)
+    if bias:
+        np.testing.assert_allclose(lin.bias.grad.numpy(), g.sum(0), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), g @ w, rtol=1e-4, atol=1e-5)
 
 
@@ -521,3 +526,6 @@ def test_linear_double_backward_through_the_weight_layout():
     f = lambda x, w, b: clgrad.nn.functional.linear(x, w, b).tanh()
     assert clgrad.autograd.gradcheck(f, (x, w, b))
     assert clgrad.autograd.gradgradcheck(f, (x, w, b))
+    f = lambda x, w: clgrad.nn.functional.linear(x, w).tanh()       # mm, no bias
+    assert clgrad.autograd.gradcheck(f, (x, w))
+    assert clgrad.autograd.gradgradcheck(f, (x, w))

@@ -449,6 +449,15 @@ def _column_major(m):
         m._strides == (1, m._shape[0])
 
 
+def _rhs_grad(a, g, b_column_major, alpha=1):
+    """alpha * a.t() @ g, the gradient of b in a @ b. When b is a transposed contiguous matrix
+    (F.linear's W.t()) it is computed in W's layout and returned transposed, so that the
+    transpose's backward hands W a tensor .grad keeps without a copy."""
+    if b_column_major:
+        return views.t(_scale(mm(views.t(g), a), alpha))
+    return _scale(mm(views.t(a), g), alpha)
+
+
 def _save_operands(ctx, a, b, ia, ib):
     """Save a and b, each only if the other's gradient is wanted (a's gradient needs b and
     vice versa); ia and ib are their positions among forward's arguments."""
@@ -461,6 +470,7 @@ def _save_operands(ctx, a, b, ia, ib):
 class Mm(Op):
     @staticmethod
     def forward(ctx, a, b):
+        ctx.b_column_major = _column_major(b)
         _save_operands(ctx, a, b, 0, 1)
         return _reshaped(gemm(_as_batch(a), _as_batch(b)), (a._shape[0], b._shape[1]))
 
@@ -468,7 +478,7 @@ class Mm(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         ga = mm(g, views.t(b)) if ctx.needs_input_grad[0] else None
-        gb = mm(views.t(a), g) if ctx.needs_input_grad[1] else None
+        gb = _rhs_grad(a, g, ctx.b_column_major) if ctx.needs_input_grad[1] else None
         return ga, gb
 
     @staticmethod
@@ -510,14 +520,7 @@ class Addmm(Op):
         need = ctx.needs_input_grad
         gi = _sum_to(_scale(g, ctx.beta), ctx._in_meta[0][0]) if need[0] else None
         ga = _scale(mm(g, views.t(b)), ctx.alpha) if need[1] else None
-        gb = None
-        if need[2]:
-            if ctx.b_column_major:
-                # b is a weight seen transposed (F.linear's x @ W.t()): compute W's gradient in
-                # W's layout, so the transpose's backward hands it to .grad without a copy
-                gb = views.t(_scale(mm(views.t(g), a), ctx.alpha))
-            else:
-                gb = _scale(mm(views.t(a), g), ctx.alpha)
+        gb = _rhs_grad(a, g, ctx.b_column_major, ctx.alpha) if need[2] else None
         return gi, ga, gb, None, None
 
     @staticmethod

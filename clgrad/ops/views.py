@@ -252,8 +252,8 @@ class Transpose(Op):
     def backward(ctx, g):
         d0, d1 = ctx.d
         base = g._base
-        if base is not None and g._grad_fn is None and base._storage is g._storage and \
-                base._offset == g._offset and base._shape == _swapped(g._shape, d0, d1) and \
+        if base is not None and g._grad_fn is None and base._offset == g._offset and \
+                base._shape == _swapped(g._shape, d0, d1) and \
                 base._strides == _swapped(g._strides, d0, d1):
             # g is the transpose of a whole tensor (a weight's gradient computed in the
             # weight's own layout): hand back that tensor, which .grad can then keep without
