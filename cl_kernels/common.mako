@@ -33,8 +33,14 @@ def width(*dts):
                                (p)[8*(i)+2] = stv_tmp_.s2; (p)[8*(i)+3] = stv_tmp_.s3; (p)[8*(i)+4] = stv_tmp_.s4; \
                                (p)[8*(i)+5] = stv_tmp_.s5; (p)[8*(i)+6] = stv_tmp_.s6; (p)[8*(i)+7] = stv_tmp_.s7; \
                                } while (0)
+#ifdef NATIVE_VLOADS     /* drivers that compile vloadN well (Intel's CPU runtime): see
+                            vector_widths in clgrad/runtime/device.py */
+#define LDV(T, W, i, p) CAT(vload, W)((i), (p))
+#define STV(T, W, v, i, p) CAT(vstore, W)((v), (i), (p))
+#else
 #define LDV(T, W, i, p) CAT(LDV_, W)(T, i, p)
 #define STV(T, W, v, i, p) CAT(STV_, W)(T, v, i, p)
+#endif
 
 /* bfloat16 is the upper half of a float32; rounding to nearest even, NaN kept quiet. */
 inline float bf2f(ushort b) { return as_float(((uint)b) << 16); }

@@ -63,7 +63,7 @@ ${c.prelude([dt])}
 ## gemm_small's vectors: VEC (VEC8 for 8-byte types) elements, loaded one by one
 <% W = c.attr.width(dt) %>
 #define SVT CAT(${T}, ${W})
-% for w in (2, 4, 8):
+% for w in (2, 4, 8, 16):
 #if ${W} == ${w}
 #define SVLOAD(p, i) ((SVT)(${", ".join(capture(c.load, dt, "p", f"(i) + {e}") for e in range(w))}))
 #endif

@@ -169,7 +169,9 @@ def test_both_code_paths_give_the_same_numbers(device, both_paths):
     results = {}
     for cpu in (True, False):
         both_paths(cpu)
-        assert device.cpu_paths is cpu and device.vec == (8 if cpu else 4)
+        assert device.cpu_paths is cpu
+        assert (device.vec, device.vec8, device.native_vloads) == _device.vector_widths(device)
+        assert device.vec >= 8 if cpu else device.vec == 4
         x, y = clgrad.tensor(a), clgrad.tensor(b)
         conv = clgrad.nn.functional.conv2d(clgrad.tensor(img), clgrad.tensor(w), padding=1)
         results[cpu] = [(x @ y).numpy(), x.sum(0).numpy(), x.amax(1).numpy(),
@@ -208,3 +210,28 @@ def test_an_unusable_device_refuses_to_build_with_the_reason():
     with pytest.raises(_device.NoDeviceError, match="cl:9 cannot build kernels here: its "
                                                     "compiler rejects this CPU"):
         kernels.build_unit(fake, None, "")
+
+
+def test_vector_widths_follow_the_implementation(device):
+    """PoCL assembles 8-wide vectors from scalar loads; Intel's CPU runtime gets a SIMD register
+    of floats with native vloadN; the GPU paths 4-wide loads. Every choice builds and computes
+    (the elementwise, reduction and softmax tests run on whichever the device gets)."""
+    was = device.cpu_paths
+    try:
+        device.set_code_paths(cpu=True)
+        vec, vec8, native = _device.vector_widths(device)
+        if device.is_pocl:
+            assert (vec, vec8, native) == (8, 4, False)
+        elif "intel(r) opencl" in device.platform_name.lower() and device.is_cpu:
+            assert native and vec == (16 if device.simd_floats >= 16 else 8)
+        device.set_code_paths(cpu=False)
+        assert _device.vector_widths(device) == (4, 2, False)
+        with pytest.raises(ValueError):
+            device.set_code_paths(cpu=True, vectors=(16, 8, False))
+        # an explicit choice holds until the next set_code_paths
+        device.set_code_paths(cpu=True, vectors=(16, 8, True))
+        x = clgrad.arange(37, dtype=clgrad.float32)
+        assert (x * 2 + 1).tolist() == [2.0 * i + 1 for i in range(37)]
+        assert x.sum().item() == 666.0
+    finally:
+        device.set_code_paths(cpu=was)

@@ -136,7 +136,7 @@ def _plan(dev, dt):
     plan = _PLANS.get((dev, dt))
     if plan is None:
         cfg = config(dev)
-        vw = cfg.get("VW") or (dev.vec8 if dt is dtypes.float64 else dev.vec)
+        vw = cfg.get("VW") or min(8, dev.vec8 if dt is dtypes.float64 else dev.vec)
         if dt is dtypes.float64 and "VW" in cfg:
             vw = max(2, vw // 2)          # the same register width
         plan = _PLANS[(dev, dt)] = (cfg, vw, _program(dt, vw, cfg))

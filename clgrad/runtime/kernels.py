@@ -230,8 +230,9 @@ class Program:
         return f"<Program {self.name}: {len(self.signatures)} kernels>"
 
     def options_for(self, device):
-        return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.cpu_paths)} "
-                f"{self.options}").strip()
+        native = " -DNATIVE_VLOADS=1" if device.native_vloads else ""
+        return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.cpu_paths)}"
+                f"{native} {self.options}").strip()
 
     def unit_key(self, device, name):
         """Which unit compiles kernel `name` on `device`: the kernel alone (its name), or the whole
