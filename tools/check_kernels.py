@@ -5,7 +5,8 @@ checks every memory access: out-of-bounds reads and writes, data races between w
 (OCLGRIND_DATA_RACES), barriers that only part of a work-group reaches, and misuses of the OpenCL
 API (OCLGRIND_CHECK_API). This tool drives every kernel family through clgrad's ops at small sizes
 chosen to cross the vector, work-group and tile boundaries, in both code paths
-(`Device.set_code_paths(cpu=True)` and `cpu=False`), records which kernels ran, and exits non-zero
+(`Device.set_code_paths(cpu=True)` and `cpu=False`), the CPU ones also with Intel's runtime's
+vector widths ("wide"), records which kernels ran, and exits non-zero
 on any Oclgrind report, on any op that failed, and on any kernel that never ran.
 
     python tools/check_kernels.py               # the full check (a few minutes)
@@ -384,6 +385,22 @@ def drive_softmax(dev, dt, rng):
     sm._NATIVE_EXP_OK[dev] = probed
 
 
+def drive_norm(dev, dt, rng):
+    """layer_norm forward and backward: rows shorter and longer than the vector width and the
+    work-group (with tails), with and without weight and bias, a strided input."""
+    import clgrad
+    import clgrad.nn.functional as F
+    for shape, k in (((3, 7), 1), ((4, 300), 1), ((2, 3, 40), 2), ((5, 1), 1)):
+        ns = shape[len(shape) - k:]
+        for affine in ((True, True), (True, False), (False, True), (False, False)):
+            x = _t(dt, shape, dev, rng).requires_grad_()
+            w = _t(dt, ns, dev, rng).requires_grad_() if affine[0] else None
+            b = _t(dt, ns, dev, rng).requires_grad_() if affine[1] else None
+            y = F.layer_norm(x, ns, w, b)
+            y.backward(clgrad.ones_like(y))
+    F.layer_norm(_strided(dt, (6, 9), dev, rng), (9,))
+
+
 def drive_index(dev, dt, rng):
     """gather, scatter, scatter_add, scatter_reduce, nonzero, tril/triu, index checks."""
     import numpy as np
@@ -604,9 +621,9 @@ DRIVERS = {
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
     "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
-    "attention": drive_attention,
+    "attention": drive_attention, "norm": drive_norm,
 }
-FLOAT_ONLY = {"softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention"}
+FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason
@@ -628,10 +645,24 @@ def _gemm_expected(prog):
     return {"gemm_tiled"}
 
 
+# The paths the check runs: "wide" is the CPU paths with the vector widths Intel's CPU runtime
+# gets on an AVX-512 CPU (clgrad.runtime.device.vector_widths), which PoCL never takes.
+PATH_VECTORS = {"wide": (16, 8, True)}
+
+
+def _kind(path):
+    """The code path ("cpu" or "gpu") a checked path takes."""
+    return "gpu" if path == "gpu" else "cpu"
+
+
 # Kernels only one code path launches: (family, kernel, path that never launches it, why)
 PATH_ONLY = [
     ("softmax", "softmax_group", "cpu", "the one-work-group-per-line softmax is a GPU path"),
     ("softmax", "softmax_bwd_group", "cpu", "the one-work-group-per-line softmax is a GPU path"),
+    ("norm", "ln_fwd_group", "cpu", "layer_norm's work-group per row is a GPU path"),
+    ("norm", "ln_bwd_group", "cpu", "layer_norm's work-group per row is a GPU path"),
+    ("norm", "ln_fwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
+    ("norm", "ln_bwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
 ]
 
 
@@ -645,7 +676,7 @@ def expected_kernels(prog, path=None):
             names.discard(name)
             skipped[name] = why
     for fam, name, never_path, why in PATH_ONLY:
-        if prog.family == fam and name in names and path == never_path:
+        if prog.family == fam and name in names and _kind(path) == never_path:
             names.discard(name)
             skipped[name] = f"{why} (not counted in the {path} path)"
     return names, skipped
@@ -703,7 +734,9 @@ def main(argv=None):
                     help="only check that Oclgrind catches a race and an out-of-bounds write")
     ap.add_argument("--families", default=",".join(DRIVERS),
                     help="comma-separated families to drive (default: all)")
-    ap.add_argument("--paths", default="cpu,gpu", help="code paths: cpu, gpu or both (default)")
+    ap.add_argument("--paths", default="cpu,wide,gpu",
+                    help="code paths: cpu (PoCL's vectors), wide (the CPU paths with Intel's "
+                         "runtime's 16-wide native vector loads), gpu (default: all three)")
     ap.add_argument("--dtypes", default="", help="comma-separated dtype names (default: all)")
     ap.add_argument("--show", type=int, default=3, help="log blocks printed per finding kind")
     args = ap.parse_args(argv)
@@ -754,7 +787,7 @@ def main(argv=None):
     for path, fam, dt in bar:
         if path != current:
             dev.queue.finish()
-            dev.set_code_paths(cpu=(path == "cpu"))
+            dev.set_code_paths(cpu=_kind(path) == "cpu", vectors=PATH_VECTORS.get(path))
             rec.path = current = path
         bar.set_description(f"{path} {fam} {dt.short}")
         rec.step = (fam, dt)

@@ -15,6 +15,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ops import conv as _conv
+from ..ops import norm as _norm
 from ..ops.attention import scaled_dot_product_attention
 from ._mha import multi_head_attention_forward
 from ..ops import linalg, softmax as _softmax
@@ -388,10 +389,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     if input.dtype.kind != "f":
         raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
                                   f'\'{input.dtype.name}\'')
-    y = _normalize_last(input, tuple(range(input.ndim - k, input.ndim)), eps)
-    if weight is not None:
-        return y * weight if bias is None else addcmul(bias, y, weight)
-    return y if bias is None else y + bias
+    return _norm.layer_norm(input, k, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
