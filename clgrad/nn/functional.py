@@ -353,21 +353,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return addcmul(shift.reshape(shape), input, scale.reshape(shape))
 
 
-def _normalize_last(x, dims, eps):
-    if x.numel():
-        # Shift each row by its first element: a constant row then normalises to exactly 0, as
-        # torch's Welford pass gives, where its float mean alone is off by an ulp that
-        # rsqrt(eps) magnifies (1.5e-4 in float32).
-        first = x
-        for d in dims:
-            first = first.narrow(d, 0, 1)
-        x = x - first.detach()
-    mean = x.mean(dims, keepdim=True)
-    xc = x - mean
-    var = xc.square().mean(dims, keepdim=True)
-    return xc * (var + eps).rsqrt()
-
-
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalise over the trailing dims given by normalized_shape, then scale and shift.
 
@@ -408,7 +393,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    y = _normalize_last(input.reshape(N, num_groups, -1), (2,), eps).reshape(input.shape)
+    y = _norm.normalize_last(input.reshape(N, num_groups, -1), (2,), eps).reshape(input.shape)
     shape = _channel_shape(input)
     if weight is not None:
         w = weight.reshape(shape)

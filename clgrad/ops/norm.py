@@ -96,10 +96,9 @@ def layer_norm_backward_raw(g, x, weight, mean, rstd, L, need_x, need_w, need_b)
     return dx, dw, db
 
 
-def layer_norm_composed(x, normalized_ndim, weight, bias, eps):
-    """layer_norm in clgrad ops (what double backward differentiates, and what takes the inputs
-    the kernels do not: empty ones, mixed dtypes)."""
-    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
+def normalize_last(x, dims, eps):
+    """(x - mean) / sqrt(var + eps) over `dims`, in clgrad ops (layer_norm's composed form and
+    group_norm's)."""
     if x.numel():
         # Shift each row by its first element: a constant row then normalises to exactly 0, as
         # torch's Welford pass gives, where its float mean alone is off by an ulp that
@@ -108,9 +107,14 @@ def layer_norm_composed(x, normalized_ndim, weight, bias, eps):
         for d in dims:
             first = first.narrow(d, 0, 1)
         x = x - first.detach()
-    mean = x.mean(dims, keepdim=True)
-    xc = x - mean
-    y = xc * (xc.square().mean(dims, keepdim=True) + eps).rsqrt()
+    xc = x - x.mean(dims, keepdim=True)
+    return xc * (xc.square().mean(dims, keepdim=True) + eps).rsqrt()
+
+
+def layer_norm_composed(x, normalized_ndim, weight, bias, eps):
+    """layer_norm in clgrad ops (what double backward differentiates, and what takes the inputs
+    the kernels do not: empty ones, mixed dtypes)."""
+    y = normalize_last(x, tuple(range(x.ndim - normalized_ndim, x.ndim)), eps)
     if weight is not None:
         return y * weight if bias is None else bias.addcmul(y, weight)
     return y if bias is None else y + bias
