@@ -88,8 +88,8 @@ ${c.prelude([dt])}
 /* Vector loads and stores of float / double. PoCL compiles vloadn / vstoren inside a loop to
    scalar accesses (a 4096 x 1000 softmax took 1.7x as long); through a pointer to a vector type
    aligned like its elements they are plain unaligned vector moves. clang allows such a type;
-   other compilers get vloadn / vstoren. */
-#if defined(__clang__)
+   other compilers, and drivers that compile vloadn well (NATIVE_VLOADS), get vloadn / vstoren. */
+#if defined(__clang__) && !defined(NATIVE_VLOADS)
 typedef CAT(${T}, ${W}) __attribute__((aligned(sizeof(${T})))) vec_u;
 #define VLD(i, p) (((__global const vec_u *)(p))[i])
 #define VST(v, i, p) (((__global vec_u *)(p))[i] = (v))

@@ -565,9 +565,9 @@ def drive_linalg_decomp(dev, dt, rng):
 def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, GRU and Elman (tanh, relu) layers, forward and backward
     (with and without the gradients of c, h and the outputs), with H a multiple of the vector
-    width (the _v kernels: 8 covers VEC 8 and 4 and VEC8 4 and 2) and not (the _s kernels)."""
+    width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels)."""
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
-    for H in (5, 8):
+    for H in (5, 16):
         g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
         c = _t(dt, (3, H), dev, rng).requires_grad_()
         h, c2 = lstm_cell(g, c)
@@ -577,21 +577,21 @@ def drive_rnn(dev, dt, rng):
         w = _t(dt, (4 * H, H), dev, rng).requires_grad_()
         h0 = _t(dt, (2, H), dev, rng).requires_grad_()
         c0 = _t(dt, (2, H), dev, rng).requires_grad_()
-        out, hn, cn = lstm_layer(proj, w, h0, c0, reverse=H == 8)
+        out, hn, cn = lstm_layer(proj, w, h0, c0, reverse=H == 16)
         (out.sum() + hn.sum() + cn.sum()).backward()
         lstm_layer(proj, w, h0, c0)[1].sum().backward()
         proj = _t(dt, (3, 2, 3 * H), dev, rng).requires_grad_()
         w = _t(dt, (3 * H, H), dev, rng).requires_grad_()
         b = _t(dt, (3 * H,), dev, rng).requires_grad_()
-        out, hn = gru_layer(proj, w, b, h0, reverse=H == 8)
+        out, hn = gru_layer(proj, w, b, h0, reverse=H == 16)
         (out.sum() + hn.sum()).backward()
         gru_layer(proj, w, None, h0)[1].sum().backward()
         proj = _t(dt, (3, 2, H), dev, rng).requires_grad_()
         w = _t(dt, (H, H), dev, rng).requires_grad_()
         for nl in ("tanh", "relu"):
-            out, hn = rnn_layer(proj, w, h0, H == 8, nl)
+            out, hn = rnn_layer(proj, w, h0, H == 16, nl)
             (out.sum() + hn.sum()).backward()
-            rnn_layer(proj, w, h0, H != 8, nl)[0].sum().backward()
+            rnn_layer(proj, w, h0, H != 16, nl)[0].sum().backward()
 
 
 def drive_attention(dev, dt, rng):
