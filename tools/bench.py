@@ -375,6 +375,8 @@ def run_device(args, torch, tinygrad):
     table = Table()
     if args.only in (None, "kernels"):
         kernels_section(table, args, torch)
+        from seq_bench import transformer_ops_section
+        transformer_ops_section(table, args, torch)
     if args.only in (None, "autograd"):
         autograd_section(table, args, torch, tinygrad)
     if args.only in (None, "training"):

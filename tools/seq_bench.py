@@ -124,3 +124,32 @@ def sdpa_section(table, args, torch):
         with sdpa_kernel(backend):
             t = best_of(make(clgrad), rep, sync_cl)
         _rows(table, f"  the same, {name} form", t * 1e3, "ms", others, 1e3)
+
+
+def transformer_ops_section(table, args, torch):
+    """The GPT step's row-wise ops at its shapes, forward + backward: GELU on [1024, 512],
+    softmax on [8, 4, 128, 128] (the composed attention's), layer_norm on [8, 128, 128]."""
+    from bench import _rows, best_of, nothing, sync_cl
+    rep = 20 if not args.quick else 8
+    rng = np.random.default_rng(0)
+    print("\nTransformer ops, forward + backward (us per call)")
+    cases = [
+        ("GELU [1024, 512]", (1024, 512), lambda lib, x: lib.nn.functional.gelu(x)),
+        ("softmax [8, 4, 128, 128], last dim", (8, 4, 128, 128), lambda lib, x: x.softmax(-1)),
+        ("layer_norm [8, 128, 128] with weight and bias", (8, 128, 128),
+         lambda lib, x, _ln={}: _ln.setdefault(lib, lib.nn.LayerNorm(128))(x)),
+    ]
+    for name, shape, fn in cases:
+        a = rng.standard_normal(shape).astype(np.float32)
+
+        def make(lib):
+            x = lib.tensor(a, requires_grad=True)
+            g = lib.tensor(rng.standard_normal(shape).astype(np.float32))
+
+            def step():
+                x.grad = None
+                fn(lib, x).backward(g)
+            return step
+        t = best_of(make(clgrad), rep, sync_cl)
+        others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+        _rows(table, name, t * 1e6, "us", others, 1e6)

@@ -98,7 +98,13 @@ def layer_norm_backward_raw(g, x, weight, mean, rstd, L, need_x, need_w, need_b)
 
 def normalize_last(x, dims, eps):
     """(x - mean) / sqrt(var + eps) over `dims`, in clgrad ops (layer_norm's composed form and
-    group_norm's)."""
+    group_norm's).
+
+    >>> import clgrad
+    >>> y = normalize_last(clgrad.tensor([[1.0, 3.0], [2.0, 2.0]]), (1,), 1e-5)
+    >>> [[round(v, 4) for v in row] for row in y.tolist()]
+    [[-1.0, 1.0], [0.0, 0.0]]
+    """
     if x.numel():
         # Shift each row by its first element: a constant row then normalises to exactly 0, as
         # torch's Welford pass gives, where its float mean alone is off by an ulp that
