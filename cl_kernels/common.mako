@@ -145,3 +145,29 @@ def carry():
 
 ## address of the current element in an operand with strides st (a long8) from base
 <%def name="at(base, st)">(${base} + c0 * ${st}.s0 + c1 * ${st}.s1 + c2 * ${st}.s2 + c3 * ${st}.s3 + c4 * ${st}.s4 + c5 * ${st}.s5 + c6 * ${st}.s6 + c7 * ${st}.s7)</%def>
+
+## Folds a line's partial results into one, `comb` a combination written with {a} and {b}
+## ("{a} + {b}"): fold_vector folds vector `v` of `w` lanes of type T into scalar `s` (through a
+## private array: a lane can't be indexed by a variable); fold_group folds `s` of every item of a
+## work-group (lid of nl items, any count: each step folds the upper half, rounded down, onto the
+## lower one) through local buffer `red`, and leaves the result in `s` of every item. A barrier
+## after the last read lets the caller reuse `red`.
+<%def name="fold_vector(T, w, v, s, comb)">
+    {
+        ${T} h_[${w}];
+        CAT(vstore, ${w})(${v}, 0, h_);
+        for (int k_ = 0; k_ < ${w}; ++k_) ${s} = ${comb.format(a=s, b="h_[k_]")};
+    }
+</%def>
+<%def name="fold_group(s, red, comb)">
+    red[lid] = ${s};
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int n_ = nl; n_ > 1; ) {
+        int h_ = (n_ + 1) / 2;
+        if (lid < n_ - h_) red[lid] = ${comb.format(a="red[lid]", b="red[lid + h_]")};
+        barrier(CLK_LOCAL_MEM_FENCE);
+        n_ = h_;
+    }
+    ${s} = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+</%def>

@@ -19,6 +19,7 @@ ${c.prelude([dt])}
 <%
     T, W = dt.ct, c.attr.width(dt)
     VT = f"CAT({T}, {W})"
+    SUM = "{a} + {b}"
 
     def ld(p, i):
         return capture(c.load, dt, p, i)
@@ -32,15 +33,6 @@ ${c.prelude([dt])}
 #define WV(l) (has_w ? ${vld("(w + wo)", f"(l) / {W}")} : (${VT})1)
 #define BV(l) (has_b ? ${vld("(b + bo)", f"(l) / {W}")} : (${VT})0)
 
-/* the sum of a vector's elements */
-inline ${T} hsum(${VT} v) {
-    ${T} h[${W}];
-    CAT(vstore, ${W})(v, 0, h);
-    ${T} s = 0;
-    for (int k = 0; k < ${W}; ++k) s += h[k];
-    return s;
-}
-
 __kernel void ln_fwd_row(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} w, long wo, int has_w,
                          ${c.cptr(dt)} b, long bo, int has_b, ${c.ptr(dt)} out, long oo,
                          __global ${T} *mean, __global ${T} *rstd, long rows, long L, ${T} eps)
@@ -53,12 +45,14 @@ __kernel void ln_fwd_row(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} w, long wo, int
     ${VT} sv = 0;
     long l = 0;
     for (; l + ${W} <= L; l += ${W}) sv += ${vld("xr", f"l / {W}")} - f;
-    ${T} s = hsum(sv);
+    ${T} s = 0;
+    ${c.fold_vector(T, W, "sv", "s", SUM)}
     for (; l < L; ++l) s += ${ld("xr", "l")} - f;
     ${T} m = s / L;
     sv = 0;
     for (l = 0; l + ${W} <= L; l += ${W}) { ${VT} d = ${vld("xr", f"l / {W}")} - f - m; sv += d * d; }
-    s = hsum(sv);
+    s = 0;
+    ${c.fold_vector(T, W, "sv", "s", SUM)}
     for (; l < L; ++l) { ${T} d = ${ld("xr", "l")} - f - m; s += d * d; }
     ${T} r = rsqrt(s / L + eps);
     for (l = 0; l + ${W} <= L; l += ${W}) {
@@ -87,7 +81,9 @@ __kernel void ln_bwd_row(${c.cptr(dt)} g, long go, ${c.cptr(dt)} x, long xo, ${c
         av += gw;
         cv += gw * (${vld("xr", f"l / {W}")} - mu);
     }
-    ${T} a = hsum(av), cs = hsum(cv);
+    ${T} a = 0, cs = 0;
+    ${c.fold_vector(T, W, "av", "a", SUM)}
+    ${c.fold_vector(T, W, "cv", "cs", SUM)}
     for (; l < L; ++l) {
         ${T} gw = ${ld("gr", "l")} * WS(l);
         a += gw;
@@ -103,21 +99,6 @@ __kernel void ln_bwd_row(${c.cptr(dt)} g, long go, ${c.cptr(dt)} x, long xo, ${c
         ${capture(c.store, dt, "orow", "l", f"r * ({ld('gr', 'l')} * WS(l) - a - ({ld('xr', 'l')} - mu) * cs)")};
 }
 
-/* the sum of v over the nl items of a work-group (any count), in red; every item gets it */
-inline ${T} group_sum(${T} v, __local ${T} *red, int lid, int nl) {
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int n = nl; n > 1; ) {
-        int h = (n + 1) / 2;
-        if (lid < n - h) red[lid] += red[lid + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        n = h;
-    }
-    ${T} s = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);       /* red is reused by the next sum */
-    return s;
-}
-
 __kernel void ln_fwd_group(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} w, long wo, int has_w,
                            ${c.cptr(dt)} b, long bo, int has_b, ${c.ptr(dt)} out, long oo,
                            __global ${T} *mean, __global ${T} *rstd, long L, ${T} eps)
@@ -130,10 +111,12 @@ __kernel void ln_fwd_group(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} w, long wo, i
     ${T} f = ${ld("xr", "0")};
     ${T} s = 0;
     for (long l = lid; l < L; l += nl) s += ${ld("xr", "l")} - f;
-    ${T} m = group_sum(s, red, lid, nl) / L;
+    ${c.fold_group("s", "red", SUM)}
+    ${T} m = s / L;
     s = 0;
     for (long l = lid; l < L; l += nl) { ${T} d = ${ld("xr", "l")} - f - m; s += d * d; }
-    ${T} r = rsqrt(group_sum(s, red, lid, nl) / L + eps);
+    ${c.fold_group("s", "red", SUM)}
+    ${T} r = rsqrt(s / L + eps);
     for (long l = lid; l < L; l += nl)
         ${capture(c.store, dt, "orow", "l", f"({ld('xr', 'l')} - f - m) * r * WS(l) + BS(l)")};
     if (lid == 0) {
@@ -159,8 +142,10 @@ __kernel void ln_bwd_group(${c.cptr(dt)} g, long go, ${c.cptr(dt)} x, long xo, $
         a += gw;
         cs += gw * (${ld("xr", "l")} - mu);
     }
-    a = group_sum(a, red, lid, nl) / L;
-    cs = group_sum(cs, red, lid, nl) * r * r / L;
+    ${c.fold_group("a", "red", SUM)}
+    ${c.fold_group("cs", "red", SUM)}
+    a = a / L;
+    cs = cs * r * r / L;
     for (long l = lid; l < L; l += nl)
         ${capture(c.store, dt, "orow", "l", f"r * ({ld('gr', 'l')} * WS(l) - a - ({ld('xr', 'l')} - mu) * cs)")};
 }

@@ -146,9 +146,7 @@ typedef CAT(${T}, ${W}) __attribute__((aligned(sizeof(${T})))) vec_u;
             ${stv("e_")};
 %     endif
         }
-        ${T} h_[${W}];
-        CAT(vstore, ${W})(a_, 0, h_);
-        for (int k_ = 0; k_ < ${W}; ++k_) ${s[1]} = ${COMB[s[0]].format(a=s[1], b="h_[k_]")};
+        ${c.fold_vector(T, W, "a_", s[1], COMB[s[0]])}
         for (; l < L; ++l) {
             ${T} e_ = ${s[2].format(**lds)};
             ${s[1]} = ${COMB[s[0]].format(a=s[1], b="e_")};
@@ -179,17 +177,7 @@ typedef CAT(${T}, ${W}) __attribute__((aligned(sizeof(${T})))) vec_u;
         ${st("e_")};
 %     endif
     }
-    red[lid] = ${s[1]};
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* any item count: each step folds the upper half (rounded down) onto the lower one */
-    for (int n_ = nl; n_ > 1; ) {
-        int h_ = (n_ + 1) / 2;
-        if (lid < n_ - h_) red[lid] = ${COMB[s[0]].format(a="red[lid]", b="red[lid + h_]")};
-        barrier(CLK_LOCAL_MEM_FENCE);
-        n_ = h_;
-    }
-    ${s[1]} = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);       /* red is reused by the next reduction */
+    ${c.fold_group(s[1], "red", COMB[s[0]])}
 %   endif
 % endfor
 </%def>

@@ -32,19 +32,10 @@ def reference(x, w, b, k, g, eps=1e-5):
     return y, dx, (g * xhat).sum(lead), g.sum(lead)
 
 
-@pytest.fixture(params=["cpu", "gpu"])
-def code_path(request, device):
-    """Each test on both code paths of the device, its own paths restored after."""
-    was = device.cpu_paths
-    device.set_code_paths(cpu=request.param == "cpu")
-    yield request.param
-    device.set_code_paths(cpu=was)
-
-
 @pytest.mark.parametrize("shape,k", [((6, 7), 1), ((4, 300), 1), ((2, 3, 40), 2), ((5, 1), 1),
                                      ((3, 32), 1), ((1, 2, 3, 17), 3)])
 @pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
-def test_matches_numpy(device, code_path, shape, k, affine):
+def test_matches_numpy(device, code_paths, shape, k, affine):
     rng = np.random.default_rng(len(shape) * 100 + shape[-1])
     ns = shape[len(shape) - k:]
     a = rng.normal(size=shape) * 3 + 1
@@ -73,14 +64,14 @@ def test_matches_numpy(device, code_path, shape, k, affine):
                 assert_close(t.grad, r, dt, rtol=rtol, atol=atol * max(1.0, np.abs(r).max()))
 
 
-def test_constant_rows_are_exactly_zero(device, code_path):
+def test_constant_rows_are_exactly_zero(device, code_paths):
     for dt in float_dtypes(device):
         for v in (3.7, -1e4, 0.1):
             x = clgrad.full((5, 33), v, dtype=dt)
             assert np.abs(to_np(F.layer_norm(x, (33,)))).max() == 0
 
 
-def test_gradcheck_and_gradgradcheck(device, code_path):
+def test_gradcheck_and_gradgradcheck(device, code_paths):
     dt = grad_dtype(device)
     tol = grad_tols(device)
     rng = np.random.default_rng(3)
@@ -120,9 +111,9 @@ def test_empty_and_mixed_inputs_take_the_composed_form(device):
         assert y.dtype is clgrad.float64
 
 
-def test_one_kernel_forward_and_three_backward(device):
-    """A LayerNorm's forward is one kernel and its backward three (dx, the weight's and bias's
-    partial sums, their sum), where the composed form launched about twenty."""
+def test_one_kernel_forward_and_four_backward(device):
+    """A LayerNorm's forward is one kernel and its backward four (dx, the weight's and bias's
+    partial sums, the sum of each), where the composed form launched about twenty."""
     ln = clgrad.nn.LayerNorm(64)
     x = clgrad.randn(16, 64, requires_grad=True)
     ln(x).sum().backward()                            # build everything first

@@ -337,4 +337,18 @@ __all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8
            "launch_walk", "check_dims",
            "same_device", "copy_into", "check_no_internal_overlap", "check_no_partial_overlap",
            "check_inplace_overlap", "contiguous_raw", "cast_raw", "fill_raw", "full_raw",
-           "scalar_for", "view_raw", "contiguous_strides", "empty_tensor", "numel_of"]
+           "scalar_for", "view_raw", "contiguous_strides", "empty_tensor", "numel_of",
+           "recorded_grads"]
+
+
+def recorded_grads(ins, outs, grads):
+    """The gradients of ins (None where not required) through outs, recomputed by composed ops
+    and differentiated with create_graph: what a fused op's backward returns when it is itself
+    recorded (double backward), so that its gradient differentiates again. Entries of grads may
+    be None (outputs without a gradient)."""
+    from ..autograd.engine import grad
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
+    want = [x for x in ins if x is not None and x.requires_grad]
+    got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs], create_graph=True,
+                    allow_unused=True))
+    return [next(got) if x is not None and x.requires_grad else None for x in ins]

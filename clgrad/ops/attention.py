@@ -22,7 +22,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
 from ..tensor import Tensor, empty_tensor
-from ._base import broadcast_shapes, contiguous_raw
+from ._base import broadcast_shapes, contiguous_raw, recorded_grads
 
 PROGRAMS = {dt: Program("attention", dt.short, render("attention.mako", dt=dt))
             for dt in dtypes.FLOATS}
@@ -253,16 +253,11 @@ class FusedAttention(Op):
         N, L, E = q._shape
         Nk, S, Ev = v._shape
         if is_grad_enabled():            # create_graph: the composed form, differentiable again
-            from ..autograd.engine import grad
             z = _dropout_mask(dt, dev, N, L, S, p, ctx.rng) if p > 0 else None
             q, k, v, _ = ctx.saved_tensors
             with enable_grad():
                 o = _composed_flat(q, k, v, ctx.mask, causal, scale, groups, z)
-            ins = (q, k, v)
-            want = [x for x in ins if x.requires_grad]
-            got = iter(grad([o], want, [dout], create_graph=True, allow_unused=True))
-            return (*[next(got) if x.requires_grad else None for x in ins],
-                    None, None, None, None, None, None)
+            return (*recorded_grads((q, k, v), (o,), (dout,)), None, None, None, None, None, None)
         out = ctx.saved_tensors[3]
         dout = contiguous_raw(dout)
         lt = _lse_dtype(dt)

@@ -12,10 +12,9 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..runtime.kernels import Program, get_kernel, group_limit, launch, render
 from ..tensor import empty_tensor, numel_of
-from ._base import cast_raw, check_fp64, contiguous_raw, view_raw
+from ._base import cast_raw, check_fp64, contiguous_raw, recorded_grads, view_raw
 from .reduce import reduce_raw
-from .rnn_cell import _recorded_grads
-from .softmax import _grid
+from .softmax import line_grid
 
 PROGRAMS = {dt: Program("norm", dt.short, render("norm.mako", dt=dt)) for dt in dtypes.FLOATS}
 GROUP_MAX = 256          # the local buffer of norm.mako's *_group kernels
@@ -38,7 +37,7 @@ def _rows_grid(dev, kernel, rows, L):
     """(global, local size): a work-item per row on the CPU paths, a work-group per row on the
     GPU ones."""
     if dev.cpu_paths:
-        return _grid(dev, rows)
+        return line_grid(dev, rows)
     ls = min(L, group_limit(dev, kernel, GROUP_MAX))
     return (rows * ls,), (ls,)
 
@@ -84,7 +83,7 @@ def layer_norm_backward_raw(g, x, weight, mean, rstd, L, need_x, need_w, need_b)
         parts = -(-rows // chunk)
         part = empty_tensor((2, parts, L), _acc(dt), dev)
         k = get_kernel(dev, PROGRAMS[dt], "ln_wgrad")
-        gs, ls = _grid(dev, parts * L)
+        gs, ls = line_grid(dev, parts * L)
         launch(dev, k, gs, ls, g._storage.buf, g._offset, x._storage.buf, x._offset,
                mean._storage.buf, rstd._storage.buf, part._storage.buf, rows, L, chunk, parts)
         # each its own tensor, so that .grad takes it as it is
@@ -148,7 +147,7 @@ class LayerNorm(Op):
             ins = (x, weight, bias)
             with enable_grad():
                 y = layer_norm_composed(x, ctx.normalized_ndim, weight, bias, ctx.eps)
-            return (*_recorded_grads(ins, (y,), (g,)), None, None)
+            return (*recorded_grads(ins, (y,), (g,)), None, None)
         xc, w, mean, rstd = ctx.internal
         need = ctx.needs_input_grad
         dx, dw, db = layer_norm_backward_raw(g, xc, w, mean, rstd, ctx.L, *need[:3])

@@ -19,7 +19,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
 from ..tensor import empty_tensor
-from ._base import contiguous_raw, copy_into, full_raw, view_raw
+from ._base import contiguous_raw, copy_into, full_raw, recorded_grads, view_raw
 from .linalg import gemm
 
 PROGRAMS = {dt: Program("rnn", dt.short, render("rnn.mako", dt=dt)) for dt in dtypes.FLOATS}
@@ -122,17 +122,6 @@ def _batch(t, off, rows, cols, row_stride=None, col_stride=1):
                                          col_stride), t._offset + off)
 
 
-def _recorded_grads(ins, outs, grads):
-    """The gradients of ins (None where not required) through outs, recomputed by composed ops
-    and differentiated with create_graph: what a layer's backward returns when it is recorded."""
-    from ..autograd.engine import grad
-    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
-    want = [x for x in ins if x is not None and x.requires_grad]
-    got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs], create_graph=True,
-                    allow_unused=True))
-    return [next(got) if x is not None and x.requires_grad else None for x in ins]
-
-
 def _final(t, off, B, H):
     """A contiguous copy of the [B, H] slice of t at element offset off (a layer's last h)."""
     return contiguous_raw(view_raw(t, (B, H), (H, 1), t._offset + off))
@@ -217,7 +206,7 @@ class LSTMLayer(Op):
             ins = (proj, w_hh, h0, c0)
             with enable_grad():
                 outs = _composed(proj, w_hh, h0, c0, reverse)
-            return (*_recorded_grads(ins, outs, (dout, dh_n, dc_n)), None)
+            return (*recorded_grads(ins, outs, (dout, dh_n, dc_n)), None)
         out, cs, act = ctx.internal
         dev, dt = proj._storage.device, proj._dtype
         T, B, G = proj._shape
@@ -312,7 +301,7 @@ class GRULayer(Op):
             ins = (proj, w_hh, b_hh, h0)
             with enable_grad():
                 outs = _gru_composed(proj, w_hh, b_hh, h0, reverse)
-            return (*_recorded_grads(ins, outs, (dout, dh_n)), None)
+            return (*recorded_grads(ins, outs, (dout, dh_n)), None)
         out, act = ctx.internal
         dev, dt = proj._storage.device, proj._dtype
         T, B, G = proj._shape
@@ -402,7 +391,7 @@ class RNNLayer(Op):
         if is_grad_enabled():                    # create_graph: through the composed steps
             with enable_grad():
                 outs = _rnn_composed(proj, w_hh, h0, reverse, "relu" if ctx.relu else "tanh")
-            return (*_recorded_grads((proj, w_hh, h0), outs, (dout, dh_n)), None, None)
+            return (*recorded_grads((proj, w_hh, h0), outs, (dout, dh_n)), None, None)
         out = ctx.out
         dev, dt = proj._storage.device, proj._dtype
         T, B, H = proj._shape

@@ -50,7 +50,7 @@ def _walk(dev, dt, outer, inner, sl, si):
     return ONE, outer * inner
 
 
-def _grid(dev, n):
+def line_grid(dev, n):
     """(global, local size) for n work-items. A CPU runs each work-group on one core, so there a
     launch of few items gets groups small enough for every core to take some."""
     gs, ls = grid(dev, n)
@@ -167,7 +167,7 @@ def softmax_raw(x, dim, log):
                x._storage.buf, x._offset, so, out._storage.buf, 0, L, int(log))
         return out
     mode, n = _walk(dev, dt, outer, inner, sl, si)
-    gs, ls = _grid(dev, n)
+    gs, ls = line_grid(dev, n)
     k = get_kernel(dev, prog, "log_softmax_line" if log else "softmax_line")
     launch(dev, k, gs, ls, x._storage.buf, x._offset, so, sl, si, out._storage.buf, 0, outer, L,
            inner, mode)
@@ -193,7 +193,7 @@ def softmax_backward_raw(g, y, dim, log):
                int(log))
         return out
     mode, n = _walk(dev, dt, outer, inner, inner, 1)
-    gs, ls = _grid(dev, n)
+    gs, ls = line_grid(dev, n)
     k = get_kernel(dev, prog, "log_softmax_bwd_line" if log else "softmax_bwd_line")
     launch(dev, k, gs, ls, g._storage.buf, g._offset, y._storage.buf, y._offset,
            out._storage.buf, 0, outer, L, inner, mode)
@@ -402,13 +402,13 @@ def scan_raw(name, x, dim, reverse=False, xi=None):
     if B > 1:                               # block totals, then their scan: the carries
         sums = empty_tensor((outer, B, inner), S.acc, dev)
         sidx = empty_tensor((outer, B, inner), dtypes.int64, dev) if S.is_arg else None
-        gs, ls = _grid(dev, outer * B * inner)
+        gs, ls = line_grid(dev, outer * B * inner)
         launch(dev, get_kernel(dev, prog, name + "_blocks"), gs, ls, *xin,
                *(_bufs(sidx) if S.is_arg else ()), sums._storage.buf, *lines)
         carry, cidx = scan_raw(name, sums, 1, xi=sidx)
     w = vec_width(dev, dt, S.acc, S.out)
     lanes = not S.is_arg and si == 1 and inner >= w
-    gs, ls = _grid(dev, outer * B * (-(-inner // w) if lanes else inner))
+    gs, ls = line_grid(dev, outer * B * (-(-inner // w) if lanes else inner))
     launch(dev, get_kernel(dev, prog, name + "_scan"), gs, ls, *xin,
            *(_bufs(idx, cidx) if S.is_arg else ()), out._storage.buf, oo, osl, *_bufs(carry),
            *lines, int(lanes))
@@ -595,7 +595,7 @@ class CummaxminBackward(Op):
         g, idx, L, inner, n = _index_lines(g, idx, dim)
         out = empty_tensor(g._shape, dt, dev)
         if n:
-            gs, ls = _grid(dev, n)
+            gs, ls = line_grid(dev, n)
             launch(dev, get_kernel(dev, SCAN[dt], "cumext_backward"), gs, ls, g._storage.buf,
                    g._offset, idx._storage.buf, idx._offset, out._storage.buf, 0, L, inner, n)
         return out
@@ -617,7 +617,7 @@ class CummaxminGather(Op):
         x, idx, L, inner, n = _index_lines(x, idx, dim)
         out = empty_tensor(x._shape, dt, dev)
         if n:
-            gs, ls = _grid(dev, n)
+            gs, ls = line_grid(dev, n)
             launch(dev, get_kernel(dev, SCAN[dt], "cumext_gather"), gs, ls, x._storage.buf,
                    x._offset, idx._storage.buf, idx._offset, out._storage.buf, 0, L, inner, n)
         return out
