@@ -10,7 +10,7 @@ J·v from that backward.
 from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
-from ..runtime.kernels import Program, get_kernel, group_limit, launch, render
+from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
 from ..tensor import empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, contiguous_raw, recorded_grads, view_raw
 from .reduce import reduce_raw
@@ -83,8 +83,8 @@ def layer_norm_backward_raw(g, x, weight, mean, rstd, L, need_x, need_w, need_b)
         parts = -(-rows // chunk)
         part = empty_tensor((2, parts, L), _acc(dt), dev)
         k = get_kernel(dev, PROGRAMS[dt], "ln_wgrad")
-        gs, ls = line_grid(dev, parts * L)
-        launch(dev, k, gs, ls, g._storage.buf, g._offset, x._storage.buf, x._offset,
+        gs, ls = grid(dev, L)
+        launch(dev, k, (gs[0], parts), (ls[0], 1), g._storage.buf, g._offset, x._storage.buf, x._offset,
                mean._storage.buf, rstd._storage.buf, part._storage.buf, rows, L, chunk, parts)
         # each its own tensor, so that .grad takes it as it is
         half = lambda i: view_raw(part, (parts, L), (L, 1), i * parts * L)   # noqa: E731
