@@ -1,6 +1,9 @@
 ## Copies into tensors of dtype `dt` from every source dtype (casting on the way), and fills.
 ##   copy_c_<src>: contiguous source to contiguous destination, VEC elements per work-item
 ##   copy_s_<src>: any strides on both sides (common.mako's walk)
+##   copy_r_<src>: rows contiguous on both sides (a permutation that keeps the last dim, as
+##                 attention's head split and merge): dimension 0 walks a row VEC elements at a
+##                 time, dimension 1 numbers the rows
 ##   fill_c / fill_s: a value into a contiguous / strided destination
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt] + list(srcs))}
@@ -26,6 +29,28 @@ __kernel void copy_c_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long 
         ${c.vstore(dt, "out + oo", "i", conv("v", s, "v", w), w)};
     } else {
         for (long j = i * ${w}; j < n; ++j) {
+            ${s.ct} v = ${c.load(s, "x", "xo + j")};
+            ${c.store(dt, "out", "oo + j", conv("v", s, "s"))};
+        }
+    }
+}
+
+__kernel void copy_r_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(s)} x, long xo,
+                               long8 x_st, int nd, long8 shp)
+{
+    /* dimension 0: VEC-element pieces of a row (s7), 1: the next dim out (s6), 2: the others */
+    long i = get_global_id(0), c6 = get_global_id(1), r = get_global_id(2);
+    if (i * ${w} >= shp.s7 || c6 >= shp.s6) return;
+    oo += c6 * o_st.s6;
+    xo += c6 * x_st.s6;
+% for k in range(5, -1, -1):
+    if (nd > ${7 - k}) { long c_ = r % shp.s${k}; r /= shp.s${k}; oo += c_ * o_st.s${k}; xo += c_ * x_st.s${k}; }
+% endfor
+    if ((i + 1) * ${w} <= shp.s7) {
+        CAT(${s.ct}, ${w}) v = ${c.vload(s, "x + xo", "i", w)};
+        ${c.vstore(dt, "out + oo", "i", conv("v", s, "v", w), w)};
+    } else {
+        for (long j = i * ${w}; j < shp.s7; ++j) {
             ${s.ct} v = ${c.load(s, "x", "xo + j")};
             ${c.store(dt, "out", "oo + j", conv("v", s, "s"))};
         }

@@ -207,3 +207,37 @@ def test_copy_broadcasts_and_casts(device):
     assert dst.tolist() == [[7.5, 8.5, 9.5], [7.5, 8.5, 9.5]]
     with pytest.raises(RuntimeError, match="must match"):
         dst.copy_(clgrad.zeros(4))
+
+
+@pytest.mark.parametrize("L", [3, 8, 32, 37])
+def test_copies_of_whole_rows(device, code_paths, L):
+    """A permutation that keeps the last dim (attention's head split and merge) copies whole rows
+    with vector loads (copy_r); rows shorter than a vector take the strided walk. Every dtype,
+    with casts, rows with a vector tail, offsets on both sides, and into a strided destination."""
+    from clgrad.autograd import profiler
+    from clgrad.runtime.kernels import vec_width
+    rng = np.random.default_rng(L)
+    for dt in all_dtypes(device):
+        a = random_array((2, 5, 3, L), dt, rng)
+        x = make(a, dt, device)[:, 1:]                         # an offset into the storage
+        y = x.permute(2, 0, 1, 3)
+        with profiler.profile(use_device="cl") as prof:
+            c = y.contiguous()
+        kernels = {e.key for e in prof.key_averages() if e.device_type != "cpu"}
+        walk = "r" if L >= vec_width(device, dt) else "s"
+        assert kernels == {f"copy_{walk}_{dt.short}"}, kernels
+        assert_close(c, a[:, 1:].transpose(2, 0, 1, 3), dt)
+        other = clgrad.float32 if dt is not clgrad.float32 else clgrad.int64
+        assert_close(y.to(other), rounded_to(a[:, 1:].transpose(2, 0, 1, 3), other), other)
+        big = clgrad.zeros((3, 2, 4, 2 * L), dtype=dt, device=device)
+        big[..., 1::2].copy_(y)                                # destination rows not contiguous
+        big[:, :, :, :L].copy_(y)                              # contiguous rows, strided outer dims
+        expect = np.zeros((3, 2, 4, 2 * L))
+        expect[..., 1::2] = a[:, 1:].transpose(2, 0, 1, 3)
+        expect[..., :L] = a[:, 1:].transpose(2, 0, 1, 3)
+        assert_close(big, expect.astype(to_np(big).dtype), dt)
+
+
+def rounded_to(a, dt):
+    """numpy values as a cast to dtype dt gives them (truncation towards zero for integers)."""
+    return a.astype(np.float64).astype(dt.np) if dt.kind != "f" else a.astype(np.float64)

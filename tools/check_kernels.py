@@ -300,7 +300,8 @@ def drive_elementwise(dev, dt, rng):
 
 
 def drive_copy(dev, dt, rng):
-    """Casting copies from every dtype (contiguous and strided), fill, arange, linspace."""
+    """Casting copies from every dtype (contiguous, strided, whole rows), fill, arange,
+    linspace."""
     import clgrad
     from clgrad.dtypes import ALL
     for src in ALL:
@@ -308,6 +309,9 @@ def drive_copy(dev, dt, rng):
         clgrad.empty(37, dtype=dt, device=dev).copy_(a)
         dst = clgrad.empty((3, 5), dtype=dt, device=dev)
         dst.copy_(_strided(src, (3, 5), dev, rng))
+        # rows contiguous on both sides (copy_r): 37 crosses every vector width with a tail
+        rows = _t(src, (2, 3, 4, 37), dev, rng).permute(2, 0, 1, 3)
+        clgrad.empty((4, 2, 3, 37), dtype=dt, device=dev).copy_(rows)
     clgrad.empty(29, dtype=dt, device=dev).fill_(1)
     clgrad.empty((4, 6), dtype=dt, device=dev)[:, ::2].fill_(1)
     if dt.kind != "b":

@@ -139,7 +139,9 @@ def check_fp64(dt, dev):
 
 
 def copy_into(dst, src):
-    """Write src's values (any strides, any dtype, same shape) into dst (any strides)."""
+    """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
+    both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
+    strided walk copy_s."""
     n = numel_of(dst._shape)
     if n == 0:
         return dst
@@ -155,6 +157,17 @@ def copy_into(dst, src):
         return dst
     shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
     check_dims("copy_", len(shape))
+    w = vec_width(dev, dst._dtype, src._dtype)
+    if ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
+        # whole rows on both sides: vector loads along each (the walk is scalar)
+        L = shape[-1]
+        n6 = shape[-2] if len(shape) > 1 else 1
+        (gx,), (lx,) = grid(dev, -(-L // w))
+        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
+        launch(dev, get_kernel(dev, prog, "copy_r_" + s), (gx, -(-n6 // ly) * ly, n // (L * n6)),
+               (lx, ly, 1), dst._storage.buf, dst._offset, pack8_right(ost), src._storage.buf,
+               src._offset, pack8_right(sst), len(shape), pack8_right(shape, 1))
+        return dst
     launch_walk(dev, get_kernel(dev, prog, "copy_s_" + s), n, shape, dst._storage.buf,
                 dst._offset, pack8_right(ost), src._storage.buf, src._offset, pack8_right(sst))
     return dst
