@@ -529,3 +529,42 @@ def test_linear_double_backward_through_the_weight_layout():
     f = lambda x, w: clgrad.nn.functional.linear(x, w).tanh()       # mm, no bias
     assert clgrad.autograd.gradcheck(f, (x, w))
     assert clgrad.autograd.gradgradcheck(f, (x, w))
+
+
+def test_attention_scores_copy_whole_rows_forward_and_backward(device):
+    """q @ k.transpose(-2, -1) of heads split from one projection ([B, T, H, D] viewed as
+    [B, H, T, D]: batch dims that do not merge): k goes to bmm as a row copy handed over
+    transposed, and its gradient comes back in that layout, so no copy in either direction moves
+    single elements (copy_s), only whole rows (copy_r)."""
+    from clgrad.autograd import profiler
+    rng = np.random.default_rng(5)
+    B, T, H, D = 2, 24, 3, 16
+    qkv = clgrad.tensor(rng.standard_normal((B, T, 3 * H * D)), dtype=clgrad.float32,
+                        requires_grad=True)
+    with profiler.profile(use_device="cl") as prof:
+        q, k, _ = (t.view(B, T, H, D).transpose(1, 2) for t in qkv.split(H * D, dim=2))
+        s = q @ k.transpose(-2, -1)
+        s.square().sum().backward()
+    copies = [e.name for e in prof.function_events if e.name.startswith("copy_s")]
+    assert copies == []
+    qn, kn = (qkv.detach().numpy().astype(np.float64)[..., i * H * D:(i + 1) * H * D]
+              .reshape(B, T, H, D).transpose(0, 2, 1, 3) for i in (0, 1))
+    sn = qn @ kn.transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(s.detach().numpy(), sn, rtol=1e-4, atol=1e-4)
+    gq, gk = 2 * sn @ kn, 2 * sn.transpose(0, 1, 3, 2) @ qn
+    expect = np.concatenate([g.transpose(0, 2, 1, 3).reshape(B, T, H * D) for g in (gq, gk)]
+                            + [np.zeros((B, T, H * D))], axis=2)
+    np.testing.assert_allclose(qkv.grad.numpy(), expect, rtol=1e-4, atol=1e-3)
+
+
+def test_batched_product_with_transposed_operands_gradcheck():
+    # batch dims that do not merge, a column-major right operand, and one broadcast over a batch
+    a = clgrad.randn(2, 5, 3, 4, dtype=clgrad.float64).transpose(1, 2).requires_grad_()
+    b = clgrad.randn(2, 6, 3, 4, dtype=clgrad.float64).transpose(1, 2).requires_grad_()
+    f = lambda a, b: a @ b.transpose(-2, -1)                   # noqa: E731
+    assert clgrad.autograd.gradcheck(f, (a, b))
+    assert clgrad.autograd.gradgradcheck(f, (a, b))
+    c = clgrad.randn(3, 7, 4, dtype=clgrad.float64).transpose(-2, -1).requires_grad_()
+    assert clgrad.autograd.gradcheck(lambda a, c: a @ c, (a, c))
+    an, cn = a.detach().numpy(), c.detach().numpy()
+    np.testing.assert_allclose((a @ c).detach().numpy(), an @ cn, rtol=1e-12)

@@ -444,18 +444,23 @@ def _product_jvp(f, a, b, ta, tb, alpha=1, ti=None, beta=0):
 
 
 def _column_major(m):
-    """Whether matrix m is the transpose of a contiguous one (strides (1, rows))."""
-    return len(m._shape) == 2 and m._shape[0] > 1 and m._shape[1] > 1 and \
-        m._strides == (1, m._shape[0])
+    """Whether m, a matrix or a batch of them, is the transpose of a contiguous one: strides
+    (1, rows), or (rows * cols, 1, rows)."""
+    if m.ndim not in (2, 3) or m._shape[-2] <= 1 or m._shape[-1] <= 1:
+        return False
+    r, c = m._shape[-2:]
+    return m._strides == ((1, r) if m.ndim == 2 else (r * c, 1, r))
 
 
-def _rhs_grad(a, g, b_column_major, alpha=1):
-    """alpha * a.t() @ g, the gradient of b in a @ b. When b is a transposed contiguous matrix
-    (F.linear's W.t()) it is computed in W's layout and returned transposed, so that the
-    transpose's backward hands W a tensor .grad keeps without a copy."""
+def _rhs_grad(a, g, b_column_major, alpha=1, product=None):
+    """alpha * a^T @ g, the gradient of b in a @ b (`product` mm, or bmm for batches). When b is
+    a transposed contiguous matrix (F.linear's W.t(), attention's keys handed to bmm transposed)
+    it is computed in that layout and returned transposed, so that the transpose's backward
+    hands the contiguous tensor its gradient without a copy."""
+    product = product or mm
     if b_column_major:
-        return views.t(_scale(mm(views.t(g), a), alpha))
-    return _scale(mm(views.t(a), g), alpha)
+        return views.mT(_scale(product(views.mT(g), a), alpha))
+    return _scale(product(views.mT(a), g), alpha)
 
 
 def _save_operands(ctx, a, b, ia, ib):
@@ -489,6 +494,7 @@ class Mm(Op):
 class Bmm(Op):
     @staticmethod
     def forward(ctx, a, b):
+        ctx.b_column_major = _column_major(b)
         _save_operands(ctx, a, b, 0, 1)
         return gemm(a, b)
 
@@ -496,7 +502,8 @@ class Bmm(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         ga = bmm(g, views.transpose(b, 1, 2)) if ctx.needs_input_grad[0] else None
-        gb = bmm(views.transpose(a, 1, 2), g) if ctx.needs_input_grad[1] else None
+        gb = _rhs_grad(a, g, ctx.b_column_major, product=bmm) \
+            if ctx.needs_input_grad[1] else None
         return ga, gb
 
     @staticmethod
@@ -796,6 +803,20 @@ def _should_fold(t1, t2):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
+def _bmm_operand(t, batch, nb):
+    """Matrix batch t broadcast to `batch` as an [nb, r, c] operand of bmm: a view where the batch
+    dims merge, else a copy. The copy keeps t's inner layout: a column-major t (attention's
+    k.transpose(-2, -1) of [B, H, T, D] heads) is copied as whole rows of its transpose, then
+    handed to bmm transposed back, which reads column-major operands as they are; copying it
+    into row-major order instead moved single elements, 13x slower."""
+    r, c = t._shape[-2:]
+    t = views.expand(t, batch + (r, c))
+    column_major = t._strides[-2] == 1 and t._strides[-1] != 1 and r > 1
+    if column_major and views.view_strides(t._shape, t._strides, (nb, r, c)) is None:
+        return views.transpose(views.reshape(views.mT(t), (nb, c, r)), 1, 2)
+    return views.reshape(t, (nb, r, c))
+
+
 def matmul(input, other):
     """Matrix product with torch's rules: 1-D operands are vectors (dot, mv, vector-matrix),
     2-D are matrices, more dims are batches that broadcast.
@@ -837,11 +858,12 @@ def matmul(input, other):
     batch = broadcast_shapes(tuple(input._shape[:max(d1 - 2, 0)]),
                              tuple(other._shape[:max(d2 - 2, 0)]))
     nb = numel_of(batch)
-    a = views.reshape(views.expand(input, batch + (n, m1)), (nb, n, m1))
+    a = _bmm_operand(input, batch, nb) if d1 > 1 else \
+        views.reshape(views.expand(input, batch + (n, m1)), (nb, n, m1))
     if d2 == 1:
         b = views.unsqueeze(views.reshape(views.expand(other, batch + (m2,)), (nb, m2)), 2)
     else:
-        b = views.reshape(views.expand(other, batch + (m2, p)), (nb, m2, p))
+        b = _bmm_operand(other, batch, nb)
     out = bmm(a, b)
     if d2 == 1:
         out = views.squeeze(out, -1)
