@@ -311,8 +311,10 @@ register(functions={n: getattr(creation, n) for n in creation.__all__})
 
 def _new(fn):
     def f(self, *args, dtype=None, device=None, requires_grad=False, **kw):
+        if "size" in kw and args:
+            raise TypeError(f"new_{fn.__name__}() got multiple values for argument 'size'")
         return fn(*args, dtype=dtype or self._dtype, device=device or self._storage.device,
-                  requires_grad=requires_grad)
+                  requires_grad=requires_grad, **kw)
     return f
 
 

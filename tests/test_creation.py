@@ -137,3 +137,30 @@ def test_repr_like_torch(device):
     assert "..." in repr(clgrad.arange(2000))
     assert repr(clgrad.zeros(2).shape) == "clgrad.Size([2])"
     assert repr(clgrad.float16) == "clgrad.float16"
+
+
+def test_size_keyword(device):
+    """torch's size= keyword gives the shape (issue 22: it was swallowed and gave a 0-d tensor);
+    size given both ways is torch's TypeError."""
+    for fn in (clgrad.empty, clgrad.zeros, clgrad.ones, clgrad.rand, clgrad.randn):
+        assert fn(size=(2, 3)).shape == (2, 3), fn.__name__
+        assert fn(size=[4]).shape == (4,), fn.__name__
+        assert fn(size=clgrad.Size([1, 2])).shape == (1, 2), fn.__name__
+        assert fn(size=()).shape == (), fn.__name__
+        with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+            fn(2, size=(2,))
+    assert clgrad.zeros(size=(2,), dtype=clgrad.int32).tolist() == [0, 0]
+    assert clgrad.full(size=(2,), fill_value=3).tolist() == [3, 3]
+    assert clgrad.randint(0, 5, size=(3,)).shape == (3,)
+    assert clgrad.randint(5, size=(3,)).shape == (3,)
+    assert clgrad.randint(high=5, size=(2, 2)).shape == (2, 2)
+    with pytest.raises(TypeError):
+        clgrad.randint(0, 5, (2,), size=(2,))
+    x = clgrad.ones(3, dtype=clgrad.int32)
+    for name in ("new_zeros", "new_ones", "new_empty"):
+        y = getattr(x, name)(size=(2, 2))
+        assert y.shape == (2, 2) and y.dtype is clgrad.int32, name
+        with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+            getattr(x, name)(2, size=(2,))
+    assert x.new_zeros(size=[2]).tolist() == [0, 0]
+    assert x.new_full(size=(2,), fill_value=7).tolist() == [7, 7]

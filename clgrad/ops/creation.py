@@ -114,14 +114,24 @@ def from_numpy(array):
     return upload(array, dt, _dev(None))
 
 
+def _size_arg(op, size, kw):
+    """The shape of a creation op taking `*size`: given positionally, or as torch's `size=`
+    keyword (a TypeError when both are given, as torch's)."""
+    if "size" in kw:
+        if size:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        size = (kw.pop("size"),)
+    return _shape_arg(size)
+
+
 def empty(*size, dtype=None, device=None, requires_grad=False, **kw):
     """A tensor with unspecified contents.
 
     >>> import clgrad
-    >>> clgrad.empty(2, 3).shape
-    clgrad.Size([2, 3])
+    >>> clgrad.empty(2, 3).shape, clgrad.empty(size=(2, 3)).shape
+    (clgrad.Size([2, 3]), clgrad.Size([2, 3]))
     """
-    shape = _shape_arg(size)
+    shape = _size_arg("empty", size, kw)
     _check_shape(shape)
     dt = _dtype_or(dtype, dtypes.get_default_dtype())
     dev = _dev(device)
@@ -159,7 +169,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **kw):
     >>> clgrad.zeros(2).tolist()
     [0.0, 0.0]
     """
-    shape = _shape_arg(size)
+    shape = _size_arg("zeros", size, kw)
     _check_shape(shape)
     dt = _dtype_or(dtype, dtypes.get_default_dtype())
     return _finish(full_raw(shape, 0, dt, _dev(device)), requires_grad)
@@ -172,7 +182,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **kw):
     >>> clgrad.ones(2, dtype=clgrad.int32).tolist()
     [1, 1]
     """
-    shape = _shape_arg(size)
+    shape = _size_arg("ones", size, kw)
     _check_shape(shape)
     dt = _dtype_or(dtype, dtypes.get_default_dtype())
     return _finish(full_raw(shape, 1, dt, _dev(device)), requires_grad)
@@ -402,7 +412,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     True
     """
     dt = _float_dtype(dtype, "uniform")
-    t = empty_tensor(_shape_arg(size), dt, _dev(device))
+    t = empty_tensor(_size_arg("rand", size, kw), dt, _dev(device))
     check_fp64(dt, t._storage.device)
     return _finish(_draw("uniform", t, generator, 0.0, 1.0), requires_grad)
 
@@ -415,19 +425,19 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     clgrad.Size([2, 3])
     """
     dt = _float_dtype(dtype, "normal")
-    t = empty_tensor(_shape_arg(size), dt, _dev(device))
+    t = empty_tensor(_size_arg("randn", size, kw), dt, _dev(device))
     check_fp64(dt, t._storage.device)
     return _finish(_draw("normal", t, generator, 0.0, 1.0), requires_grad)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False, **kw):
     """Integers uniform in [low, high).
 
     >>> import clgrad
     >>> x = clgrad.randint(0, 3, (50,))
-    >>> x.dtype, bool(((x >= 0) & (x < 3)).all())
-    (clgrad.int64, True)
+    >>> x.dtype, bool(((x >= 0) & (x < 3)).all()), clgrad.randint(high=3, size=(2,)).shape
+    (clgrad.int64, True, clgrad.Size([2]))
     """
     if size is None:
         if isinstance(high, (tuple, list)):
@@ -436,6 +446,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
             raise TypeError("randint() missing required argument 'size'")
     if high is None:
         low, high = 0, low
+    if low is None:
+        low = 0
+    if high is None:
+        raise TypeError("randint() missing required argument 'high'")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
