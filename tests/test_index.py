@@ -234,6 +234,74 @@ def test_setitem_every_dtype(device):
             assert_close(x, host, dt)
 
 
+def _basic_index(rng, shape):
+    """A random index of None, Ellipsis, ints and slices (positive steps) over `shape`."""
+    nd, items, d = len(shape), [], 0
+    kinds = ["none", "int", "slice", "ellipsis"] * 2
+    for kind in rng.choice(kinds, rng.integers(0, nd + 4)):
+        if kind == "none":
+            items.append(None)
+        elif kind == "ellipsis" and Ellipsis not in items:
+            items.append(Ellipsis)
+        elif kind in ("int", "slice") and d < nd:
+            items.append(("int" if kind == "int" else "slice", d))
+            d += 1
+    used, out, dim = d, [], 0
+    for it in items:
+        if it is None or it is Ellipsis:
+            out.append(it)
+            dim += (nd - used) if it is Ellipsis else 0
+            continue
+        n = shape[dim]
+        if it[0] == "int":
+            out.append(int(rng.integers(-n, n)))
+        else:
+            bound = lambda: None if rng.random() < 0.3 else int(rng.integers(-n - 1, n + 2))  # noqa
+            out.append(slice(bound(), bound(), [None, 1, 2, 3][rng.integers(0, 4)]))
+        dim += 1
+    return tuple(out)
+
+
+def test_setitem_none_ellipsis_ints_slices_match_numpy(device):
+    # every mix of basic items on the left of an assignment, numpy's np.newaxis being torch's
+    # None: a value broadcast to the indexed view (with extra leading 1s, which torch drops) or a
+    # number. All-size-1 views (x[None] = y of a 0-d x) once crashed the copy.
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        shape = tuple(int(n) for n in rng.integers(1, 4, rng.integers(0, 4)))
+        a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        index = _basic_index(rng, shape)
+        vshape = [1 if rng.random() < 0.3 else n for n in a[index].shape]
+        vshape = [1] * int(rng.integers(0, 2)) + vshape[rng.integers(0, len(vshape) + 1):]
+        value = rng.standard_normal(vshape).astype(np.float32) if case % 4 else np.float32(-5)
+        expected = a.copy()
+        # (a trailing Ellipsis makes numpy write all-int indices through a view, broadcasting)
+        expected[index if Ellipsis in index else index + (Ellipsis,)] = value
+        x = clgrad.tensor(a, device=device)
+        x[index] = clgrad.tensor(value, device=device) if case % 4 else -5.0
+        assert_close(x, expected, clgrad.float32), (shape, index, vshape)
+
+
+def test_setitem_with_none_after_ops(device):
+    # the forms of issue 22: a 0-d result, and views through None after reductions and matmul
+    dt = grad_dtype(device)
+    x = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=dt, device=device, requires_grad=True)
+    s = x.sum()
+    v = s.clone()
+    v[None] = s * 2
+    v[..., None] = v * 3
+    v[None, ..., None] = v + 1
+    assert v.item() == 61.0
+    v.backward()
+    assert x.grad.tolist() == [[6.0, 6.0], [6.0, 6.0]]
+    m = (x @ x).detach()
+    m[0, None, ..., None] = clgrad.tensor([[5.0], [6.0]], dtype=dt, device=device)
+    assert m.tolist() == [[5.0, 6.0], [15.0, 22.0]]
+    w = x.var().detach()
+    w[None, None] = clgrad.tensor([[2.0]], dtype=dt, device=device)
+    assert w.item() == 2.0
+
+
 def test_index_put_accumulate_sums_duplicates_every_dtype(device):
     # many additions into few places: atomics (compare-and-swap on 16- and 8-bit words)
     idx = np.arange(600) % 3

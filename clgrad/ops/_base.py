@@ -158,7 +158,8 @@ def copy_into(dst, src):
     shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
     check_dims("copy_", len(shape))
     w = vec_width(dev, dst._dtype, src._dtype)
-    if ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
+    # (every dim of size 1 collapses to none: one element, which the walk copies)
+    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
         # whole rows on both sides: vector loads along each (the walk is scalar)
         L = shape[-1]
         n6 = shape[-2] if len(shape) > 1 else 1
