@@ -29,12 +29,26 @@ class Size(tuple):
         return n
 
 
+# torch's device types, in the order of its "Expected one of ..." error
+_TORCH_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                "privateuseone")
+_OTHER_TYPES = _TORCH_TYPES[2:]
+# the words device() resolves to an OpenCL device beside torch's types and "cl" (CLGRAD_DEVICE and
+# .to() take any fragment of a device's name; device() takes only these, so that an unknown
+# name is an error that needs no device discovery)
+IMPLEMENTATION_WORDS = ("pocl", "intel", "nvidia", "amd", "apple", "arm", "mali", "qualcomm",
+                        "adreno", "rusticl", "mesa", "clover", "oclgrind", "gpu")
+
+
 class device:
     """A device as torch names it: `device("cpu")` (the CPU OpenCL device), `device("cuda:0")`
     (the first GPU OpenCL device), `device("cuda", 1)`; clgrad's own `device("cl:N")` (index N
     over every OpenCL device) and implementation words (`device("pocl")`) are resolved to the
     name tensors report: "cpu", "cuda:K", or "cl:N" for a device with no torch name (a second
     CPU implementation, a simulator). Like torch's, making one checks nothing; using it does.
+    A device equals only a device (`device("cpu") == "cpu"` is False, as in torch); a name that
+    is neither torch's nor clgrad's is torch's RuntimeError.
 
     >>> import clgrad
     >>> clgrad.device("cuda:1")
@@ -67,12 +81,17 @@ class device:
         idx = int(num) if colon else index
         if idx is not None and idx < 0:
             raise RuntimeError(f"Device index must not be negative, got {idx}")
-        typ = typ.lower()
-        if typ in ("cpu", "cuda"):
-            self.type, self.index = typ, idx
-        else:                                          # "cl", "cl:N", "pocl", "intel", ...
-            spec = typ if idx is None else f"{typ}:{idx}"
-            self.type, self.index = torch_name(get_device(spec))
+        if typ in ("cpu", "cuda") or typ in _OTHER_TYPES:   # torch's types, case and all
+            self.type, self.index = typ, idx           # ("mps" fails where it is used)
+            return
+        word = typ.lower()
+        if word != "cl" and word not in IMPLEMENTATION_WORDS:
+            # an unknown name is torch's error, without looking for OpenCL devices
+            raise RuntimeError(f"Expected one of {', '.join(_TORCH_TYPES)} device type at start "
+                               f"of device string: {type} (clgrad also takes 'cl', 'cl:N' and "
+                               f"the implementation words {', '.join(IMPLEMENTATION_WORDS)})")
+        spec = word if idx is None else f"{word}:{idx}"    # "cl", "cl:N", "pocl", "intel", ...
+        self.type, self.index = torch_name(get_device(spec))
 
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
@@ -81,8 +100,7 @@ class device:
         return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
+        # as torch's: only a device equals a device; a string is never equal (not even "cpu")
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and self.index == other.index

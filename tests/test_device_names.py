@@ -24,7 +24,7 @@ def test_device_objects_as_torch_makes_them():
     assert clgrad.device(0) == clgrad.device("cuda:0")            # an int is a GPU index
     assert clgrad.device("cpu").type == "cpu" and clgrad.device("cpu").index is None
     assert clgrad.device("cuda") != clgrad.device("cuda:0")       # as torch: no index != 0
-    assert clgrad.device(clgrad.device("cuda:3")) == "cuda:3"
+    assert clgrad.device(clgrad.device("cuda:3")) == clgrad.device("cuda:3")
     assert {clgrad.device("cpu"), clgrad.device("cpu")} == {clgrad.device("cpu")}
     with pytest.raises(RuntimeError, match="Invalid device string"):
         clgrad.device("cuda:one")
@@ -34,6 +34,25 @@ def test_device_objects_as_torch_makes_them():
         clgrad.device("cuda:0", 1)
     with pytest.raises(TypeError):
         clgrad.device(1.5)
+
+
+def test_device_compared_with_a_string_or_made_from_an_unknown_name_as_torch(monkeypatch):
+    """As torch's: a device never equals a string (cleanrl compares one with "auto"), and an
+    unknown name is torch's RuntimeError; neither looks for OpenCL devices (issue 22)."""
+    def no_search(*a, **k):
+        raise AssertionError("device discovery")
+    monkeypatch.setattr(_device, "devices", no_search)
+    monkeypatch.setattr(_device, "default_device", no_search)
+    cpu = clgrad.device("cpu")
+    for other in ("auto", "cpu", "cuda:0", "xyz:1", "", None, 3):
+        assert not cpu == other and cpu != other
+        assert not clgrad.device("cuda:0") == other
+    assert not "auto" == cpu
+    for name in ("auto", "xyz", "CPU", "xyz:1"):
+        with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, .* device type at "
+                                               f"start of device string: {name}"):
+            clgrad.device(name)
+    assert clgrad.device("mps") == clgrad.device("mps") != cpu     # made as torch makes it
 
 
 def test_every_device_has_one_name_and_cl_n_resolves_to_it(device):
