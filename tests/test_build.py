@@ -8,8 +8,8 @@ import pytest
 
 import clgrad
 from helpers import run_python
-from clgrad.runtime.kernels import (ALL_PROGRAMS, _SIG, Program, _Split, built_kernels,
-                                    get_kernel, split_kernels)
+from clgrad.runtime.kernels import (ALL_PROGRAMS, _SIG, MissingKernelError, Program, _Split,
+                                    built_kernels, get_kernel, split_kernels)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,6 +82,23 @@ def test_units_compile_and_run(device):
         get_kernel(device, p, "three")
     with pytest.raises(KeyError):
         p.unit("three")
+
+
+def test_a_kernel_missing_from_a_built_program_says_so(device):
+    """A program that builds without a kernel its source defines (here the build options leave it
+    out; a driver that drops one fails the same way) raises with the kernel, the unit, what was
+    built and the build log, not the driver's bare INVALID_KERNEL_NAME."""
+    src = textwrap.dedent("""
+        __kernel void kept(__global float *x) { x[0] = 1; }
+        #ifdef NEVER_DEFINED
+        __kernel void gone(__global float *x) { x[0] = 2; }
+        #endif
+    """)
+    p = Program("demo", "missing", src)
+    get_kernel(device, p, "kept")
+    with pytest.raises(MissingKernelError, match=r"(?s)'gone' is missing.*demo_missing.*"
+                                                  r"--- build log ---"):
+        get_kernel(device, p, "gone")
 
 
 def _check_build(device, program, key):

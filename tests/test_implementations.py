@@ -212,6 +212,27 @@ def test_an_unusable_device_refuses_to_build_with_the_reason():
         kernels.build_unit(fake, None, "")
 
 
+def _pocl_like(version, pocl=True, cpu=True):
+    return types.SimpleNamespace(version=version, is_pocl=pocl, is_cpu=cpu,
+                                 platform_name="Portable Computing Language" if pocl else "x")
+
+
+def test_wide_vectors_follow_the_compile_target():
+    """PoCL names the CPU it compiles for; 512-bit vectors only where that target has AVX-512
+    (pip's PoCL 3.0 takes a Zen 4 for znver3 and built programs without kernels there)."""
+    hstr = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-{}-linux-gnu-{}"
+    cases = {("pc", "skylake-avx512"): True, ("unknown", "znver3"): False,
+             ("unknown", "znver4"): True, ("pc", "haswell"): False, ("pc", "icelake-server"): True,
+             ("unknown", "x86-64-v3"): False}
+    for (vendor, cpu), ok in cases.items():
+        dev = _pocl_like(hstr.format(vendor, cpu))
+        assert _device.compile_target(dev) == cpu
+        assert _device.wide_vectors_ok(dev) is ok, cpu
+    assert _device.compile_target(_pocl_like("OpenCL 3.1 (Build 0)", pocl=False)) is None
+    assert _device.wide_vectors_ok(_pocl_like("OpenCL 3.1 (Build 0)", pocl=False))
+    assert _device.wide_vectors_ok(_pocl_like("OpenCL 3.0 PoCL HSTR: pthread-aarch64-linux-gnu-a72"))
+
+
 def test_vector_widths_follow_the_implementation(device):
     """PoCL assembles 8-wide vectors from scalar loads; Intel's CPU runtime gets a SIMD register
     of floats with native vloadN; the GPU paths 4-wide loads. Every choice builds and computes
@@ -228,8 +249,15 @@ def test_vector_widths_follow_the_implementation(device):
         assert _device.vector_widths(device) == (4, 2, False)
         with pytest.raises(ValueError):
             device.set_code_paths(cpu=True, vectors=(16, 8, False))
-        # an explicit choice holds until the next set_code_paths
-        device.set_code_paths(cpu=True, vectors=(16, 8, True))
+        # an explicit choice holds until the next set_code_paths; 512-bit vectors only where the
+        # compiler's target has them (see test_wide_vectors_follow_the_compile_target)
+        wide = _device.wide_vectors_ok(device)
+        device.set_code_paths(cpu=True, vectors=(16, 8, True) if wide else (8, 4, True))
+        assert device.vec == (16 if wide else 8)
+        if not wide:
+            with pytest.raises(ValueError, match="512-bit"):
+                device.set_code_paths(cpu=True, vectors=(16, 8, True))
+            device.set_code_paths(cpu=True, vectors=(8, 4, True))
         x = clgrad.arange(37, dtype=clgrad.float32)
         assert (x * 2 + 1).tolist() == [2.0 * i + 1 for i in range(37)]
         assert x.sum().item() == 666.0

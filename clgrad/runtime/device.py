@@ -6,6 +6,7 @@ so `import clgrad` works on a machine with no OpenCL at all.
 """
 import collections
 import os
+import re
 import threading
 
 import pyopencl as cl
@@ -93,6 +94,12 @@ class Device:
         vec, vec8, native = vectors or vector_widths(self)
         if vec not in (4, 8, 16) or vec8 not in (2, 4, 8) or (vec == 16 and not native):
             raise ValueError(f"unsupported vector widths {(vec, vec8, native)}")
+        if (vec == 16 or vec8 == 8) and not wide_vectors_ok(self):
+            raise ValueError(
+                f"unsupported vector widths {(vec, vec8, native)} on cl:{self.index}: "
+                f"{self.platform_name} compiles for {compile_target(self)!r}, which has no "
+                "512-bit registers, and PoCL miscompiles vectors wider than its target's "
+                "(kernels go missing from the built program)")
         self.vec, self.vec8, self.native_vloads = vec, vec8, bool(native)
         self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
         self.programs = {}                # program id -> cl.Program
@@ -193,6 +200,42 @@ def vector_widths(dev):
         vec = 16 if dev.simd_floats >= 16 else 8
         return vec, vec // 2, True
     return 8, 4, False
+
+
+def compile_target(dev):
+    """The CPU PoCL compiles kernels for, as its version string names it ("OpenCL 3.0 PoCL HSTR:
+    pthread-x86_64-pc-linux-gnu-skylake-avx512" -> "skylake-avx512"); None for other drivers.
+
+    >>> import clgrad
+    >>> all(compile_target(d) is None for d in clgrad.cl.devices() if not d.is_pocl)
+    True
+    """
+    if not dev.is_pocl:
+        return None
+    m = re.search(r"HSTR:\s*\S*?-linux-gnu-(\S+)", dev.version)
+    return m.group(1) if m else None
+
+
+# LLVM's names of x86 CPUs with AVX-512 (and the x86-64-v4 level), as PoCL passes them to clang
+AVX512_TARGETS = ("avx512", "knl", "knm", "skx", "cascadelake", "cooperlake", "cannonlake",
+                  "icelake", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+                  "graniterapids", "diamondrapids", "znver4", "znver5", "x86-64-v4")
+
+
+def wide_vectors_ok(dev):
+    """Whether kernels may use 512-bit vectors (16 floats, 8 doubles) on `dev`. PoCL built for a
+    target without AVX-512 (pip's PoCL 3.0 takes an AMD Zen 4 for 'znver3', an AVX2 CPU) builds
+    such programs without some of their kernels, or crashes; every other driver splits wide
+    vectors itself.
+
+    >>> import clgrad
+    >>> all(wide_vectors_ok(d) for d in clgrad.cl.devices() if not d.is_pocl)
+    True
+    """
+    target = compile_target(dev)
+    if target is None or not dev.is_cpu or "x86_64" not in dev.version:
+        return True
+    return any(name in target for name in AVX512_TARGETS)
 
 
 def unusable_reason(dev):

@@ -61,6 +61,19 @@ class KernelBuildError(RuntimeError):
                          f"{options!r} failed.\n--- build log ---\n{shown}\n--- source ---\n{numbered}")
 
 
+class MissingKernelError(KernelBuildError):
+    """A program built, but without a kernel its source defines: the build options left it out
+    (#ifdef), or the driver dropped it. Carries the build log, which may say why."""
+
+    def __init__(self, unit, device, name, prog, error):
+        options = unit.program.options_for(device)
+        super().__init__(unit, device, build_log(prog, device), options)
+        built = ", ".join(sorted(built_kernels(prog))) or "none"
+        self.args = (f"kernel {name!r} is missing from the built program {unit.name} on "
+                     f"{device.name} ({error}); the build succeeded with kernels: {built}.\n"
+                     + self.args[0],)
+
+
 _SCALAR_TYPES = {
     "char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
     "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
@@ -335,12 +348,19 @@ def build_unit(device, unit, options):
             binary = prog.get_info(cl.program_info.BINARIES)[0]
             if binary:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                with os.fdopen(fd, "wb") as f:
-                    f.write(binary)
-                os.replace(tmp, path)
+                # Written whole under a temporary name in the same folder, then renamed into
+                # place (atomic): ranks or processes building the same unit at once each write
+                # their own file, and a reader sees no entry or a complete one, never half.
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(binary)
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.unlink(tmp)         # a full disk leaves no stray temporary behind
+                    raise
         except OSError:
-            pass                 # a read-only home is no reason to fail
+            pass                 # a read-only home or a full disk is no reason to fail
     return prog
 
 
@@ -356,11 +376,15 @@ def built_kernels(prog):
 def _make_kernel(device, program, name):
     if name not in program.signatures:
         raise KeyError(f"program {program.name} has no kernel {name!r}")
-    prog = program.build(device, program.unit_key(device, name))
+    key = program.unit_key(device, name)
+    prog = program.build(device, key)
     with device.lock:
         k = device.kernels.get((program.id, name))
         if k is None:
-            k = cl.Kernel(prog, name)
+            try:
+                k = cl.Kernel(prog, name)
+            except cl.Error as e:
+                raise MissingKernelError(program.unit(key), device, name, prog, e) from None
             k.set_scalar_arg_dtypes(program.signatures[name])
             device.kernels[(program.id, name)] = k
     return k
