@@ -135,21 +135,29 @@ def initial_seed():
     return _initial()
 
 
-def _stat(name):
+def _stat(name, none=None):
+    """clgrad.cl's statistic `name` of a GPU. Where there is no GPU, torch's counters read
+    before CUDA starts: `none()` (0, an empty dict); without `none` that is an error, as torch's
+    reset_peak_memory_stats and memory_summary need a GPU."""
     def f(device=None):
+        if none is not None and not _device.gpus():
+            return none()
         return getattr(_cl, name)(_gpu(device))
     f.__name__ = name
-    f.__doc__ = f"clgrad.cl.{name} of a GPU device (default: the current one)."
+    f.__doc__ = f"clgrad.cl.{name} of a GPU device (default: the current one)" + (
+        f"; {none()!r} where there is no GPU, as torch's.\n\n    >>> import clgrad\n"
+        f"    >>> clgrad.cuda.is_available() or not clgrad.cuda.{name}()\n    True\n"
+        if none is not None else ".")
     return f
 
 
-memory_allocated = _stat("memory_allocated")
-max_memory_allocated = _stat("max_memory_allocated")
-memory_reserved = _stat("memory_reserved")
-max_memory_reserved = _stat("max_memory_reserved")
+memory_allocated = _stat("memory_allocated", int)
+max_memory_allocated = _stat("max_memory_allocated", int)
+memory_reserved = _stat("memory_reserved", int)
+max_memory_reserved = _stat("max_memory_reserved", int)
 reset_peak_memory_stats = _stat("reset_peak_memory_stats")
 reset_max_memory_allocated = reset_peak_memory_stats
-memory_stats = _stat("memory_stats")
+memory_stats = _stat("memory_stats", collections.OrderedDict)
 memory_summary = _stat("memory_summary")
 get_per_process_memory_fraction = _stat("get_per_process_memory_fraction")
 

@@ -176,7 +176,7 @@ def test_streams_events_and_the_rest_of_cuda(device):
     with pytest.raises(RuntimeError, match="recorded"):
         clgrad.cl.Event(enable_timing=True).elapsed_time(end)
     calls = [clgrad.cuda.current_stream, clgrad.cuda.Stream, clgrad.cuda.mem_get_info,
-             clgrad.cuda.get_rng_state, clgrad.cuda.memory_stats_as_nested_dict]
+             clgrad.cuda.get_rng_state]
     for call in calls:
         if HAS_GPU:
             call()
@@ -186,3 +186,20 @@ def test_streams_events_and_the_rest_of_cuda(device):
     if HAS_GPU:
         free, total = clgrad.cuda.mem_get_info()
         assert 0 <= free <= total == _device.gpus()[0].global_mem_size
+
+
+def test_cuda_memory_statistics_without_a_gpu(monkeypatch):
+    """Where there is no GPU, torch.cuda's counters read 0 and its stats are empty (llm.c prints
+    max_memory_allocated unconditionally); resetting them or a summary needs a GPU, as in torch
+    (issue 22)."""
+    monkeypatch.setattr(_device, "gpus", lambda: [])
+    cuda = clgrad.cuda
+    for f in (cuda.memory_allocated, cuda.max_memory_allocated, cuda.memory_reserved,
+              cuda.max_memory_reserved, cuda.memory_cached, cuda.max_memory_cached):
+        assert f() == 0 and f(0) == 0 and f("cuda:1") == 0, f.__name__
+        assert type(f()) is int
+    assert cuda.memory_stats() == {} and cuda.memory_stats_as_nested_dict() == {}
+    assert cuda.empty_cache() is None
+    for f in (cuda.reset_peak_memory_stats, cuda.memory_summary, cuda.mem_get_info):
+        with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+            f()
