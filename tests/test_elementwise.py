@@ -450,3 +450,28 @@ def test_integer_outputs_not_differentiable(device):
     assert not (x > 1).requires_grad
     assert (x > 1).grad_fn is None
     assert not x.isnan().requires_grad
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_rounded_div_is_differentiable_with_zero_gradient(device, mode):
+    # as torch: div with a rounding mode of a tensor that requires grad gives a result that
+    # requires grad (DivBackward2), and backward through it gives zeros of each operand's shape
+    a = clgrad.tensor([[1.5, -2.5, 3.7], [-7.5, 7.5, 0.25]], requires_grad=True, device=device)
+    b = clgrad.tensor([2.0, -2.0, 1.5], requires_grad=True, device=device)
+    r = clgrad.div(a, b, rounding_mode=mode)
+    rnd = np.floor if mode == "floor" else np.trunc
+    assert_close(r, rnd(to_np(a) / to_np(b)))
+    assert r.requires_grad and r.grad_fn.name() == "DivBackward2"
+    (r * 3 + a).sum().backward()
+    assert a.grad.tolist() == [[1.0] * 3] * 2 and b.grad.tolist() == [0.0] * 3
+    s = a.div(2, rounding_mode=mode)
+    assert s.requires_grad
+    assert clgrad.autograd.grad(s.sum(), a)[0].tolist() == [[0.0] * 3] * 2
+    # integer division stays outside autograd
+    assert not clgrad.div(clgrad.tensor([5, -7], device=device), 2, rounding_mode=mode) \
+        .requires_grad
+    import clgrad.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        d = fwAD.make_dual(a.detach(), clgrad.ones(2, 3, device=device))
+        assert fwAD.unpack_dual(d.div(b.detach(), rounding_mode=mode)).tangent.tolist() == \
+            [[0.0] * 3] * 2

@@ -4,6 +4,7 @@ import builtins
 import numbers
 
 from .. import dtypes
+from ..autograd.function import Op
 from ..tensor import Tensor
 from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
 from ._base import broadcast_shapes, check_fits, check_inplace_overlap
@@ -164,19 +165,44 @@ def div(input, other, *, rounding_mode=None, out=None):
     """
     if rounding_mode is None:
         return _out(_apply("div", input, other), out, input, other)
-    if rounding_mode == "floor":
-        return _out(floor_divide(input, other), out, input, other)
-    if rounding_mode == "trunc":
-        kind = dtypes.result_type(input, other).kind
-        if kind == "f":
-            return _out(_apply("trunc", _apply("div", input, other)), out, input, other)
-        q = floor_divide(input, other)
-        r = _apply("remainder", input, other)
-        fix = (r != 0).logical_and((input < 0).logical_xor(other < 0) if isinstance(other, Tensor)
-                                   else (input < 0) if other > 0 else (input >= 0))
-        return _out(q + fix.to(q.dtype), out, input, other)
-    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                       f"found '{rounding_mode}'")
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return _out(RoundedDiv.apply(input, other, rounding_mode), out, input, other)
+
+
+def _rounded_div(input, other, mode):
+    if mode == "floor":
+        return floor_divide(input, other)
+    if dtypes.result_type(input, other).kind == "f":
+        return _apply("trunc", _apply("div", input, other))
+    q = floor_divide(input, other)
+    r = _apply("remainder", input, other)
+    fix = (r != 0).logical_and((input < 0).logical_xor(other < 0) if isinstance(other, Tensor)
+                               else (input < 0) if other > 0 else (input >= 0))
+    return q + fix.to(q.dtype)
+
+
+class RoundedDiv(Op):
+    """div with rounding_mode 'floor' or 'trunc'. Piecewise constant, so its gradient is zero;
+    but as in torch the result requires grad when an input does, and backward through it gives
+    zeros (floor_divide alone is not differentiable)."""
+    _node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, input, other, mode):
+        return _rounded_div(input, other, mode)
+
+    @staticmethod
+    def backward(ctx, g):
+        # an operand that needs a gradient is a tensor: input the first, other the last
+        need = ctx.needs_input_grad
+        return (g.new_zeros(ctx._in_meta[0][0]) if need[0] else None,
+                g.new_zeros(ctx._in_meta[-1][0]) if need[1] else None, None)
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return out.new_zeros(out.shape)
 
 
 def _out(res, out, *inputs):
