@@ -11,6 +11,18 @@ def _fmt_bytes(n):
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
+def _pocl_build(d):
+    """Which PoCL a device is: its release, its LLVM, whose build (pip's wheel or a distribution's
+    package) and the CPU it compiles for; two PoCLs can sit side by side (docs/implementations.md)."""
+    import re
+    from clgrad.runtime.device import compile_target
+    llvm = re.search(r"LLVM ([\d.]+)", d.platform.version)
+    distro = re.search(r"debian|ubuntu|fedora|suse", d.driver_version, re.I)
+    who = "a distribution's package" if distro else "pip's wheel or a local build"
+    return (f"PoCL {d.driver_version} ({who}), LLVM {llvm.group(1) if llvm else '?'}, "
+            f"compiling for {compile_target(d) or '?'}")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     import clgrad
@@ -27,6 +39,8 @@ def main(argv=None):
               f"memory, {c['local_mem_bytes'] // 1024} KiB local, work-groups up to "
               f"{c['max_work_group_size']}, fp64 {'yes' if c['fp64'] else 'no'}, fp16 "
               f"{'yes' if c['fp16'] else 'no (half storage only)'}")
+        if d.is_pocl:
+            print(f"        {_pocl_build(d)}")
         if d.unusable:
             print(f"        NOT USABLE HERE: {d.unusable}")
     try:

@@ -118,6 +118,18 @@ def test_pocl_on_a_cpu_its_llvm_does_not_know_is_unusable():
         is None
 
 
+def test_pocl_names_the_pocl_that_builds_here():
+    """pip's PoCL and Debian's side by side on a CPU the first cannot compile for: "pocl" (as
+    CLGRAD_DEVICE or CLGRAD_TEST_DEVICES takes it) names the one that can build."""
+    def dev(index, unusable):
+        return types.SimpleNamespace(index=index, is_pocl=True, is_simulator=False, name="EPYC",
+                                     unusable=unusable, platform_name="Portable Computing "
+                                     "Language", vendor="AMD", kind="cpu")
+    pip_pocl, debian_pocl = dev(0, "cannot compile for this CPU"), dev(1, None)
+    assert _device._match("pocl", [pip_pocl, debian_pocl]) is debian_pocl
+    assert _device._match("cl:0", [pip_pocl, debian_pocl]) is pip_pocl
+
+
 def test_simulators_only_when_named():
     r = _run("""
         import clgrad

@@ -252,9 +252,10 @@ def unusable_reason(dev):
     if dev.is_pocl and dev.is_cpu and "x86_64" in dev.version and \
             dev.version.rstrip().endswith("-generic"):
         return (f"{dev.platform_name} ({dev.version}) cannot compile for this CPU ({dev.name}): "
-                "its LLVM does not know the CPU model and rejects target CPU 'generic'. Use "
-                "another OpenCL implementation: `pip install clgrad[intel]` gives Intel's CPU "
-                "runtime, which clgrad then uses as 'cpu'")
+                "its LLVM does not know the CPU model and rejects target CPU 'generic'. Install "
+                "a PoCL that takes its target from its kernel library (Debian/Ubuntu: `apt-get "
+                "install pocl-opencl-icd`, PoCL 3.1 or newer), or `pip install clgrad[intel]` for "
+                "Intel's CPU runtime; clgrad then uses that as 'cpu'")
     return None
 
 
@@ -329,8 +330,9 @@ def _match(spec, devs):
             raise NoDeviceError(f"CLGRAD_DEVICE={spec!r}: there are {len(devs)} OpenCL devices "
                                 f"(cl:0 to cl:{len(devs) - 1})")
         return devs[i]
-    # real devices first: "gpu" or "amd" must not pick the simulator
-    for d in sorted(devs, key=lambda d: d.is_simulator):
+    # real devices first: "gpu" or "amd" must not pick the simulator; and usable ones first:
+    # "pocl" names the PoCL that builds here when two are installed (pip's and Debian's)
+    for d in sorted(devs, key=lambda d: (d.is_simulator, d.unusable is not None)):
         if spec in _words(d) or (spec == "pocl" and d.is_pocl):
             return d
     names = ", ".join(f"cl:{d.index} {d.name} ({d.platform_name})" for d in devs)
