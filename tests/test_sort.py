@@ -155,8 +155,55 @@ def test_unique(device):
         return_inverse=True, return_counts=True)
     assert uc.tolist() == [1, 2, 1] and cinv.tolist() == [0, 0, 1, 1, 2]
     assert ccnt.tolist() == [2, 2, 1]
-    with pytest.raises(NotImplementedError):
-        x.unique(dim=0)
+
+
+@pytest.mark.parametrize("shape,dim", [((7, 3), 0), ((7, 3), 1), ((4, 5, 2), 1), ((4, 5, 2), -1),
+                                       ((6, 2, 3), 0), ((9,), 0), ((5, 1), 0), ((3, 11), -2)])
+def test_unique_dim_matches_numpy(device, shape, dim):
+    """unique(dim=...) as numpy's unique(axis=...): slices sorted lexicographically, the
+    inverse (one index per slice) and the counts, on every dtype (issue 22: it was refused)."""
+    rng = np.random.default_rng(abs(hash((shape, dim))) % 1000)
+    for dt in all_dtypes(device):
+        a = rng.integers(0, 2, shape)                 # few values: many repeated slices
+        n = shape[dim]
+        a = np.take(a, rng.integers(0, n, n), axis=dim)      # and some repeated whole
+        a = a.astype(bool) if dt is clgrad.bool else a
+        x = clgrad.tensor(a, device=device).to(dt)
+        u, inv, cnt = clgrad.unique(x, dim=dim, return_inverse=True, return_counts=True)
+        nu, ninv, ncnt = np.unique(a, axis=dim, return_inverse=True, return_counts=True)
+        assert u.dtype is dt and u.shape == nu.shape, (dt, u.shape, nu.shape)
+        np.testing.assert_array_equal(np.array(u.tolist()).astype(a.dtype).reshape(nu.shape), nu,
+                                      err_msg=str(dt))
+        assert inv.dtype is clgrad.int64 and inv.tolist() == ninv.ravel().tolist(), dt
+        assert cnt.tolist() == ncnt.tolist(), dt
+        assert x.unique(sorted=False, dim=dim).tolist() == u.tolist()
+        assert x.unique(dim=dim, return_counts=True)[1].tolist() == cnt.tolist()
+
+
+def test_unique_dim_edges(device):
+    x = clgrad.tensor([[1, 2], [0, 5], [1, 2], [0, 1]], device=device)
+    u, inv, cnt = x.unique(dim=0, return_inverse=True, return_counts=True)
+    assert u.tolist() == [[0, 1], [0, 5], [1, 2]] and inv.tolist() == [2, 1, 2, 0]
+    assert cnt.tolist() == [1, 1, 2]
+    assert x.unique(dim=1).tolist() == x.tolist()           # distinct columns, already sorted
+    nan = float("nan")
+    f = clgrad.tensor([[nan, 1.0], [nan, 1.0], [0.0, -0.0], [-0.0, 0.0]], device=device)
+    assert str(f.unique(dim=0).tolist()) == "[[0.0, -0.0], [nan, 1.0], [nan, 1.0]]"  # NaN != NaN
+    uc, cinv, ccnt = clgrad.tensor([[1, 2], [1, 2], [0, 1], [1, 2]], device=device) \
+        .unique_consecutive(dim=0, return_inverse=True, return_counts=True)
+    assert uc.tolist() == [[1, 2], [0, 1], [1, 2]] and cinv.tolist() == [0, 0, 1, 2]
+    assert ccnt.tolist() == [2, 1, 1]
+    e, einv, ecnt = clgrad.zeros(2, 0, 3, device=device).unique(
+        dim=1, return_inverse=True, return_counts=True)
+    assert e.shape == (2, 0, 3) and einv.shape == ecnt.shape == (0,)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        clgrad.zeros(0, 3, device=device).unique(dim=1)
+    with pytest.raises(RuntimeError, match="more than one"):
+        clgrad.zeros(0, 0, device=device).unique(dim=1)
+    with pytest.raises(IndexError, match="no dimensions"):
+        clgrad.tensor(3.0, device=device).unique(dim=0)
+    with pytest.raises(IndexError, match="out of range"):
+        x.unique(dim=2)
 
 
 @pytest.mark.parametrize("right", [False, True])

@@ -233,11 +233,84 @@ def _unique_sorted(values, order, return_inverse, return_counts, n):
         inverse[order] = run
         out.append(inverse)
     if return_counts:
-        first = starts.nonzero().reshape(-1)
-        ends = values.new_full((first.numel(),), n, dtype=dtypes.int64)
-        if first.numel() > 1:
-            ends[:-1] = first[1:]
-        out.append(ends - first)
+        out.append(_run_counts(starts, n))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _dense_ranks(rows):
+    """For a contiguous [r, n] tensor: the int64 [r, n] rank of each element among the distinct
+    values of its row (0 for the smallest; equal values share a rank)."""
+    order = _order_rows(rows, False)
+    srt = rows.gather(1, order)
+    starts = srt.new_ones(srt.shape, dtype=dtypes.bool_)
+    if srt.shape[1] > 1:
+        starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    ranks = starts.long().cumsum(1) - 1
+    return ranks.new_empty(ranks.shape).scatter_(1, order, ranks)
+
+
+def _row_ranks(x2d):
+    """For an [n, m] tensor (m > 0): the int64 [n] rank of each row among its distinct rows in
+    lexicographic order. Every column is ranked in one batched sort; then neighbouring columns
+    are merged pairwise (rank_a * n + rank_b, ranked again) until one column is left, so a
+    table of m columns takes about log2(m) sorts, not m."""
+    n = x2d.shape[0]
+    r = _dense_ranks(contiguous_raw(x2d.t()))
+    while r.shape[0] > 1:
+        half = r.shape[0] // 2
+        keys = r[0::2] * n                     # an odd last column pairs with rank 0
+        keys[:half] = keys[:half] + r[1::2]
+        r = _dense_ranks(contiguous_raw(keys))
+    return r[0]
+
+
+def _run_counts(starts, n):
+    """The lengths of the runs that start where the bool mask `starts` is set, in n elements."""
+    first = starts.nonzero().reshape(-1)
+    ends = starts.new_full((first.numel(),), n, dtype=dtypes.int64)
+    if first.numel() > 1:
+        ends[:-1] = first[1:]
+    return ends - first
+
+
+def _unique_dim(op, input, dim, consecutive, return_inverse, return_counts):
+    """unique / unique_consecutive of the slices of input along dim, as torch's unique_dim:
+    slices sorted lexicographically (always, whatever `sorted` says), inverse of shape
+    [input.shape[dim]]."""
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = input._wrap_dim(dim)
+    x = input.detach()
+    n = x.shape[d]
+    if x.numel() == 0:
+        if list(x.shape).count(0) > 1:
+            raise RuntimeError(f"{op}: number of zero sized dimensions is more than one, so "
+                               f"unique cannot be applied (input of shape {list(x.shape)})")
+        if n != 0:
+            raise RuntimeError(f"{op}: there are 0 sized dimensions, and they aren't selected, "
+                               f"so unique cannot be applied (input of shape {list(x.shape)}, "
+                               f"dim={dim})")
+        empty = x.new_zeros((0,), dtype=dtypes.int64)
+        out = [x.clone()] + [empty] * return_inverse + [empty.clone()] * return_counts
+        return out[0] if len(out) == 1 else tuple(out)
+    moved = x.movedim(d, 0)
+    rows = contiguous_raw(moved).reshape(n, -1)
+    if consecutive:
+        starts = rows.new_ones((n,), dtype=dtypes.bool_)
+        if n > 1:
+            starts[1:] = (rows[1:] != rows[:-1]).any(1)
+        keep = starts.nonzero().reshape(-1)
+        inverse = starts.long().cumsum(0) - 1
+    else:
+        inverse = _row_ranks(rows)
+        order = sort_indices(inverse, 0)       # stable: a run's first row is its first in input
+        starts = _runs(inverse[order])
+        keep = order[starts]
+    out = [moved[keep].movedim(0, d).contiguous()]
+    if return_inverse:
+        out.append(inverse)
+    if return_counts:
+        out.append(_run_counts(starts, n))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -255,14 +328,21 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     (`return_inverse`, shaped as input) and how many times each occurs (`return_counts`).
 
     >>> import clgrad
+    With `dim`, the distinct slices along dim, sorted lexicographically; the inverse then says
+    which unique slice each slice of input is, and counts how often each occurs.
+
+    >>> import clgrad
     >>> u, c = clgrad.tensor([2, 1, 2, 3, 1]).unique(return_counts=True)
     >>> u.tolist(), c.tolist()
     ([1, 2, 3], [2, 2, 1])
+    >>> u, inv = clgrad.tensor([[1, 2], [0, 5], [1, 2]]).unique(dim=0, return_inverse=True)
+    >>> u.tolist(), inv.tolist()
+    ([[0, 5], [1, 2]], [1, 0, 1])
     """
     _check("unique", input)
     if dim is not None:
-        raise NotImplementedError("unique(dim=...) is not supported by clgrad; unique of the "
-                                  "flattened tensor is")
+        with no_grad():
+            return _unique_dim("unique", input, dim, False, return_inverse, return_counts)
     with no_grad():
         flat = input.detach().reshape(-1)
         order = sort_indices(flat, 0)
@@ -277,10 +357,14 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     >>> import clgrad
     >>> clgrad.tensor([1, 1, 2, 2, 1]).unique_consecutive().tolist()
     [1, 2, 1]
+    >>> clgrad.tensor([[1, 2], [1, 2], [0, 1]]).unique_consecutive(dim=0).tolist()
+    [[1, 2], [0, 1]]
     """
     _check("unique_consecutive", input)
     if dim is not None:
-        raise NotImplementedError("unique_consecutive(dim=...) is not supported by clgrad")
+        with no_grad():
+            return _unique_dim("unique_consecutive", input, dim, True, return_inverse,
+                               return_counts)
     with no_grad():
         flat = input.detach().reshape(-1)
         order = flat.new_tensor(list(range(flat.numel())), dtype=dtypes.int64) \
