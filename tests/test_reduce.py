@@ -170,6 +170,40 @@ def test_reduction_gradient_special_cases(device):
     assert not clgrad.tensor([1.0], requires_grad=True).argmax().requires_grad
 
 
+@pytest.mark.parametrize("p", [3, 4, 1.5, 0.5, -1])
+def test_p_norm_gradient_at_zero(device, p):
+    # torch's norm_backward: zero where an element or the whole norm is zero (the composed
+    # |x|^p summed to the power 1/p gave inf * 0 = NaN there)
+    dt = grad_dtype(device)
+    a = np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0]])
+    x = clgrad.tensor(a, dtype=dt, device=device, requires_grad=True)
+    clgrad.norm(x, p=p, dim=1).sum().backward()
+    with np.errstate(divide="ignore"):
+        n = (np.abs(a[0]) ** p).sum() ** (1 / p)        # p = -1: 0, a zero element in the row
+    want = np.zeros_like(a)
+    want[0, 1:] = np.sign(a[0, 1:]) * np.abs(a[0, 1:]) ** (p - 1) * n ** (1 - p)
+    assert_close(x.grad, want, dt)
+    x.grad = None
+    clgrad.linalg.vector_norm(x[1], ord=p).backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 2
+    # away from zero: finite differences, both modes
+    b = make(np.random.default_rng(5).uniform(0.5, 2, (3, 4)) * [1, -1, 1, -1], dt, device,
+             requires_grad=True)
+    tol = grad_tols(device)
+    f = lambda t: t.norm(p, dim=(0, 1) if p < 1 else 1)  # noqa: E731
+    assert clgrad.autograd.gradcheck(f, (b,), check_forward_ad=True, **tol)
+    assert clgrad.autograd.gradgradcheck(f, (b,), **tol)
+
+
+def test_zero_norm_requires_grad_without_a_gradient(device):
+    # as torch: norm with p = 0 (a count) is recorded, and gives no gradient
+    x = clgrad.tensor([[0.0, 1.5], [2.0, -1.0]], requires_grad=True, device=device)
+    y = x.norm(0, dim=1)
+    assert y.tolist() == [1.0, 2.0] and y.requires_grad
+    y.sum().backward()
+    assert x.grad is None
+
+
 ODD_SHAPES = [(3, 4, 5), (2, 6, 5, 4), (3, 7, 11), (5, 300), (300, 3), (2, 3, 1, 257)]
 
 

@@ -559,6 +559,56 @@ class Norm2(Op):
         return where_(out == 0, zeros_like_raw(out), dot / safe)
 
 
+class NormP(Op):
+    """The p-norm for p other than 1, 2 and +-inf, with torch's gradient (norm_backward): the
+    composed |x|^p summed to the power 1/p gives inf * 0 = NaN where the norm or an element is
+    zero; torch gives 0 there. p = 0 counts non-zeros: its result requires grad, but backward
+    gives no gradient (torch's undefined one)."""
+
+    _node_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, dims, keepdim):
+        a = x.abs()
+        if p == 0:
+            out = (a != 0).to(x._dtype).sum(dims, keepdim)
+        else:
+            out = a.pow(p).sum(dims, keepdim).pow(1.0 / p)
+        ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def _factors(x, n, p):
+        """d norm / dx = scaled * factor, factor broadcast from the norm n."""
+        if p < 1:       # |x|^(p-1) is inf at 0, where torch takes 0
+            scaled = x.sign() * where_(x == 0, zeros_like_raw(x), x.abs().pow(p - 1))
+            return scaled, n.pow(1 - p)
+        scaled = x.sign() * x.abs().pow(p - 1) if p < 2 else x * x.abs().pow(p - 2)
+        return scaled, where_(n == 0, zeros_like_raw(n), n.pow(p - 1).reciprocal())
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        if ctx.p == 0:
+            return None, None, None, None
+        n = _expand_back(out, x._shape, ctx.dims, ctx.keepdim)
+        scaled, factor = NormP._factors(x, n, ctx.p)
+        return scaled * (factor * _expand_back(g, x._shape, ctx.dims, ctx.keepdim)), None, None, \
+            None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        x, p, dims, keepdim = args
+        if p == 0:
+            return zeros_like_raw(out)
+        n = _expand_back(out, x._shape, dims, True) if keepdim else out.reshape(
+            _keep_shape(x._shape, dims))
+        scaled, factor = NormP._factors(x, n, p)
+        d = (scaled * tangents[0]).sum(dims, keepdim=True) * factor
+        return d if keepdim else d.reshape(out._shape)
+
+
 # ---- the functions ------------------------------------------------------------------------------
 def _dims(op, x, dim):
     return wrap_dims(op, dim, len(x._shape))
@@ -848,11 +898,9 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         return a.amax(dims, keepdim)
     if p == -math.inf:
         return a.amin(dims, keepdim)
-    if p == 0:
-        return (a != 0).to(x._dtype).sum(dims, keepdim)
     if p == 1:
         return a.sum(dims, keepdim)
-    return a.pow(p).sum(dims, keepdim).pow(1.0 / p)
+    return NormP.apply(x, p, dims, bool(keepdim))
 
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any",
