@@ -130,6 +130,38 @@ def test_samplers():
         RandomSampler(range(3), num_samples=0)
 
 
+def test_distributed_sampler_in_utils_data(monkeypatch):
+    """torch has DistributedSampler in torch.utils.data as well as in its .distributed module
+    (issue 22: clgrad had only the latter); num_replicas and rank come from the default
+    process group when it is initialised."""
+    import clgrad.distributed as dist
+    import clgrad.utils.data as data
+    from clgrad.utils.data.distributed import DistributedSampler
+    assert data.DistributedSampler is DistributedSampler and "DistributedSampler" in data.__all__
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 3)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 2)
+    s = data.DistributedSampler(range(7), shuffle=False)
+    assert (s.num_replicas, s.rank, len(s), list(s)) == (3, 2, 3, [2, 5, 1])    # padded
+    s = data.DistributedSampler(range(7), shuffle=False, drop_last=True)
+    assert (len(s), list(s)) == (2, [2, 5])
+    assert list(data.DistributedSampler(range(2), rank=0, shuffle=False)) == [0]
+    assert list(data.DistributedSampler(range(2), num_replicas=5, rank=4, shuffle=False)) == [0]
+    shuffled = data.DistributedSampler(range(7), seed=1)
+    first = list(shuffled)
+    assert len(first) == 3 and set(first) <= set(range(7)) and list(shuffled) == first
+    loader = DataLoader(TensorDataset(clgrad.arange(7)), batch_size=2,
+                        sampler=data.DistributedSampler(range(7), shuffle=False))
+    assert [b.tolist() for (b,) in loader] == [[2, 5], [1]]
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        data.DistributedSampler(range(4))
+    monkeypatch.setattr(dist, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
+        data.DistributedSampler(range(4), num_replicas=2)
+
+
 def test_random_sampler_with_replacement_draws_lazily():
     # a common idiom for an endless stream: nothing may be drawn up front
     import itertools

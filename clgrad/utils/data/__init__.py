@@ -10,9 +10,11 @@ collated into tensors on the default device.
 """
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .distributed import DistributedSampler
 from .dataloader import DataLoader, default_collate, default_convert
 from ._worker import WorkerInfo, get_worker_info
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
+           "DistributedSampler",
            "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]

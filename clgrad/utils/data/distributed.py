@@ -8,7 +8,9 @@ class DistributedSampler(Sampler):
     """The indices rank `rank` of `num_replicas` reads: the (shuffled, per `seed` and the epoch
     set by set_epoch) index list padded by repeating its start to a multiple of num_replicas
     (or cut, with drop_last), then every num_replicas-th index from `rank` on. num_replicas and
-    rank default to the default process group's.
+    rank default to the default process group's (clgrad.distributed.init_process_group); as
+    torch's, that is a RuntimeError where clgrad.distributed is unavailable (no MPI) and a
+    ValueError before the group is initialised. Also `clgrad.utils.data.DistributedSampler`.
 
     >>> from clgrad.utils.data.distributed import DistributedSampler
     >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
@@ -20,8 +22,11 @@ class DistributedSampler(Sampler):
         if num_replicas is None or rank is None:
             # the process group lives in the distributed layer, above this one: asked lazily
             from ... import distributed as dist
-            if not dist.is_initialized():
+            if not dist.is_available():
                 raise RuntimeError("Requires distributed package to be available")
+            if not dist.is_initialized():
+                raise ValueError("Default process group has not been initialized, please make "
+                                 "sure to call init_process_group.")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
