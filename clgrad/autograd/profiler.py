@@ -18,7 +18,7 @@ charged to the op that launched it.
 
 While the profiler is on, built-in ops run through `function.hooks.op` (it is None otherwise, so
 the op path pays one check), backward nodes through `hooks.node`, and every kernel launch calls
-`runtime.kernels.profile_hook` with its event. Device timestamps are moved onto the host clock
+`runtime.kernels.launch_hooks` with its event. Device timestamps are moved onto the host clock
 with the offset between each kernel's enqueue on the host and its QUEUED timestamp on the device.
 """
 import functools
@@ -330,7 +330,7 @@ class _Recorder:
         finally:
             self.end(e)
 
-    def kernel(self, kernel, evt):
+    def kernel(self, device, kernel, gsize, lsize, args, evt):
         host_ns = _now()
         name = self.kernel_names.get(id(kernel))
         if name is None:
@@ -408,7 +408,7 @@ class profile:
         F.hooks.profiler = rec
         F.hooks.refresh()
         if self.use_device:
-            _kernels.profile_hook = rec.kernel
+            _kernels.launch_hooks.append(rec.kernel)
         return self
 
     def __exit__(self, *exc):
@@ -417,8 +417,8 @@ class profile:
         rec = self._recorder
         F.hooks.profiler = None
         F.hooks.refresh()
-        if _kernels.profile_hook == rec.kernel:
-            _kernels.profile_hook = None
+        if rec.kernel in _kernels.launch_hooks:
+            _kernels.launch_hooks.remove(rec.kernel)
         self.profiling_end_time_ns = _now()
         rec.finish()
         self._events = EventList(rec.events + rec.kernel_events, self.use_device, self)

@@ -581,19 +581,9 @@ def _run_fast(e, variant, operands, params, out):
         plan = e.kernels[(dev, dt, variant)] = (k, vec, {})
     k, vec, sizes = plan
     geometry = sizes.get(n)
-    if geometry is None:
-        # global and local size for n elements, and whether the launch is tiny enough to defer
-        items = -(-n // vec)
-        wg = dev.wg
-        if items >= wg:
-            gs, ls = (-(-items // wg) * wg,), (wg,)
-        else:
-            ls = 1
-            while ls < items:
-                ls <<= 1
-            gs = ls = (ls,)
-        geometry = sizes[n] = (gs, ls, items <= dev.TINY_ITEMS)
-    gs, ls, tiny = geometry
+    if geometry is None:          # the one grid() of every launch, memoised per size
+        geometry = sizes[n] = grid(dev, -(-n // vec))
+    gs, ls = geometry
     if variant == "ts":
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, operands[1],
                 *params, n)
@@ -603,12 +593,7 @@ def _run_fast(e, variant, operands, params, out):
                 b._offset, 1, *params, n)
     else:
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, *params, n)
-    if tiny and _kernels.profile_hook is None:
-        dev.defer(k, gs, ls, args)
-    else:
-        evt = k(dev.queue, gs, ls, *args)
-        if _kernels.profile_hook is not None:
-            _kernels.profile_hook(k, evt)
+    launch(dev, k, gs, ls, *args)
     return out
 
 

@@ -194,7 +194,10 @@ def split_kernels(source):
 
 
 ALL_PROGRAMS = []          # every Program rendered at import, for the prebuild and dump tools
-BUILD_STATS = {"built_from_source": 0, "loaded_binary": 0, "build_seconds": 0.0}
+# rejected_binary: cached entries that would not load (another driver's, or damaged) and were
+# rebuilt from source.
+BUILD_STATS = {"built_from_source": 0, "loaded_binary": 0, "rejected_binary": 0,
+               "build_seconds": 0.0}
 _build_lock = threading.Lock()
 
 
@@ -334,8 +337,8 @@ def build_unit(device, unit, options):
             BUILD_STATS["loaded_binary"] += 1
             BUILD_STATS["build_seconds"] += time.perf_counter() - t0
             return prog
-        except Exception:
-            pass             # stale or foreign binary: rebuild from source
+        except Exception:    # stale or foreign binary: rebuild from source
+            BUILD_STATS["rejected_binary"] += 1
     prog = cl._cl._Program(device.context, unit.source)
     try:
         prog._build(options=options.encode(), devices=[device.cl_device])
@@ -398,20 +401,33 @@ def get_kernel(device, program, name):
     return k
 
 
-# The profiler (clgrad.autograd.profiler) sets this to a callable(kernel, event); while it is None
-# launching pays nothing for profiling.
-profile_hook = None
+# Observers of every kernel launch, called as hook(device, kernel, gsize, lsize, args, event)
+# after the launch is enqueued: the profiler (clgrad.autograd.profiler), tests that count
+# launches. While the list is empty a launch pays one truth test for them.
+launch_hooks = []
 
 
 def launch(device, kernel, gsize, lsize, *args):
     """Enqueue `kernel` on the device's queue; returns at once (a tiny kernel may wait for a
-    few more to go with it: Device.defer)."""
-    if profile_hook is None and gsize[0] <= device.TINY_ITEMS:
-        device.defer(kernel, gsize, lsize, args)
-        return None
+    few more to go with it: Device.defer). Every kernel launch in clgrad comes through here.
+
+    >>> import clgrad
+    >>> from clgrad.ops.creation import COPY
+    >>> d = clgrad.runtime.default_device(); x = clgrad.empty(3)
+    >>> seen = []; launch_hooks.append(lambda *a: seen.append(a[1].function_name))
+    >>> launch(d, get_kernel(d, COPY[clgrad.float32], "iota"), *grid(d, 3), x._storage.buf, 0,
+    ...        0.0, 2.0, 3)
+    >>> _ = launch_hooks.pop(); seen, x.tolist()
+    (['iota'], [0.0, 2.0, 4.0])
+    """
+    if not launch_hooks:
+        if gsize[0] <= device.TINY_ITEMS:
+            device.defer(kernel, gsize, lsize, args)
+            return None
+        return kernel(device.queue, gsize, lsize, *args)
     evt = kernel(device.queue, gsize, lsize, *args)
-    if profile_hook is not None:
-        profile_hook(kernel, evt)
+    for hook in launch_hooks:
+        hook(device, kernel, gsize, lsize, args, evt)
     return evt
 
 
