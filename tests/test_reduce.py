@@ -170,6 +170,21 @@ def test_reduction_gradient_special_cases(device):
     assert not clgrad.tensor([1.0], requires_grad=True).argmax().requires_grad
 
 
+def test_amax_amin_pass_nan_gradients_to_every_element(device):
+    # var() of one element is NaN (correction 1), so is its gradient; torch's amax / amin
+    # backward multiplies by the mask of the extremes, so the NaN reaches every element, while
+    # max() / min() without dim fill only the chosen places (torch on CPU)
+    dt = grad_dtype(device)
+    x = clgrad.tensor([[1.0, 5.0], [3.0, 2.0]], dtype=dt, device=device, requires_grad=True)
+    for f in (lambda t: t.amax().var(), lambda t: t.amin().std(),
+              lambda t: t.amax(1).sum().var(), lambda t: t.amin((0, 1), keepdim=True).var()):
+        g, = clgrad.autograd.grad(f(x), x)
+        assert np.isnan(to_np(g)).all()
+    g, = clgrad.autograd.grad(x.max().var(), x)
+    assert np.array_equal(np.isnan(to_np(g)), [[False, True], [False, False]])
+    assert to_np(g)[0, 0] == 0
+
+
 @pytest.mark.parametrize("p", [3, 4, 1.5, 0.5, -1])
 def test_p_norm_gradient_at_zero(device, p):
     # torch's norm_backward: zero where an element or the whole norm is zero (the composed

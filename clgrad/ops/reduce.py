@@ -355,14 +355,17 @@ def zeros_like_raw(t):
 
 
 class AMax(Op):
-    """amax / amin and max() / min() without dim: the gradient is shared among tied elements."""
+    """amax / amin ("amax", "amin") and max() / min() without dim ("max", "min"): the gradient is
+    shared among tied elements. As torch's, amax's backward multiplies by the mask, so a NaN or
+    inf gradient reaches every element (amax().var(): NaN throughout), while max()'s fills the
+    tied places only (torch on CPU)."""
 
     _which = "max"
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, which):
-        out = reduce_raw(which, x, dims, keepdim)
-        ctx.dims, ctx.keepdim = dims, keepdim
+        out = reduce_raw(which[-3:], x, dims, keepdim)
+        ctx.dims, ctx.keepdim, ctx.spread = dims, keepdim, which.startswith("a")
         ctx.save_for_backward(x, out)
         return out
 
@@ -373,6 +376,8 @@ class AMax(Op):
         mask = x == _expand_back(out, shape, ctx.dims, ctx.keepdim)
         count = mask.sum(dim=ctx.dims, keepdim=True).to(g._dtype)
         share = _expand_back(g, shape, ctx.dims, ctx.keepdim) / count.expand(shape)
+        if ctx.spread:
+            return share * mask.to(share._dtype), None, None, None
         return where_(mask, share, zeros_like_raw(share)), None, None, None
 
     @staticmethod
@@ -743,7 +748,7 @@ def amax(x, dim=(), keepdim=False):
     """
     dims = _dims("amax", x, dim)
     _check_empty_extreme("amax", x, dim, dims)
-    return AMax.apply(x, dims, bool(keepdim), "max")
+    return AMax.apply(x, dims, bool(keepdim), "amax")
 
 
 def amin(x, dim=(), keepdim=False):
@@ -755,7 +760,7 @@ def amin(x, dim=(), keepdim=False):
     """
     dims = _dims("amin", x, dim)
     _check_empty_extreme("amin", x, dim, dims)
-    return AMax.apply(x, dims, bool(keepdim), "min")
+    return AMax.apply(x, dims, bool(keepdim), "amin")
 
 
 def _argext(which, x, dim, keepdim):
