@@ -170,8 +170,41 @@ def test_cross_entropy_details(device, dt):
     with pytest.raises(RuntimeError, match="Expected floating point type for target with class "
                                            "probabilities, got Int64"):
         F.cross_entropy(T(np.zeros((2, 3))), T(np.zeros((2, 3), dtype=np.int64)))
-    with pytest.raises(RuntimeError, match="out of"):
+    with pytest.raises(IndexError, match="out of"):
         F.cross_entropy(T(np.zeros((2, 3))), T([0, 3]))          # a class that does not exist
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_target_out_of_range_is_torchs_index_error(device, dt, loss):
+    """A class index outside [0, C) is torch's IndexError "Target N is out of bounds." (issue
+    22: it was gather's RuntimeError), on every path (int64, other integer targets, class
+    weights, label smoothing, a single sample, (N, C, d) inputs); ignore_index stays allowed
+    wherever it lies."""
+    fn = getattr(F, loss)
+    x = T(np.log(np.full((3, 4), 0.25)))
+    kw = [{}, {"weight": T([1.0, 2.0, 1.0, 1.0])}, {"reduction": "none"}]
+    if loss == "cross_entropy":
+        kw.append({"label_smoothing": 0.1})
+    for k in kw:
+        for bad, target in ((4, [0, 4, 1]), (-1, [0, -1, 1]), (9, [9, 0, 5]), (-5, [0, 2, -5])):
+            with pytest.raises(IndexError, match=rf"^Target {bad} is out of bounds\. \({loss}: "
+                                                  r"input of shape \[3, 4\]"):
+                fn(x, T(target), **k)
+        with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+            fn(x, T([0, 4, 1], dtype=clgrad.uint8), **k)
+        with pytest.raises(IndexError, match="Target -7 is out of bounds"):
+            fn(x, T([0, 4, -7]), ignore_index=4, **k)
+        # ignored targets may lie anywhere: the default -100, one past the classes, negative
+        for ignore, target in ((-100, [0, -100, 3]), (4, [4, 1, 4]), (-7, [-7, -7, 2])):
+            out = fn(x, T(target), ignore_index=ignore, **k)
+            assert np.all(np.isfinite(to_np(out))), (k, ignore)
+    with pytest.raises(IndexError, match=r"Target 3 is out of bounds\. .*\[3\]"):
+        fn(T([0.0, 0.0, 0.0]), T(np.int64(3)))                    # one sample: (C,) and 0-d
+    with pytest.raises(IndexError, match=r"Target 3 is out of bounds\. .*\[2, 3, 2\]"):
+        fn(T(np.zeros((2, 3, 2))), T([[0, 1], [3, 0]]))
+    with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+        getattr(nn, "CrossEntropyLoss" if loss == "cross_entropy" else "NLLLoss")()(
+            T(np.zeros((2, 3))), T([0, 3]))
 
 
 def test_cross_entropy_gradients(device, dt):

@@ -715,7 +715,21 @@ def _check_weight(weight, C):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
 
 
-def _picked(logp, target, weight, ignore_index):
+def _gather_targets(op, logp, safe, cd):
+    """logp at the class indices `safe` (int64, ignored targets already 0) along cd; a class
+    out of range is torch's IndexError "Target N is out of bounds." (one host sync: the check
+    gather would make, made here so that it names the target)."""
+    from ..ops._base import same_device
+    from ..ops.index import Gather, _check_range
+    same_device(op, [logp, safe])
+    C = logp.shape[cd]
+    _check_range(op, safe, C, cd, False, IndexError,
+                 fmt="Target {v} is out of bounds. ({op}: input of shape "
+                     + str(list(logp.shape)) + ", {n} classes along dim {d})")
+    return Gather.apply(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
+
+
+def _picked(logp, target, weight, ignore_index, op):
     """logp at each target class, the weight of each target (0 where ignored) and where the
     targets are ignored."""
     cd = _class_dim(logp)
@@ -723,11 +737,11 @@ def _picked(logp, target, weight, ignore_index):
         # the usual case in one kernel: the safe targets and their 0/1 weights
         from ..ops.index import class_targets_raw
         safe, w = class_targets_raw(target, ignore_index, logp.dtype)
-        picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+        picked = _gather_targets(op, logp, safe, cd)
         return picked, w, None                 # ignored: w == 0, made only if wanted
     ignored = target == ignore_index
-    safe = where(ignored, 0, target)          # ignored targets may be out of range
-    picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+    safe = where(ignored, 0, target).long()   # ignored targets may be out of range
+    picked = _gather_targets(op, logp, safe, cd)
     if weight is None:
         w = ignored.logical_not().to(logp.dtype)
     else:
@@ -750,7 +764,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     _check_targets(input, target)
     _check_weight(weight, input.shape[_class_dim(input)])
-    picked, w, _ = _picked(input, target, weight, ignore_index)
+    picked, w, _ = _picked(input, target, weight, ignore_index, "nll_loss")
     loss = -(picked * w)
     if reduction == "none":
         return loss
@@ -798,7 +812,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return -term.sum()
         return -term.sum() / (input.numel() / C) if input.numel() else -term.sum() * math.nan
     _check_targets(input, target)
-    picked, w, ignored = _picked(logp, target, weight, ignore_index)
+    picked, w, ignored = _picked(logp, target, weight, ignore_index, "cross_entropy")
     nll = -(picked * w)
     if reduction == "none":
         loss = nll
