@@ -241,3 +241,28 @@ def test_copies_of_whole_rows(device, code_paths, L):
 def rounded_to(a, dt):
     """numpy values as a cast to dtype dt gives them (truncation towards zero for integers)."""
     return a.astype(np.float64).astype(dt.np) if dt.kind != "f" else a.astype(np.float64)
+
+
+def test_sizes_and_dims_as_torchs_keywords(device):
+    """torch takes the sizes of view / reshape / expand and the dims of permute, and repeat's and
+    tile's and flip's counts, as keywords too (issue 22, beside the creation ops' size=)."""
+    x = clgrad.arange(6, device=device).view(2, 3)
+    assert x.view(size=(3, 2)).shape == (3, 2) and x.view(size=[6]).shape == (6,)
+    assert x.float().view(dtype=clgrad.int32).dtype is clgrad.int32
+    assert x.reshape(shape=(3, 2)).shape == (3, 2)
+    assert clgrad.reshape(x, shape=[1, 6]).shape == (1, 6)
+    assert x[:1].expand(size=(4, 3)).shape == (4, 3)
+    assert x.permute(dims=(1, 0)).tolist() == clgrad.permute(x, dims=[1, 0]).tolist() == \
+        [[0, 3], [1, 4], [2, 5]]
+    assert x.repeat(repeats=(2, 1)).shape == (4, 3) and x.tile(dims=(2,)).shape == (2, 6)
+    assert x.flip(dims=(0,)).tolist() == clgrad.flip(x, dims=[0]).tolist() == [[3, 4, 5], [0, 1, 2]]
+    for call, name in ((lambda: x.view(6, size=(6,)), "size"),
+                       (lambda: x.reshape(6, shape=(6,)), "shape"),
+                       (lambda: x.expand(2, 3, size=(2, 3)), "size"),
+                       (lambda: x.permute(1, 0, dims=(1, 0)), "dims"),
+                       (lambda: x.repeat(1, 1, repeats=(1, 1)), "repeats"),
+                       (lambda: x.flip(0, dims=(0,)), "dims")):
+        with pytest.raises(TypeError, match=f"multiple values for argument '{name}'"):
+            call()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sizes'"):
+        x.reshape(sizes=(6,))

@@ -69,13 +69,14 @@ class Flip(Op):
         return Flip.apply(g, ctx.dims), None
 
 
-def flip(input, *dims):
+def flip(input, *dims, **kw):
     """A copy of input with the order of elements reversed along dims.
 
     >>> import clgrad
-    >>> clgrad.arange(6).view(2, 3).flip(1).tolist()
-    [[2, 1, 0], [5, 4, 3]]
+    >>> clgrad.arange(6).view(2, 3).flip(1).tolist(), clgrad.arange(3).flip(dims=(0,)).tolist()
+    ([[2, 1, 0], [5, 4, 3]], [2, 1, 0])
     """
+    dims = _keyword("flip", "dims", dims, kw)
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     return Flip.apply(input, _dims("flip", input, _ints(dims, "dims")))
@@ -223,13 +224,23 @@ class Repeat(Op):
         return gs.reshape(shape), None
 
 
-def repeat(input, *sizes):
+def _keyword(op, name, args, kw):
+    """args, or torch's keyword form name=... (views.keyword_sizes); another keyword is a
+    TypeError."""
+    args = views.keyword_sizes(op, name, args, kw.pop(name, None))
+    if kw:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return args
+
+
+def repeat(input, *sizes, **kw):
     """input tiled sizes[i] times along each dim (sizes may add leading dims).
 
     >>> import clgrad
-    >>> clgrad.tensor([1, 2]).repeat(2, 2).tolist()
-    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    >>> clgrad.tensor([1, 2]).repeat(2, 2).tolist(), clgrad.tensor([1]).repeat(repeats=[2]).tolist()
+    ([[1, 2, 1, 2], [1, 2, 1, 2]], [1, 1])
     """
+    sizes = _keyword("repeat", "repeats", sizes, kw)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = _ints(sizes, "repeats")
@@ -246,7 +257,7 @@ def repeat(input, *sizes):
     return Repeat.apply(input, reps)
 
 
-def tile(input, *dims):
+def tile(input, *dims, **kw):
     """input repeated dims[i] times along each dim; dims is padded with leading 1s to input's
     number of dims (unlike repeat's).
 
@@ -254,7 +265,7 @@ def tile(input, *dims):
     >>> clgrad.tensor([[1, 2]]).tile((2,)).tolist(), clgrad.tensor([1, 2]).tile(2, 1).tolist()
     ([[1, 2, 1, 2]], [[1, 2], [1, 2]])
     """
-    reps = _ints(dims, "dims")
+    reps = _ints(_keyword("tile", "dims", dims, kw), "dims")
     reps = (1,) * (len(input._shape) - len(reps)) + reps
     return repeat(input, reps)
 

@@ -501,13 +501,29 @@ def _shape_arg(shape):
     return tuple(out)
 
 
-def view(x, *shape):
+def keyword_sizes(op, name, args, kw):
+    """The sizes (or dims) of a method taking them as `*args` or as torch's keyword `name=`
+    (`kw`, None when not given): both at once is torch's TypeError."""
+    if kw is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    return (kw,)
+
+
+def view(x, *shape, size=None, dtype=None):
     """The same data with another shape; fails where that needs a copy (use reshape).
 
     >>> import clgrad
-    >>> clgrad.arange(6).view(2, 3).shape
-    clgrad.Size([2, 3])
+    >>> clgrad.arange(6).view(2, 3).shape, clgrad.arange(6).view(size=(3, 2)).shape
+    (clgrad.Size([2, 3]), clgrad.Size([3, 2]))
     """
+    if dtype is not None:
+        if shape or size is not None:
+            raise TypeError("view() received an invalid combination of arguments: a dtype and "
+                            "a size")
+        return view_dtype(x, dtype)
+    shape = keyword_sizes("view", "size", shape, size)
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         return view_dtype(x, shape[0])
     shape = infer_size(_shape_arg(shape), numel_of(x._shape))
@@ -559,13 +575,16 @@ def view_dtype(x, dt):
                        is_contiguous_layout(shape, strides), x._vc)
 
 
-def reshape(x, *shape):
+def reshape(x, *shape, **kw):
     """The same data with another shape: a view when the strides allow it, else a copy.
 
     >>> import clgrad
-    >>> clgrad.arange(6).reshape(3, -1).shape
-    clgrad.Size([3, 2])
+    >>> clgrad.arange(6).reshape(3, -1).shape, clgrad.reshape(clgrad.arange(6), shape=(2, 3)).shape
+    (clgrad.Size([3, 2]), clgrad.Size([2, 3]))
     """
+    shape = keyword_sizes("reshape", "shape", shape, kw.pop("shape", None))
+    if kw:
+        raise TypeError(f"reshape() got an unexpected keyword argument '{next(iter(kw))}'")
     shape = infer_size(_shape_arg(shape), numel_of(x._shape))
     if shape == x._shape:
         return View.apply(x, shape, x._strides)
@@ -584,14 +603,14 @@ def reshape_as(x, other):
     return reshape(x, other._shape)
 
 
-def expand(x, *shape):
+def expand(x, *shape, size=None, implicit=False):
     """A view repeating size-1 dims (and new leading dims) without copying; -1 keeps a size.
 
     >>> import clgrad
-    >>> clgrad.tensor([[1], [2]]).expand(2, 3).tolist()
-    [[1, 1, 1], [2, 2, 2]]
+    >>> clgrad.tensor([[1], [2]]).expand(2, 3).tolist(), clgrad.ones(1).expand(size=(2,)).shape
+    ([[1, 1, 1], [2, 2, 2]], clgrad.Size([2]))
     """
-    shape = _shape_arg(shape)
+    shape = _shape_arg(keyword_sizes("expand", "size", shape, size))
     if len(shape) < len(x._shape):
         raise RuntimeError(f"expand: the number of sizes provided ({len(shape)}) must be greater or "
                            f"equal to the number of dimensions in the tensor ({len(x._shape)})")
@@ -626,13 +645,16 @@ def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 
 
-def permute(x, *dims):
+def permute(x, *dims, **kw):
     """A view with the dims reordered.
 
     >>> import clgrad
-    >>> clgrad.zeros(2, 3, 4).permute(2, 0, 1).shape
-    clgrad.Size([4, 2, 3])
+    >>> clgrad.zeros(2, 3, 4).permute(2, 0, 1).shape, clgrad.zeros(2, 3).permute(dims=(1, 0)).shape
+    (clgrad.Size([4, 2, 3]), clgrad.Size([3, 2]))
     """
+    dims = keyword_sizes("permute", "dims", dims, kw.pop("dims", None))
+    if kw:
+        raise TypeError(f"permute() got an unexpected keyword argument '{next(iter(kw))}'")
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
