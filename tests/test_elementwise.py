@@ -475,3 +475,12 @@ def test_rounded_div_is_differentiable_with_zero_gradient(device, mode):
         d = fwAD.make_dual(a.detach(), clgrad.ones(2, 3, device=device))
         assert fwAD.unpack_dual(d.div(b.detach(), rounding_mode=mode)).tangent.tolist() == \
             [[0.0] * 3] * 2
+
+
+def test_div_gradient_of_the_divisor_at_extreme_magnitudes(device):
+    # torch's -g * ((x / y) / y): finite where -g * x / (y * y) over- or underflows in y * y
+    x = clgrad.tensor([1e-30, 1e20, 3.0], requires_grad=True, device=device)
+    y = clgrad.tensor([1e-30, 1e20, 2.0], requires_grad=True, device=device)
+    (x / y).sum().backward()
+    np.testing.assert_allclose(to_np(y.grad), [-1e30, -1e-20, -0.75], rtol=1e-6)
+    np.testing.assert_allclose(to_np(x.grad), [1e30, 1e-20, 0.5], rtol=1e-6)

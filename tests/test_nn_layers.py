@@ -280,6 +280,35 @@ def test_normalize(device, precise):
     gradcheck(F.normalize, rand(rng, (3, 4), device, requires_grad=True), device=device)
 
 
+def test_normalize_gradient_rounds_as_torch(device):
+    # F.normalize is x / max(||x||, eps) with torch's gradients: div's -g * ((x / y) / y), the
+    # 2-norm's g * (x / norm), clamp_min passing the gradient at the boundary. Along a dim of
+    # size 1 the exact gradient is 0 and what is left is rounding, which then is torch's
+    # (checked here in float64, whose division every OpenCL device rounds correctly)
+    if not device.has_fp64:
+        pytest.skip("needs float64")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 1)) * 10.0 ** rng.uniform(-14, 2, (40, 1))
+    a[:3] = [[0.0], [1e-12], [-3e-13]]          # a zero norm, one at eps, one below it
+    w = rng.standard_normal((40, 1))
+    x = clgrad.tensor(a, dtype=clgrad.float64, device=device, requires_grad=True)
+    y = F.normalize(x, dim=1)
+    (y * clgrad.tensor(w, dtype=clgrad.float64, device=device)).sum().backward()
+    n = np.abs(a)
+    e = np.maximum(n, 1e-12)
+    gn = np.where(n >= 1e-12, -w * ((a / e) / e), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = w / e + np.where(n == 0, 0.0, gn * (a / n))
+    assert np.array_equal(to_np(y), a / e)
+    assert np.array_equal(to_np(x.grad), want)
+    # at the boundary (norm == eps) the clamp passes the gradient on
+    x = clgrad.tensor([[3.0, 4.0], [0.0, 0.0]], dtype=clgrad.float64, device=device,
+                      requires_grad=True)
+    (F.normalize(x, eps=5.0) * clgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=clgrad.float64,
+                                            device=device)).sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), [[-0.064, 0.048], [0.6, 0.8]], rtol=1e-12)
+
+
 # ---- dropout -----------------------------------------------------------------------------------
 def test_dropout(device):
     x = clgrad.ones(200, 100)

@@ -241,8 +241,10 @@ entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y"},
 entry("sub", "TT", ("fiu", "x - y"), vjp=(same, lambda g, a: -g))
 entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves=("y", "x"),
       vjp=(lambda g, a: g * a.y, lambda g, a: g * a.x))
+# d/dy as torch computes it, -g * ((x / y) / y): y * y underflows first, and F.normalize's
+# gradient along a dim of size 1 (0 but for rounding) then rounds as torch's does
 entry("div", "TT", ("f", "x / y"), float_only=True, saves=("y", "xy"),
-      vjp=(lambda g, a: g / a.y, lambda g, a: -(g * a.x) / (a.y * a.y)))
+      vjp=(lambda g, a: g / a.y, lambda g, a: -g * ((a.x / a.y) / a.y)))
 entry("floor_divide", "TT", ("fiu", "FLOORDIV(x, y)"), cls_name="FloorDivide")
 entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves=("", "xy"),
       vjp=(same, lambda g, a: -(g * floor_divide(a.x, a.y))))

@@ -554,7 +554,9 @@ class Norm2(Op):
         ok = _expand_back(out, shape, ctx.dims, ctx.keepdim)
         gk = _expand_back(g, shape, ctx.dims, ctx.keepdim)
         safe = where_(ok == 0, ones_like_raw(ok), ok)
-        return where_(ok == 0, zeros_like_raw(ok), gk * x / safe), None, None
+        # torch's order, grad * (x / norm): where the exact gradient cancels (F.normalize along a
+        # dim of size 1) the rounding left over is then torch's
+        return where_(ok == 0, zeros_like_raw(ok), gk * (x / safe)), None, None
 
     @staticmethod
     def jvp(args, tangents, out):
@@ -584,34 +586,31 @@ class NormP(Op):
         return out
 
     @staticmethod
-    def _factors(x, n, p):
-        """d norm / dx = scaled * factor, factor broadcast from the norm n."""
+    def _grad(x, n, p, g):
+        """g times d norm / dx (n and g broadcast back over the reduced dims), in the order of
+        torch's norm_backward, so that its rounding is torch's too."""
         if p < 1:       # |x|^(p-1) is inf at 0, where torch takes 0
             scaled = x.sign() * where_(x == 0, zeros_like_raw(x), x.abs().pow(p - 1))
-            return scaled, n.pow(1 - p)
+            return scaled * g * n.pow(1 - p)
         scaled = x.sign() * x.abs().pow(p - 1) if p < 2 else x * x.abs().pow(p - 2)
-        return scaled, where_(n == 0, zeros_like_raw(n), n.pow(p - 1).reciprocal())
+        return scaled * where_(n == 0, zeros_like_raw(g), g / n.pow(p - 1))
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         if ctx.p == 0:
             return None, None, None, None
-        n = _expand_back(out, x._shape, ctx.dims, ctx.keepdim)
-        scaled, factor = NormP._factors(x, n, ctx.p)
-        return scaled * (factor * _expand_back(g, x._shape, ctx.dims, ctx.keepdim)), None, None, \
-            None
+        back = lambda t: _expand_back(t, x._shape, ctx.dims, ctx.keepdim)  # noqa: E731
+        return NormP._grad(x, back(out), ctx.p, back(g)), None, None, None
 
     @staticmethod
     def jvp(args, tangents, out):
         x, p, dims, keepdim = args
         if p == 0:
             return zeros_like_raw(out)
-        n = _expand_back(out, x._shape, dims, True) if keepdim else out.reshape(
-            _keep_shape(x._shape, dims))
-        scaled, factor = NormP._factors(x, n, p)
-        d = (scaled * tangents[0]).sum(dims, keepdim=True) * factor
-        return d if keepdim else d.reshape(out._shape)
+        # the factor of the tangent is constant along the reduced dims
+        return NormP._grad(x, _expand_back(out, x._shape, dims, keepdim), p, tangents[0]) \
+            .sum(dims, keepdim)
 
 
 # ---- the functions ------------------------------------------------------------------------------
