@@ -326,8 +326,6 @@ def _inverse_shaped(res, return_inverse, shape):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements in ascending order; optionally where each input element went
     (`return_inverse`, shaped as input) and how many times each occurs (`return_counts`).
-
-    >>> import clgrad
     With `dim`, the distinct slices along dim, sorted lexicographically; the inverse then says
     which unique slice each slice of input is, and counts how often each occurs.
 
