@@ -20,6 +20,7 @@ from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_ena
 from . import _face
 from . import cl
 from . import cuda
+from .runtime.memory import OutOfMemoryError  # torch.OutOfMemoryError
 from . import backends
 from ._legacy import CPU_TYPES as _CPU_TYPES, CUDA_TYPES as _CUDA_TYPES
 
