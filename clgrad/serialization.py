@@ -26,7 +26,6 @@ import math
 import os
 import pickle
 import struct
-import tempfile
 import zlib
 
 import numpy as np
@@ -171,8 +170,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
     if hasattr(f, "write"):
         write(f)
         return
-    path = os.fspath(f)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    # The new checkpoint is written whole under a temporary name in the destination's folder and
+    # renamed over it (atomic): a save killed at any point leaves the previous file as it was.
+    # A symbolic link is followed, as open() would, so the link stays and its target is replaced.
+    path = os.path.realpath(os.fspath(f))
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as out:
             write(out)
@@ -180,6 +182,31 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _create_temporary(path):
+    """A new file beside `path` (same folder, so the rename is atomic) with the permissions
+    open(path, "wb") would leave: the existing file's, else a new file's (0o666 less the umask),
+    where mkstemp's are 0o600."""
+    folder, name = os.path.split(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        mode = None
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        if mode is not None and hasattr(os, "fchmod"):
+            try:
+                os.fchmod(fd, mode)
+            except OSError:
+                pass
+        return fd, tmp
+    raise FileExistsError(f"could not create a temporary file beside {path}")
 
 
 # ---- the allow-list of weights_only loading ------------------------------------------------------
