@@ -239,6 +239,10 @@ class Tensor:
             return tuple(self._strides)
         return self._strides[self._wrap_dim(dim)]
 
+    def _cl_args(self):
+        # a tensor as a kernel argument: its buffer and element offset (runtime.family.cl_args)
+        return self._storage.buf, self._offset
+
     def storage_offset(self):
         return self._offset
 

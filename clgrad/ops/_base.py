@@ -1,18 +1,18 @@
-"""What every op family shares: shapes and broadcasting, collapsing dimensions for strided
-kernels, the raw (not recorded) copy, cast and fill kernels, and argument checks with torch's
-messages."""
+"""What every op family shares: shapes and broadcasting, memory-overlap rules, views without
+bookkeeping, and argument checks with torch's messages."""
 import math
 
 import numpy as np
-import pyopencl.cltypes as cltypes
 
 from .. import dtypes
-from ..dtypes import ALL as ALL_DTYPES
-from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+# the layout helpers and the copy family live in the kernels layer; ops import them from here
+from ..kernels._layout import (MAX_DIMS, check_dims, collapse, expand_strides,  # noqa: F401
+                               launch_walk, pack8, pack8_right)
+from ..kernels.copy import (COPY, cast_raw, check_fp64, contiguous_raw, copy_into,  # noqa: F401
+                            fill_raw, full_raw, scalar_for)
 from ..tensor import (Tensor, contiguous_strides, empty_tensor, is_contiguous_layout, make_tensor,
                       numel_of)
 
-MAX_DIMS = 8
 
 
 def size_repr(shape):
@@ -41,79 +41,6 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
-def expand_strides(t, shape):
-    """Strides that make tensor t read as `shape` (0 on broadcast dimensions)."""
-    nd = len(shape)
-    off = nd - len(t._shape)
-    st = [0] * nd
-    for i, (n, s) in enumerate(zip(t._shape, t._strides)):
-        st[off + i] = 0 if n == 1 else s
-    return st
-
-
-def collapse(shape, strides_list):
-    """Drop size-1 dimensions and merge neighbours that are contiguous with each other in every
-    operand; returns (shape, [strides per operand])."""
-    dims = [i for i, n in enumerate(shape) if n != 1]
-    new_shape = []
-    new_strides = [[] for _ in strides_list]
-    for d in dims:
-        if new_shape:
-            mergeable = all(st[d] * shape[d] == ns[-1] for st, ns in zip(strides_list, new_strides))
-            if mergeable:
-                new_shape[-1] *= shape[d]
-                for st, ns in zip(strides_list, new_strides):
-                    ns[-1] = st[d]
-                continue
-        new_shape.append(shape[d])
-        for st, ns in zip(strides_list, new_strides):
-            ns.append(st[d])
-    return new_shape, new_strides
-
-
-_ZERO8 = np.zeros((), dtype=cltypes.long8)
-
-
-_PACKED = {}
-
-
-def pack8(values):
-    """A long8 kernel argument from up to 8 integers. Memoised: a training step packs the same
-    few shapes and strides hundreds of times (never mutated: the driver copies an argument when
-    it is set)."""
-    key = tuple(values)
-    a = _PACKED.get(key)
-    if a is None:
-        a = _ZERO8.copy()
-        for i, v in enumerate(key):
-            a[f"s{i}"] = v
-        if len(_PACKED) >= 4096:
-            _PACKED.clear()
-        _PACKED[key] = a
-    return a
-
-
-def pack8_right(values, fill=0):
-    """A long8 kernel argument holding up to 8 per-dim values right-aligned (strided kernels'
-    innermost dim is always the last component); the unused leading ones are `fill`."""
-    return pack8([fill] * (MAX_DIMS - len(values)) + list(values))
-
-
-def launch_walk(dev, kernel, n, cshape, *args):
-    """Launch a kernel that walks the collapsed iteration shape `cshape` (common.mako's walk):
-    each work-item takes a run of `chunk` elements on CPUs, one on GPUs."""
-    chunk = 32 if dev.cpu_paths else 1
-    gs, ls = grid(dev, -(-n // chunk))
-    launch(dev, kernel, gs, ls, *args, n, chunk, len(cshape), pack8_right(cshape, 1))
-
-
-def check_dims(op, nd):
-    if nd > MAX_DIMS:
-        raise NotImplementedError(f"{op}: clgrad kernels take at most {MAX_DIMS} strided dimensions "
-                                  f"after merging contiguous ones, got {nd}; call .contiguous() "
-                                  f"first")
-
-
 def same_device(op, tensors):
     dev = None
     for t in tensors:
@@ -125,53 +52,6 @@ def same_device(op, tensors):
                 raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
                                    f"at least two devices, cl:{dev.index} and cl:{d.index}!")
     return dev
-
-
-# ---- copies, casts and fills (raw: no autograd) ------------------------------------------------
-
-COPY = {dt: Program("copy", dt.short, render("copy.mako", dt=dt, srcs=ALL_DTYPES))
-        for dt in ALL_DTYPES}
-
-
-def check_fp64(dt, dev):
-    if dt is dtypes.float64 and not dev.has_fp64:
-        raise TypeError(f"float64 is not supported on {dev.name} (no cl_khr_fp64); use float32")
-
-
-def copy_into(dst, src):
-    """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
-    both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
-    strided walk copy_s."""
-    n = numel_of(dst._shape)
-    if n == 0:
-        return dst
-    dev = dst._storage.device
-    check_fp64(dst._dtype, dev)
-    check_fp64(src._dtype, dev)
-    prog = COPY[dst._dtype]
-    s = src._dtype.short
-    if dst._contig and src._contig and src._shape == dst._shape:
-        k = get_kernel(dev, prog, "copy_c_" + s)
-        gs, ls = grid(dev, -(-n // vec_width(dev, dst._dtype, src._dtype)))
-        launch(dev, k, gs, ls, dst._storage.buf, dst._offset, src._storage.buf, src._offset, n)
-        return dst
-    shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
-    check_dims("copy_", len(shape))
-    w = vec_width(dev, dst._dtype, src._dtype)
-    # (every dim of size 1 collapses to none: one element, which the walk copies)
-    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
-        # whole rows on both sides: vector loads along each (the walk is scalar)
-        L = shape[-1]
-        n6 = shape[-2] if len(shape) > 1 else 1
-        (gx,), (lx,) = grid(dev, -(-L // w))
-        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
-        launch(dev, get_kernel(dev, prog, "copy_r_" + s), (gx, -(-n6 // ly) * ly, n // (L * n6)),
-               (lx, ly, 1), dst._storage.buf, dst._offset, pack8_right(ost), src._storage.buf,
-               src._offset, pack8_right(sst), len(shape), pack8_right(shape, 1))
-        return dst
-    launch_walk(dev, get_kernel(dev, prog, "copy_s_" + s), n, shape, dst._storage.buf,
-                dst._offset, pack8_right(ost), src._storage.buf, src._offset, pack8_right(sst))
-    return dst
 
 
 # ---- memory overlap of in-place writes (torch's rules) -------------------------------------------
@@ -251,56 +131,6 @@ def check_inplace_overlap(out, inputs, internal=True):
             check_no_partial_overlap(out, t)
 
 
-def contiguous_raw(t):
-    """t itself when contiguous, else a contiguous copy (not recorded)."""
-    if t._contig:
-        return t
-    out = empty_tensor(t._shape, t._dtype, t._storage.device)
-    return copy_into(out, t)
-
-
-def cast_raw(t, dt):
-    """t converted to dtype dt, as a new contiguous tensor (t itself if it has dt already)."""
-    if t._dtype is dt:
-        return t
-    out = empty_tensor(t._shape, dt, t._storage.device)
-    return copy_into(out, t)
-
-
-def fill_raw(t, value):
-    n = numel_of(t._shape)
-    if n == 0:
-        return t
-    dev = t._storage.device
-    prog = COPY[t._dtype]
-    value = scalar_for(t._dtype, value)
-    if t._contig:
-        k = get_kernel(dev, prog, "fill_c")
-        gs, ls = grid(dev, -(-n // vec_width(dev, t._dtype)))
-        launch(dev, k, gs, ls, t._storage.buf, t._offset, value, n)
-    else:
-        shape, (st,) = collapse(t._shape, [list(t._strides)])
-        check_dims("fill_", len(shape))
-        launch_walk(dev, get_kernel(dev, prog, "fill_s"), n, shape, t._storage.buf, t._offset,
-                    pack8_right(st), value)
-    return t
-
-
-def scalar_for(dt, value):
-    """A Python number as the kernel argument for a tensor of dtype dt (compute type)."""
-    if dt.kind == "f":
-        return float(value)
-    if dt.kind == "b":
-        return 1 if value else 0
-    v = int(value)
-    if dt is dtypes.uint8:
-        return v & 0xFF
-    if dt.itemsize < 8:                  # wrap into the type, as a C cast does
-        half = 1 << (8 * dt.itemsize - 1)
-        return ((v + half) % (2 * half)) - half
-    return v
-
-
 # torch's names for the types in its "cannot be converted" message; float64 and bfloat16 are not
 # checked (a number too large for bfloat16 becomes inf there, as in torch)
 _OVERFLOW_NAMES = {dtypes.int8: "int8_t", dtypes.uint8: "uint8_t", dtypes.int16: "int16_t",
@@ -334,11 +164,6 @@ def check_fits(value, dt):
         bad = not lo <= int(v) <= hi
     if bad:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
-
-
-def full_raw(shape, value, dt, dev):
-    check_fp64(dt, dev)
-    return fill_raw(empty_tensor(tuple(shape), dt, dev), value)
 
 
 def view_raw(t, shape, strides, offset):

@@ -9,8 +9,9 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.device import get_device
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
+from ..kernels.copy import arange_raw, linspace_raw  # noqa: F401 (arange_raw: ops import it here)
 from ..tensor import Tensor, empty_tensor, numel_of, upload
-from ._base import (COPY, check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
+from ._base import (check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
                     full_raw, scalar_for, view_raw)
 from .views import _shape_arg
 
@@ -221,15 +222,6 @@ def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, **
     return _finish(full_raw(t._shape, fill_value, dt, dev), requires_grad)
 
 
-def arange_raw(n, dt, dev, start=0, step=1):
-    out = empty_tensor((n,), dt, dev)
-    if n:
-        k = get_kernel(dev, COPY[dt], "iota")
-        gs, ls = grid(dev, n)
-        launch(dev, k, gs, ls, out._storage.buf, 0, scalar_for(dt, start), scalar_for(dt, step), n)
-    return out
-
-
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, **kw):
     """Values from start (0) up to end, step apart; int64 unless a bound or step is a float.
 
@@ -276,9 +268,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         step = (end - start) / (steps - 1) if steps > 1 else 0.0
         if steps == 1:
             end = start
-        k = get_kernel(dev, COPY[dt], "linspace")
-        gs, ls = grid(dev, steps)
-        launch(dev, k, gs, ls, out._storage.buf, 0, float(start), float(end), float(step), steps)
+        linspace_raw(out, start, end, step)
     return _finish(out, requires_grad)
 
 

@@ -412,11 +412,11 @@ def launch(device, kernel, gsize, lsize, *args):
     few more to go with it: Device.defer). Every kernel launch in clgrad comes through here.
 
     >>> import clgrad
-    >>> from clgrad.ops.creation import COPY
+    >>> from clgrad.kernels.copy import COPY
     >>> d = clgrad.runtime.default_device(); x = clgrad.empty(3)
     >>> seen = []; launch_hooks.append(lambda *a: seen.append(a[1].function_name))
-    >>> launch(d, get_kernel(d, COPY[clgrad.float32], "iota"), *grid(d, 3), x._storage.buf, 0,
-    ...        0.0, 2.0, 3)
+    >>> _ = launch(d, get_kernel(d, COPY[clgrad.float32], "iota"), *grid(d, 3), x._storage.buf, 0,
+    ...            0.0, 2.0, 3)
     >>> _ = launch_hooks.pop(); seen, x.tolist()
     (['iota'], [0.0, 2.0, 4.0])
     """

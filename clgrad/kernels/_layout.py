@@ -1,0 +1,84 @@
+"""The layout of strided kernel arguments: dimensions collapsed where every operand is contiguous
+across them, per-dim values packed into long8 arguments, and the launch of a kernel that walks
+a collapsed iteration space (common.mako's walk). Shared by every family with strided kernels."""
+import numpy as np
+import pyopencl.cltypes as cltypes
+
+from ..runtime.family import cl_args
+from ..runtime.kernels import grid, launch
+
+MAX_DIMS = 8
+
+
+def expand_strides(t, shape):
+    """Strides that make tensor t read as `shape` (0 on broadcast dimensions)."""
+    nd = len(shape)
+    off = nd - len(t._shape)
+    st = [0] * nd
+    for i, (n, s) in enumerate(zip(t._shape, t._strides)):
+        st[off + i] = 0 if n == 1 else s
+    return st
+
+
+def collapse(shape, strides_list):
+    """Drop size-1 dimensions and merge neighbours that are contiguous with each other in every
+    operand; returns (shape, [strides per operand])."""
+    dims = [i for i, n in enumerate(shape) if n != 1]
+    new_shape = []
+    new_strides = [[] for _ in strides_list]
+    for d in dims:
+        if new_shape:
+            mergeable = all(st[d] * shape[d] == ns[-1] for st, ns in zip(strides_list, new_strides))
+            if mergeable:
+                new_shape[-1] *= shape[d]
+                for st, ns in zip(strides_list, new_strides):
+                    ns[-1] = st[d]
+                continue
+        new_shape.append(shape[d])
+        for st, ns in zip(strides_list, new_strides):
+            ns.append(st[d])
+    return new_shape, new_strides
+
+
+_ZERO8 = np.zeros((), dtype=cltypes.long8)
+
+
+_PACKED = {}
+
+
+def pack8(values):
+    """A long8 kernel argument from up to 8 integers. Memoised: a training step packs the same
+    few shapes and strides hundreds of times (never mutated: the driver copies an argument when
+    it is set)."""
+    key = tuple(values)
+    a = _PACKED.get(key)
+    if a is None:
+        a = _ZERO8.copy()
+        for i, v in enumerate(key):
+            a[f"s{i}"] = v
+        if len(_PACKED) >= 4096:
+            _PACKED.clear()
+        _PACKED[key] = a
+    return a
+
+
+def pack8_right(values, fill=0):
+    """A long8 kernel argument holding up to 8 per-dim values right-aligned (strided kernels'
+    innermost dim is always the last component); the unused leading ones are `fill`."""
+    return pack8([fill] * (MAX_DIMS - len(values)) + list(values))
+
+
+def launch_walk(dev, kernel, n, cshape, *args):
+    """Launch a kernel that walks the collapsed iteration shape `cshape` (common.mako's walk):
+    each work-item takes a run of `chunk` elements on CPUs, one on GPUs. Tensors among `args`
+    expand to buffer and offset."""
+    chunk = 32 if dev.cpu_paths else 1
+    gs, ls = grid(dev, -(-n // chunk))
+    launch(dev, kernel, gs, ls, *cl_args(args), n, chunk, len(cshape), pack8_right(cshape, 1))
+
+
+def check_dims(op, nd):
+    if nd > MAX_DIMS:
+        raise NotImplementedError(f"{op}: clgrad kernels take at most {MAX_DIMS} strided dimensions "
+                                  f"after merging contiguous ones, got {nd}; call .contiguous() "
+                                  f"first")

@@ -1,0 +1,125 @@
+"""The copy family (cl_kernels/copy.mako): copies between any layouts and dtypes (casting on the
+way), fills, and the index-computed sequences of arange and linspace. Raw launches: no autograd.
+
+>>> import clgrad
+>>> x = clgrad.arange(6.0).reshape(2, 3)
+>>> copy_into(clgrad.empty(3, 2), x.t()).tolist()
+[[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+"""
+from .. import dtypes
+from ..dtypes import ALL as ALL_DTYPES
+from ..runtime.family import KernelFamily
+from ..runtime.kernels import grid, vec_width
+from ..tensor import empty_tensor, numel_of
+from ._layout import check_dims, collapse, expand_strides, launch_walk, pack8_right
+
+# one program per destination dtype, holding the copies from every source dtype
+COPY = KernelFamily("copy", lambda dt: dict(dt=dt, srcs=ALL_DTYPES), ALL_DTYPES)
+
+
+def check_fp64(dt, dev):
+    if dt is dtypes.float64 and not dev.has_fp64:
+        raise TypeError(f"float64 is not supported on {dev.name} (no cl_khr_fp64); use float32")
+
+
+def copy_into(dst, src):
+    """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
+    both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
+    strided walk copy_s."""
+    n = numel_of(dst._shape)
+    if n == 0:
+        return dst
+    dev = dst._storage.device
+    check_fp64(dst._dtype, dev)
+    check_fp64(src._dtype, dev)
+    dt, s = dst._dtype, src._dtype.short
+    if dst._contig and src._contig and src._shape == dst._shape:
+        COPY.launch(dev, dt, "copy_c_" + s, -(-n // vec_width(dev, dt, src._dtype)), dst, src, n)
+        return dst
+    shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
+    check_dims("copy_", len(shape))
+    w = vec_width(dev, dst._dtype, src._dtype)
+    # (every dim of size 1 collapses to none: one element, which the walk copies)
+    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
+        # whole rows on both sides: vector loads along each (the walk is scalar)
+        L = shape[-1]
+        n6 = shape[-2] if len(shape) > 1 else 1
+        (gx,), (lx,) = grid(dev, -(-L // w))
+        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
+        COPY.launch(dev, dt, "copy_r_" + s, ((gx, -(-n6 // ly) * ly, n // (L * n6)), (lx, ly, 1)),
+                    dst, pack8_right(ost), src, pack8_right(sst), len(shape),
+                    pack8_right(shape, 1))
+        return dst
+    launch_walk(dev, COPY.kernel(dev, dt, "copy_s_" + s), n, shape, dst, pack8_right(ost), src,
+                pack8_right(sst))
+    return dst
+
+
+def contiguous_raw(t):
+    """t itself when contiguous, else a contiguous copy (not recorded)."""
+    if t._contig:
+        return t
+    out = empty_tensor(t._shape, t._dtype, t._storage.device)
+    return copy_into(out, t)
+
+
+def cast_raw(t, dt):
+    """t converted to dtype dt, as a new contiguous tensor (t itself if it has dt already)."""
+    if t._dtype is dt:
+        return t
+    out = empty_tensor(t._shape, dt, t._storage.device)
+    return copy_into(out, t)
+
+
+def fill_raw(t, value):
+    """Fill t (any strides) with a Python number, in place."""
+    n = numel_of(t._shape)
+    if n == 0:
+        return t
+    dev = t._storage.device
+    value = scalar_for(t._dtype, value)
+    if t._contig:
+        COPY.launch(dev, t._dtype, "fill_c", -(-n // vec_width(dev, t._dtype)), t, value, n)
+    else:
+        shape, (st,) = collapse(t._shape, [list(t._strides)])
+        check_dims("fill_", len(shape))
+        launch_walk(dev, COPY.kernel(dev, t._dtype, "fill_s"), n, shape, t, pack8_right(st), value)
+    return t
+
+
+def scalar_for(dt, value):
+    """A Python number as the kernel argument for a tensor of dtype dt (compute type)."""
+    if dt.kind == "f":
+        return float(value)
+    if dt.kind == "b":
+        return 1 if value else 0
+    v = int(value)
+    if dt is dtypes.uint8:
+        return v & 0xFF
+    if dt.itemsize < 8:                  # wrap into the type, as a C cast does
+        half = 1 << (8 * dt.itemsize - 1)
+        return ((v + half) % (2 * half)) - half
+    return v
+
+
+def full_raw(shape, value, dt, dev):
+    check_fp64(dt, dev)
+    return fill_raw(empty_tensor(tuple(shape), dt, dev), value)
+
+
+def arange_raw(n, dt, dev, start=0, step=1):
+    """start, start + step, ... (n values) as a new tensor: each element computed from its index."""
+    out = empty_tensor((n,), dt, dev)
+    if n:
+        COPY.launch(dev, dt, "iota", n, out, scalar_for(dt, start), scalar_for(dt, step), n)
+    return out
+
+
+def linspace_raw(out, start, end, step):
+    """Fill the float tensor `out` (contiguous, 1-d) with `start` to `end`, `step` apart: the first
+    half counted from start, the second from end, as torch does."""
+    n = out._shape[0]
+    if n:
+        COPY.launch(out._storage.device, out._dtype, "linspace", n, out, float(start),
+                    float(end), float(step), n)
+    return out

@@ -1,0 +1,128 @@
+"""The kernel family: one template of cl_kernels/ and everything it takes to launch its kernels.
+
+A family owns, in one object (as PyOpenCL's ElementwiseKernel owns its source, build and launch):
+
+- its template and the programs rendered from it, one per variant (a dtype, usually) and build
+  options, rendered once and built on first use (runtime.kernels.Program: units, disk cache);
+- its tuned configuration, where it has one: the tuning database's entry for the device and its
+  code path, validated by the family's checker and memoised per device (`config`, `set_config`);
+- its launches: the kernel looked up by name, the geometry from the one `grid()` unless the
+  caller gives its own, and typed arguments: a tensor (anything with `_cl_args()`) expands to its
+  buffer and element offset. Every launch goes through `runtime.kernels.launch`, the chokepoint
+  where the profiler and the compiled-step recorder hook in.
+
+A new kernel family is a template `cl_kernels/<name>.mako`, a `KernelFamily` in
+`clgrad/kernels/<name>.py` beside the raw launches of that family, and nothing else.
+
+>>> import clgrad
+>>> from clgrad import dtypes
+>>> copy = KernelFamily("copy", lambda dt: dict(dt=dt, srcs=[dt]), [dtypes.float32])
+>>> x = clgrad.empty(4)
+>>> dev = clgrad.runtime.default_device()
+>>> copy.launch(dev, dtypes.float32, "iota", 4, x, 1.0, 0.5, 4)
+>>> x.tolist()
+[1.0, 1.5, 2.0, 2.5]
+"""
+from . import tuning
+from .device import path_dependent
+from .kernels import Program, get_kernel, grid, launch, render
+
+
+def cl_args(args):
+    """The kernel arguments for `args`: an object with `_cl_args()` (a tensor) gives its buffer
+    and element offset, anything else stands for itself.
+
+    >>> cl_args((1, None, 2.5))
+    (1, None, 2.5)
+    """
+    out = []
+    for a in args:
+        expand = getattr(a, "_cl_args", None)
+        if expand is None:
+            out.append(a)
+        else:
+            out.extend(expand())
+    return tuple(out)
+
+
+class KernelFamily:
+    """The programs, tuned configuration and launches of one template (see the module's text).
+
+    name      the family; its template is cl_kernels/<template or name>.mako
+    params    variant -> the template's keyword arguments (called once per variant)
+    variants  rendered at import (the prebuild and dump tools list every program); others on use
+    tag       variant -> the text that names its program (default: the variant's `short`)
+    hot       variant -> kernel names built as a unit of their own (Program.hot), or None
+    tuned     (checker, fallback) for a family with entries in the tuning database
+    """
+
+    def __init__(self, name, params, variants=(), *, template=None, options="", tag=None,
+                 hot=None, tuned=None):
+        self.name = name
+        self.template = template or f"{name}.mako"
+        self.params = params
+        self.options = options
+        self.tag = tag or (lambda v: v.short)
+        self.hot = hot
+        self.tuned = tuned
+        self._sources = {}              # variant -> rendered source
+        self._programs = {}             # (variant, options) -> Program
+        self._configs = path_dependent({})      # device -> its tuned configuration
+        for v in variants:
+            self.program(v)
+
+    def __repr__(self):
+        return f"<KernelFamily {self.name}: {len(self._programs)} programs>"
+
+    # ---- programs ---------------------------------------------------------------------------
+    def source(self, variant):
+        """The template rendered for `variant` (once)."""
+        src = self._sources.get(variant)
+        if src is None:
+            src = self._sources[variant] = render(self.template, **self.params(variant))
+        return src
+
+    def program(self, variant, options="", tag=None):
+        """The Program of `variant` built with `options` (besides the device's own), made once;
+        `tag` names it where options distinguish programs of one variant."""
+        key = (variant, options)
+        prog = self._programs.get(key)
+        if prog is None:
+            name = self.tag(variant) + (f"_{tag}" if tag else "")
+            hot = self.hot(variant) if self.hot else None
+            prog = Program(self.name, name, self.source(variant),
+                           f"{self.options} {options}".strip(), hot=hot)
+            self._programs[key] = prog
+        return prog
+
+    def __getitem__(self, variant):
+        return self.program(variant)
+
+    def kernel(self, device, variant, name, options=""):
+        """The cl.Kernel `name` of the variant's program on `device`, built on first use."""
+        return get_kernel(device, self.program(variant, options), name)
+
+    # ---- tuned configuration ----------------------------------------------------------------
+    def config(self, device):
+        """The tuned configuration of this family on `device` (on its code path): the tuning
+        database's first entry the family's checker accepts, else its fallback."""
+        check, fallback = self.tuned
+        return tuning.configured(self._configs, device, self.name, check, fallback)
+
+    def set_config(self, device, cfg):
+        """Use `cfg` (checked) on `device` from now on in this process; returns the previous
+        configuration. None goes back to the tuning database's."""
+        prev = self.config(device)
+        if cfg is None:
+            self._configs.pop(device, None)
+        else:
+            self._configs[device] = self.tuned[0](cfg, device)
+        return prev
+
+    # ---- launches ---------------------------------------------------------------------------
+    def launch(self, device, variant, name, geometry, *args, options=""):
+        """Launch kernel `name` of the variant's program. `geometry` is a number of work-items
+        (laid out by grid()) or (global size, local size); tensors among `args` expand to
+        buffer and offset (cl_args)."""
+        gs, ls = grid(device, geometry) if isinstance(geometry, int) else geometry
+        return launch(device, self.kernel(device, variant, name, options), gs, ls, *cl_args(args))
