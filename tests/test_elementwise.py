@@ -484,3 +484,46 @@ def test_div_gradient_of_the_divisor_at_extreme_magnitudes(device):
     (x / y).sum().backward()
     np.testing.assert_allclose(to_np(y.grad), [-1e30, -1e-20, -0.75], rtol=1e-6)
     np.testing.assert_allclose(to_np(x.grad), [1e30, 1e-20, 0.5], rtol=1e-6)
+
+
+def test_add_sub_alpha_promotes_as_without_it(device):
+    # alpha takes no part in type promotion: the result has the dtype of input op other
+    f64 = clgrad.float64 if device.has_fp64 else clgrad.float32
+    x = clgrad.tensor(1.5, dtype=f64, device=device)
+    i = clgrad.tensor([2, 4], device=device)
+    r = x.sub(i, alpha=0.5)
+    assert r.dtype is f64 and r.tolist() == [0.5, -0.5]
+    assert clgrad.add(x, i, alpha=0.5).dtype is f64
+    assert clgrad.add(i, 1.5, alpha=2).tolist() == [5.0, 7.0]
+    assert clgrad.add(i, 1.5, alpha=2).dtype is clgrad.float32
+    assert clgrad.add(i, clgrad.tensor([True, False], device=device), alpha=3).tolist() == [5, 4]
+    i32 = i.to(clgrad.int32)
+    assert clgrad.add(i32, clgrad.tensor(True, device=device), alpha=2).dtype is clgrad.int32
+    b = clgrad.tensor([True, False], device=device)
+    assert clgrad.add(b, b, alpha=2).tolist() == [True, False]
+    assert clgrad.add(b, clgrad.tensor([False, True], device=device), alpha=0).tolist() == \
+        [True, False]
+    assert clgrad.rsub(x, i, alpha=0.5).dtype is f64
+    y = clgrad.ones(2, dtype=f64, device=device)
+    y.sub_(i, alpha=0.5)
+    assert y.tolist() == [0.0, -1.0]
+    # gradients reach an operand of another dtype in its own dtype
+    w = clgrad.tensor([1.0, 2.0], device=device, requires_grad=True)
+    clgrad.sub(clgrad.ones(2, dtype=f64, device=device), w, alpha=3).sum().backward()
+    assert w.grad.dtype is clgrad.float32 and w.grad.tolist() == [-3.0, -3.0]
+    # torch's checks, in its order
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        clgrad.add(x, i, alpha=True)
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not"):
+        clgrad.add(i, i, alpha=0.5)
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not"):
+        clgrad.sub(i, 2, alpha=1.0)
+    with pytest.raises(RuntimeError, match="with two bool tensors"):
+        clgrad.sub(b, True, alpha=2)
+    with pytest.raises(RuntimeError, match="with a bool tensor"):
+        clgrad.sub(x, b, alpha=2)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output "
+                                           "type Long"):
+        i.add_(1.5, alpha=2)
+    with pytest.raises(RuntimeError, match="For integral input tensors"):
+        i.add_(i, alpha=0.5)

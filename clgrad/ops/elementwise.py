@@ -498,7 +498,7 @@ def _check_bool_sub(operands):
     """torch refuses subtraction with a bool operand (tensor or Python bool), whatever the other."""
     bools = [a for a in operands if type(a) is bool or
              (isinstance(a, Tensor) and a._dtype is dtypes.bool_)]
-    if len(bools) == 2 and all(isinstance(a, Tensor) for a in bools):
+    if len(bools) == 2:             # a Python bool counts as a bool tensor (torch wraps it)
         raise _not_implemented(TABLE["sub"], dtypes.bool_)
     if bools:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If "

@@ -22,6 +22,12 @@ def _check_operand(op, v):
 _apply = apply_ew
 
 
+def _cast_error(result, out):
+    """torch's error for an in-place op whose result type does not fit the tensor written."""
+    return RuntimeError(f"result type {dtypes.TORCH_NAMES[result]} can't be cast to the desired "
+                        f"output type {dtypes.TORCH_NAMES[out]}")
+
+
 def inplace(name, self, operands, params=()):
     """self <- entry(self, *operands, *params) in place."""
     e = TABLE[name]
@@ -34,8 +40,7 @@ def inplace(name, self, operands, params=()):
         if e.out == "bool":
             return False
         if not dtypes.can_cast(cdt, self._dtype):
-            raise RuntimeError(f"result type {cdt.name.capitalize()} can't be cast to the desired "
-                               f"output type {self._dtype.name.capitalize()}")
+            raise _cast_error(cdt, self._dtype)
         if not self._contig or cdt is not self._dtype:
             return False
         for a in operands:
@@ -125,8 +130,8 @@ def add(input, other, *, alpha=1, out=None):
     >>> clgrad.add(clgrad.tensor([1, 2]), 10).tolist()
     [11, 12]
     """
-    if alpha != 1:
-        other = other * alpha
+    if type(alpha) is not int or alpha != 1:
+        other = _times_alpha("add", input, other, alpha)
     return _out(_apply("add", input, other), out, input, other)
 
 
@@ -137,9 +142,29 @@ def sub(input, other, *, alpha=1, out=None):
     >>> clgrad.sub(clgrad.tensor([5.0]), 2.0).tolist()
     [3.0]
     """
-    if alpha != 1:
-        other = other * alpha
+    if type(alpha) is not int or alpha != 1:
+        other = _times_alpha("sub", input, other, alpha)
     return _out(_apply("sub", input, other), out, input, other)
+
+
+def _times_alpha(op, input, other, alpha):
+    """alpha * other for add / sub, with torch's checks of alpha. alpha takes no part in type
+    promotion: the product is made in the dtype of input op other (a float64 0-d x minus an
+    integer tensor times 0.5 is float64, as torch's, not the float32 of int_tensor * 0.5)."""
+    if op == "sub":
+        from .elementwise import _check_bool_sub
+        _check_bool_sub((input, other))
+    dt = dtypes.result_type(input, other)
+    if isinstance(alpha, bool) and dt is not dtypes.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.kind != "f" and not isinstance(alpha, (bool, numbers.Integral)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dt is dtypes.bool_:                      # bool + alpha * bool: alpha counts as a bool
+        return other if alpha else (other & False)
+    if not isinstance(other, Tensor):
+        return other * alpha
+    return other.to(dt) * alpha
 
 
 def rsub(input, other, *, alpha=1):
@@ -590,7 +615,15 @@ def _binary_(name):
         if kw:
             raise TypeError(f"{name}_() got unexpected arguments {list(kw)}")
         _check_operand(name + "_", other)
-        if alpha != 1:
+        if name in ("add", "sub") and (type(alpha) is not int or alpha != 1):
+            if name == "sub":           # torch's order: bools, the cast, then alpha
+                from .elementwise import _check_bool_sub
+                _check_bool_sub((self, other))
+            dt = dtypes.result_type(self, other)
+            if not dtypes.can_cast(dt, self._dtype):
+                raise _cast_error(dt, self._dtype)
+            other = _times_alpha(name, self, other, alpha)
+        elif alpha != 1:
             other = other * alpha
         if name in ("floor_divide", "remainder", "fmod"):
             _int_zero_check(name + "_", self, other)
@@ -609,8 +642,7 @@ for _n in ("add", "sub", "mul", "floor_divide", "remainder", "fmod", "bitwise_an
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode is None:
         if self._dtype.kind != "f":
-            raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                               f"{self._dtype.name.capitalize()}")
+            raise _cast_error(dtypes.float32, self._dtype)
         return inplace("div", self, (other,))
     return self.copy_(div(self, other, rounding_mode=rounding_mode))
 
@@ -621,8 +653,7 @@ def pow_(self, exponent):
     if self._dtype.kind in "iu" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if isinstance(exponent, float) and self._dtype.kind != "f":
-        raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{self._dtype.name.capitalize()}")
+        raise _cast_error(dtypes.float32, self._dtype)
     return inplace("pow_scalar", self, (), (exponent,))
 
 
