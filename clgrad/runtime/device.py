@@ -54,6 +54,13 @@ class Device:
         # Why this device cannot build kernels on this machine (None when it can); such a device
         # is listed but never chosen by default.
         self.unusable = unusable_reason(self)
+        # Quirks, as named predicates of the device: the kernel layer asks these, never the
+        # implementation's name. PoCL generates a kernel's code anew for each local size it is
+        # launched with (0.1-0.4 s each), so launches keep one local size per kernel (grid).
+        self.compiles_per_local_size = self.is_pocl
+        # PoCL's worker threads start on a burst's first launch and contend with the enqueues
+        # that follow: bursts are held behind a user event (flush)
+        self.gate_bursts = self.is_pocl
         self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
         self.has_fp16 = "cl_khr_fp16" in ext
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext
@@ -136,7 +143,7 @@ class Device:
         q = self._queue
         with self._defer_lock:
             gate = None
-            if self.is_pocl and len(pending) >= self.GATE_MIN:
+            if self.gate_bursts and len(pending) >= self.GATE_MIN:
                 # PoCL's worker threads start on the first launch of a burst and then contend
                 # with the enqueues that follow (about 3-6 us each instead of 2): hold the burst
                 # behind a user event and release it whole.

@@ -447,7 +447,7 @@ def grid(device, n_items):
     one size per kernel took 1.9 s off the first training step with empty caches, and the idle
     work-items of a small launch only test their index. Every kernel checks its bounds."""
     wg = device.wg
-    if n_items >= wg or device.is_pocl:
+    if n_items >= wg or device.compiles_per_local_size:
         return (-(-n_items // wg) * wg,), (wg,)
     ls = 1
     while ls < n_items:
