@@ -493,6 +493,47 @@ def test_error_types(device):
 
 
 # ---- configuration -----------------------------------------------------------------------------
+def test_mixed_dtypes_and_products_without_terms(device):
+    # torch's behaviour, checked against torch 2.13 on its CPU: mm refuses mixed dtypes even for
+    # an empty result, also after basic indexing; a product with no terms (an empty result, or
+    # K = 0: zeros) is made for any dtype, bool too; bmm returns those before its dtype check,
+    # in mat2's dtype
+    def T(shape, dt=clgrad.float32):
+        return clgrad.ones(shape, dtype=dt, device=device)
+    f64 = clgrad.float64 if device.has_fp64 else clgrad.int32
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: "
+                                           "float != long int"):
+        T((0, 3)) @ T((3, 2), clgrad.int64)
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        T((2, 3), f64)[...] @ T((3, 2))
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        T((2, 3))[:, 1:] @ T((3, 2), f64)[1:]
+    b = clgrad.bool
+    assert clgrad.mm(T((2, 0), b), T((0, 3), b)).tolist() == [[False] * 3] * 2
+    assert clgrad.mm(T((0, 3), b), T((3, 2), b)).shape == (0, 2)
+    assert clgrad.mv(T((2, 0), b), T((0,), b)).tolist() == [False, False]
+    assert clgrad.addmm(T((2, 0), b), T((2, 3), b), T((3, 0), b)).shape == (2, 0)
+    r = clgrad.bmm(T((2, 2, 0)), T((2, 0, 2), clgrad.int64))
+    assert r.dtype is clgrad.int64 and r.tolist() == [[[0, 0], [0, 0]]] * 2
+    r = clgrad.bmm(T((2, 0, 3), clgrad.int64), T((2, 3, 2), b))
+    assert r.dtype is b and r.shape == (2, 0, 2)
+    with pytest.raises(NotImplementedError, match="\"mm\" not implemented for 'Bool'"):
+        clgrad.mm(T((2, 3), b), T((3, 2), b))
+    with pytest.raises(NotImplementedError, match="\"bmm\" not implemented for 'Bool'"):
+        clgrad.bmm(T((2, 2, 3), b), T((2, 3, 2)))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+        clgrad.bmm(T((2, 2, 3)), T((2, 3, 2), clgrad.int64))
+    with pytest.raises(RuntimeError, match="Input dtypes must be the same, got: input long int, "
+                                           "batch1: float, batch2: long int"):
+        clgrad.baddbmm(T((1, 2, 2), clgrad.int64), T((1, 2, 3)), T((1, 3, 2), clgrad.int64))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+        clgrad.baddbmm(T((1, 2, 2)), T((1, 2, 3)), T((1, 3, 2), clgrad.int64))
+    with pytest.raises(RuntimeError, match="both inputs should have same dtype"):
+        clgrad.tensordot(T((2, 3)), T((3, 2), clgrad.int64), dims=1)
+    with pytest.raises(RuntimeError, match="both inputs should have same dtype"):
+        clgrad.inner(T((2, 3), clgrad.int64), T((2, 3)))
+
+
 def test_config_checks(device):
     assert linalg.config(device)["kind"] in ("packed", "lanes", "tiled")
     with pytest.raises(ValueError, match="kind"):

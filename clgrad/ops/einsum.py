@@ -217,6 +217,8 @@ def tensordot(a, b, dims=2, out=None):
         db = [db] if isinstance(db, int) else list(db)
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     da = [a._wrap_dim(d) for d in da]
     db = [b._wrap_dim(d) for d in db]
     for x, y in zip(da, db):

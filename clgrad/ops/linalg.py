@@ -26,8 +26,8 @@ from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, launch, render
 from ..tensor import Tensor, contiguous_strides, empty_tensor, make_tensor, numel_of
 from . import views
-from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, same_device,
-                    size_repr, view_raw)
+from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, full_raw,
+                    same_device, size_repr, view_raw)
 
 GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32,
                dtypes.int64, dtypes.int16, dtypes.int8, dtypes.uint8)
@@ -239,6 +239,8 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     out = empty_tensor((batch, M, N), dt, dev)
     if batch == 0 or M == 0 or N == 0:
         return out
+    if K == 0 and (bias is None or beta == 0):      # no terms: zeros, any dtype (bool too)
+        return full_raw((batch, M, N), 0, dt, dev)
     a_sb = a._strides[0] if ba > 1 else 0
     b_sb = b._strides[0] if bb > 1 else 0
     if bias is None or beta == 0:
@@ -372,7 +374,14 @@ def _check_mm(a, b):
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_CNAMES[a._dtype]} != {_CNAMES[b._dtype]}")
-    _supported("mm", a)
+    if not _no_terms(a._shape[0], b._shape[1], a._shape[1]):
+        _supported("mm", a)
+
+
+def _no_terms(M, N, K):
+    """A product with nothing to sum (an empty result, or K = 0: zeros): torch computes it for
+    any dtype, bool too, without a kernel."""
+    return M == 0 or N == 0 or K == 0
 
 
 def _check_bmm(a, b):
@@ -384,10 +393,10 @@ def _check_bmm(a, b):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a._shape[0]}, {a._shape[2]}] but got: [{b._shape[0]}, "
                            f"{b._shape[1]}].")
+    _supported("bmm", a)            # torch's order: the dtype's kernel, then the match
     if a._dtype is not b._dtype:
         raise RuntimeError(f"expected scalar type {_NAMES[a._dtype]} but found "
                            f"{_NAMES[b._dtype]}")
-    _supported("bmm", a)
 
 
 def _check_mv(mat, vec, input_dt=None):
@@ -400,7 +409,8 @@ def _check_mv(mat, vec, input_dt=None):
     if not (idt is mat._dtype is vec._dtype):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
                            f"{_NAMES[idt]}, {_NAMES[mat._dtype]}, and {_NAMES[vec._dtype]}")
-    _supported("addmv", mat)
+    if not _no_terms(mat._shape[0], 1, mat._shape[1]):
+        _supported("addmv", mat)
 
 
 def _check_expand(t, shape):
@@ -666,6 +676,10 @@ def bmm(input, mat2):
     [[[3.0]], [[3.0]]]
     """
     _tensors("bmm", input=input, mat2=mat2)
+    if input.ndim == 3 == mat2.ndim and input._shape[::2] == mat2._shape[:2] and \
+            _no_terms(input._shape[0] * input._shape[1], mat2._shape[2], input._shape[2]):
+        # torch's bmm returns these before checking dtypes, in mat2's dtype
+        return Bmm.apply(input.to(mat2._dtype), mat2)
     _check_bmm(input, mat2)
     return Bmm.apply(input, mat2)
 
@@ -690,7 +704,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1._dtype is not mat2._dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_NAMES[mat1._dtype]} and {_NAMES[mat2._dtype]}")
-    _supported("addmm", mat1)
+    if mat1._shape[0] and mat2._shape[1]:       # an empty result is made for any dtype
+        _supported("addmm", mat1)
     _check_expand(input, (mat1._shape[0], mat2._shape[1]))
     return Addmm.apply(input, mat1, mat2, beta, alpha)
 
@@ -703,7 +718,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     [[[4.0]], [[4.0]]]
     """
     _tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
-    if not (input._dtype is batch1._dtype is batch2._dtype) and batch1._dtype is batch2._dtype:
+    if input._dtype is not batch1._dtype:    # batch1 against batch2 is _check_bmm's
         raise RuntimeError(f"Input dtypes must be the same, got: input "
                            f"{_CNAMES[input._dtype]}, batch1: {_CNAMES[batch1._dtype]}, batch2: "
                            f"{_CNAMES[batch2._dtype]}")
