@@ -10,6 +10,7 @@ dtype are flattened into one tensor, multiplied by 1/scale and checked with one 
 reduction; only the final found-inf flag is read to the host, once per step.
 """
 from ..autograd.grad_mode import no_grad
+from ..kernels.optim import amp_unscale
 
 
 class GradScaler:
@@ -137,6 +138,5 @@ class GradScaler:
 def _unscale_and_check(grads, inv_scale):
     """Multiply every gradient by inv_scale in place; whether any element was inf or NaN (the
     fused kernel of cl_kernels/optim.mako: one launch per gradient, one flag read)."""
-    from ..optim._fused import amp_unscale
     with no_grad():
         return amp_unscale(grads, inv_scale)

@@ -2,7 +2,7 @@
 import math
 
 from ..ops.creation import zeros_like
-from . import _fused
+from ..kernels import optim as _fused
 from .optimizer import Optimizer, _no_grad_step, _scalar
 
 __all__ = ["Adam", "AdamW"]

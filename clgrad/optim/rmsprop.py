@@ -1,6 +1,6 @@
 """RMSprop (smoothing constant alpha, momentum, centered, weight decay, maximize)."""
 from ..ops.creation import zeros_like
-from . import _fused
+from ..kernels import optim as _fused
 from .optimizer import Optimizer, _no_grad_step, _scalar
 
 __all__ = ["RMSprop"]

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from ..ops.creation import empty_like
-from . import _fused
+from ..kernels import optim as _fused
 from .optimizer import Optimizer, _no_grad_step, _scalar
 
 __all__ = ["SGD"]

@@ -1,14 +1,27 @@
-"""Launching the fused update kernels of cl_kernels/optim.mako: one kernel per parameter and step
-does the whole update (gradient transforms, state, parameter) in one pass over memory."""
-from .. import dtypes
-from ..ops._base import contiguous_raw, copy_into
-from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+"""The optim family (cl_kernels/optim.mako): the fused update kernels of the optimizers (SGD, Adam /
+AdamW, RMSprop) and GradScaler's unscale. One kernel per parameter and step does the whole update
+(gradient transforms, state, parameter) in one pass over memory. Raw launches: no autograd; a
+parameter is changed in place and its version counter bumped, as autograd must see it.
 
-PROGRAMS = {dt: Program("optim", dt.short, render("optim.mako", dt=dt)) for dt in dtypes.FLOATS}
+>>> import clgrad
+>>> p, g = clgrad.ones(3), clgrad.full((3,), 2.0)
+>>> sgd(p, g, None, lr=0.5, weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False,
+...     maximize=False, first=True)
+>>> p.tolist()
+[0.0, 0.0, 0.0]
+>>> amp_unscale([g], 0.5), g.tolist()
+(False, [1.0, 1.0, 1.0])
+"""
+from .. import dtypes
+from ..runtime.family import KernelFamily
+from ..runtime.kernels import vec_width
+from .copy import contiguous_raw, copy_into, full_raw
+
+OPTIM = KernelFamily("optim", lambda dt: dict(dt=dt), dtypes.FLOATS)
 
 
 def _flat(t):
-    """t itself when contiguous, else a contiguous copy (written back by _finish)."""
+    """t itself when contiguous, else a contiguous copy (written back by _run)."""
     return t if t._contig else contiguous_raw(t)
 
 
@@ -25,13 +38,9 @@ def _run(name, param, grad, states, scalars):
         grad = grad.to(dt)
     dev = param._storage.device
     p, g = _flat(param), _flat(grad)
-    args = [p._storage.buf, p._offset, g._storage.buf, g._offset]
-    for s in states:
-        s = p if s is None else s               # an unused state: any valid buffer will do
-        args += [s._storage.buf, s._offset]
-    k = get_kernel(dev, PROGRAMS[dt], name)
-    gs, ls = grid(dev, -(-n // vec_width(dev, dt)))
-    launch(dev, k, gs, ls, *args, *scalars, n)
+    # an unused state: any valid buffer will do
+    OPTIM.launch(dev, dt, name, -(-n // vec_width(dev, dt)), p, g,
+                 *[p if s is None else s for s in states], *scalars, n)
     if p is not param:
         copy_into(param, p)
     param._vc[0] += 1                          # an in-place change, as autograd must see it
@@ -61,7 +70,6 @@ def amp_unscale(grads, inv_scale):
     """GradScaler's unscale: every gradient times inv_scale, in place, by one kernel launch each;
     whether any element was inf or NaN. The launches share one int32 flag per device, read once
     at the end: no host round trip per gradient."""
-    from ..ops.creation import zeros
     flags = {}
     for g in grads:
         n = g.numel()
@@ -72,11 +80,10 @@ def amp_unscale(grads, inv_scale):
             raise RuntimeError(f"GradScaler unscales floating-point gradients, got {dt}")
         found = flags.get(dev)
         if found is None:
-            found = flags[dev] = zeros(1, dtype=dtypes.int32, device=f"cl:{dev.index}")
+            found = flags[dev] = full_raw((1,), 0, dtypes.int32, dev)
         flat = _flat(g)
-        gs, ls = grid(dev, -(-n // vec_width(dev, dt)))
-        launch(dev, get_kernel(dev, PROGRAMS[dt], "amp_unscale"), gs, ls, flat._storage.buf,
-               flat._offset, inv_scale, found._storage.buf, n)
+        OPTIM.launch(dev, dt, "amp_unscale", -(-n // vec_width(dev, dt)), flat, inv_scale,
+                     found._storage.buf, n)
         if flat is not g:
             copy_into(g, flat)
         g._vc[0] += 1
