@@ -323,7 +323,7 @@ def drive_reduce(dev, dt, rng):
     """Every reduction of the dtype's program over a whole tensor, rows, columns (vectorised and
     not) and a strided walk, with sizes crossing the work-group size and the split into partial
     sums; then the public ops."""
-    from clgrad.ops.reduce import reduce_raw, reductions_for
+    from clgrad.kernels.reduce import reduce_raw, reductions_for
     x = _t(dt, (3, 300), dev, rng)
     cols = _t(dt, (5, 70), dev, rng)            # >= 64 kept columns of stride 1: colv
     cols2 = _t(dt, (5, 3, 80), dev, rng)[:, :, :70]   # two kept dims of stride 1: col

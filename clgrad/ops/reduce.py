@@ -1,8 +1,8 @@
 """Reductions: sum, mean, prod, max/min (values and indices), amax/amin, argmax/argmin, all/any,
 var/std, logsumexp, norm; each an Op with its differentiation rule beside it.
 
-One kernel family per reduction (cl_kernels/reduce.mako); the table below says, per input dtype,
-what it accumulates in, its identity, how it combines and what it returns.
+The kernels are the reduce family's (clgrad.kernels.reduce: reduce_raw and the table of what
+each reduction accumulates in, its identity, how it combines and what it returns).
 """
 import builtins
 import collections
@@ -10,83 +10,9 @@ import math
 
 from .. import dtypes
 from ..autograd.function import Op, _null_ctx
-from ..dtypes import ALL as ALL_DTYPES
-from ..runtime.kernels import Program, get_kernel, group_limit, launch, render, vec_width
-from ..tensor import Tensor, empty_tensor, numel_of
-from ._base import cast_raw, check_fp64, collapse, full_raw, pack8, size_repr, view_raw
-
-_INT_MIN = {"int": "(-2147483647 - 1)", "long": "(-9223372036854775807L - 1)", "uchar": "0",
-            "short": "(-32768)", "char": "(-128)"}
-_INT_MAX = {"int": "2147483647", "long": "9223372036854775807L", "uchar": "255",
-            "short": "32767", "char": "127"}
-
-
-def _acc_dtype(dt):
-    if dt.kind == "f":
-        return dtypes.float64 if dt is dtypes.float64 else dtypes.float32
-    return dtypes.int64
-
-
-def _value_dtype(dt):
-    """the dtype values are compared in (16-bit floats in float32)"""
-    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
-class Reduction:
-    def __init__(self, name, dt, acc, out, identity, combine, better=None, scaled=False):
-        self.name = name
-        self.acc = acc
-        self.out = out
-        self.identity = identity
-        self.combine = combine
-        self.better = better
-        self.is_arg = better is not None
-        self.scaled = scaled
-
-    def post(self, v):
-        return f"({v}) * scale" if self.scaled else v
-
-
-def reductions_for(dt):
-    acc = _acc_dtype(dt)
-    val = _value_dtype(dt)
-    sum_out = dt if dt.kind == "f" else dtypes.int64
-    rs = [Reduction("sum", dt, acc, sum_out, "0", "a + b", scaled=True),
-          Reduction("prod", dt, acc, sum_out, "1", "a * b", scaled=True)]
-    if dt.kind == "f":
-        lo, hi = "-INFINITY", "INFINITY"
-        mx = "(isnan(a) || a > b) ? a : b"
-        mn = "(isnan(a) || a < b) ? a : b"
-        nan = "(isnan(vb) && !isnan(va))"
-        eq = "(vb == va || (isnan(vb) && isnan(va)))"
-        bmax = f"(vb > va) || {nan} || ({eq} && ib < ia)"
-        bmin = f"(vb < va) || {nan} || ({eq} && ib < ia)"
-    else:
-        lo, hi = _INT_MIN[val.ct], _INT_MAX[val.ct]
-        if dt.kind == "b":
-            lo, hi = "0", "1"
-        mx = "(a > b) ? a : b"
-        mn = "(a < b) ? a : b"
-        bmax = "(vb > va) || (vb == va && ib < ia)"
-        bmin = "(vb < va) || (vb == va && ib < ia)"
-    rs += [Reduction("max", dt, val, dt, lo, mx), Reduction("min", dt, val, dt, hi, mn),
-           Reduction("argmax", dt, val, dtypes.int64, lo, mx, better=bmax),
-           Reduction("argmin", dt, val, dtypes.int64, hi, mn, better=bmin)]
-    if dt is dtypes.bool_:
-        rs += [Reduction("all", dt, dtypes.bool_, dtypes.bool_, "1", "a & b"),
-               Reduction("any", dt, dtypes.bool_, dtypes.bool_, "0", "a | b")]
-    return rs
-
-
-REDUCTIONS = {dt: {r.name: r for r in reductions_for(dt)} for dt in ALL_DTYPES}
-# Where whole programs are built (PoCL), the reductions most scripts use are a unit of their
-# own (Program.unit_key): a training step builds them, not prod, min, argmin and the rest.
-HOT = ("sum", "argmax", "all", "any")
-PROGRAMS = {dt: Program("reduce", dt.short, render("reduce.mako", dt=dt,
-                                                   reductions=list(REDUCTIONS[dt].values())),
-                        hot={f"{r}_{kind}" for r in HOT for kind in ("c", "r", "col", "colv")})
-            for dt in ALL_DTYPES}
-
+from ..kernels.reduce import out_shape, reduce_raw
+from ..tensor import Tensor, contiguous_strides, numel_of
+from ._base import cast_raw, full_raw, size_repr, view_raw
 
 # ---- dims ----------------------------------------------------------------------------------------
 def wrap_dims(op, dim, ndim):
@@ -114,134 +40,6 @@ def wrap_dims(op, dim, ndim):
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         out.append(d)
     return tuple(sorted(out))
-
-
-def out_shape(shape, dims, keepdim):
-    if keepdim:
-        return tuple(1 if i in dims else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in dims)
-
-
-GROUP_MAX = 256        # the local buffers of reduce.mako's <op>_c / <op>_r kernels
-
-
-# ---- the raw reduction ----------------------------------------------------------------------------
-def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
-    """Reduce x over `dims` with reduction `name`; not recorded. Returns a new tensor."""
-    dev = x._storage.device
-    dt = x._dtype
-    check_fp64(dt, dev)
-    R = REDUCTIONS[dt][name]
-    shape = x._shape
-    oshape = out_shape(shape, dims, keepdim)
-    N = 1
-    for d in dims:
-        N *= shape[d]
-    M = numel_of(oshape)
-    out = empty_tensor(oshape, R.out, dev)
-    if M == 0:
-        return _cast_out(out, out_dtype)
-    if N == 0:
-        if R.is_arg or name in ("max", "min"):
-            raise IndexError(f"{name}(): Expected reduction dim to have non-zero size, got a tensor "
-                             f"of shape {size_repr(shape)} reduced over dims {list(dims)}")
-        value = 1 if name in ("prod", "all") else 0
-        if R.scaled and scale != 1:
-            value = value * scale              # the mean of nothing is NaN
-        return _cast_out(full_raw(oshape, value, R.out, dev), out_dtype)
-    kept = [d for d in range(len(shape)) if d not in dims]
-    kshape, (kst,) = collapse([shape[d] for d in kept], [[x._strides[d] for d in kept]])
-    rshape, (rst,) = collapse([shape[d] for d in dims], [[x._strides[d] for d in dims]])
-    if len(kshape) > 8 or len(rshape) > 8:
-        x = cast_raw(x, dt) if x._contig else _contig(x)
-        return reduce_raw(name, x, dims, keepdim, scale, out_dtype)
-    if len(rshape) > 1 and not R.is_arg and dt.itemsize >= 4:
-        # Reduced dims that do not merge (a mean over batch and space of NCHW, say): reduce the
-        # inner ones first, keeping them as size 1, then the others. Each stage is then a plain row
-        # or column reduction instead of a per-element walk of the reduced dims. (16-bit inputs
-        # keep the single pass: an intermediate result would round to 16 bits.)
-        # first stage: the innermost run of neighbouring reduced dims (space, in NCHW)
-        live = [d for d in dims if shape[d] > 1]
-        first = [live[-1]]
-        for d in reversed(live[:-1]):
-            if d != first[0] - 1:
-                break
-            first.insert(0, d)
-        if len(first) == len(live):
-            first = live[-1:]
-        part = reduce_raw(name, x, tuple(first), True)
-        rest = reduce_raw(name, part, dims, keepdim, scale)
-        return _cast_out(rest, out_dtype)
-    if not rshape:
-        rshape, rst = [1], [0]
-    cpu = dev.cpu_paths
-    contiguous_rows = len(rshape) == 1 and rst[0] == 1
-    column = (not contiguous_rows and len(rshape) == 1 and kshape and kst[-1] == 1
-              and M >= 64)
-    parts = 1
-    if column:
-        # one kept dim of stride 1: vector loads across neighbouring outputs
-        kind = "colv" if (len(kshape) == 1 and not R.is_arg) else "col"
-        L = 1
-    else:
-        kind = "c" if contiguous_rows else "r"
-        if cpu:
-            L = 1
-            want = dev.compute_units * 4
-            if not R.is_arg and M < want and N >= 4096:
-                parts = builtins.min(-(-want // M), -(-N // 1024))
-        else:
-            # any count works (the kernels' tree takes odd counts); within the kernel's limit and
-            # its local buffers (GROUP_MAX in reduce.mako)
-            L = builtins.min(N, group_limit(dev, get_kernel(dev, PROGRAMS[dt], f"{name}_{kind}"),
-                                            GROUP_MAX))
-            want = dev.compute_units * 4
-            if not R.is_arg and M < want and N >= L * 64:
-                parts = builtins.min(-(-want // M), -(-N // (L * 16)))
-    vec = vec_width(dev, dt, R.acc)
-    chunk = -(-N // parts)
-    chunk = -(-chunk // vec) * vec
-    parts = -(-N // chunk)
-    final_direct = parts == 1
-    if final_direct:
-        part = out
-    else:
-        part = empty_tensor((M * parts,), R.acc, dev)
-    k = get_kernel(dev, PROGRAMS[dt], f"{name}_{kind}")
-    acc_scale = float(scale) if R.acc.kind == "f" else int(scale) if R.acc.kind != "b" else 1
-    args = (out._storage.buf, out._offset, part._storage.buf, x._storage.buf, x._offset, M, N,
-            len(kshape), pack8(kshape), pack8(kst), len(rshape), pack8(rshape), pack8(rst),
-            chunk, parts, acc_scale)
-    if kind in ("col", "colv"):
-        items = M if kind == "col" else -(-M // (4 * vec))
-        # enough work-groups for every compute unit: on a CPU a group runs on one core
-        ls = builtins.max(1, builtins.min(dev.wg, 64, items // (2 * dev.compute_units)))
-        launch(dev, k, (-(-items // ls) * ls,), (ls,), *args)
-    else:
-        launch(dev, k, (M * parts * L,), (L,), *args)
-    if final_direct:
-        return _cast_out(out, out_dtype)
-    # second stage: reduce the partials of each output, in the accumulator's dtype
-    partials = view_raw(part, (M, parts), (parts, 1), 0)
-    res = reduce_raw(name, partials, (1,), False, scale)
-    res = view_raw(res, oshape, _contig_strides(oshape), 0)
-    if res._dtype is not R.out:
-        res = cast_raw(res, R.out)
-    return _cast_out(res, out_dtype)
-
-
-def _contig_strides(shape):
-    from ..tensor import contiguous_strides
-    return contiguous_strides(shape)
-
-
-def _contig(x):
-    from ._base import contiguous_raw
-    return contiguous_raw(x)
-
-
-def _cast_out(t, dt):
-    return t if dt is None or t._dtype is dt else cast_raw(t, dt)
 
 
 # ---- recorded reductions ------------------------------------------------------------------------
@@ -431,8 +229,8 @@ def _chosen(idx, shape, dim, keepdim):
     pos = arange_raw(n, dtypes.int64, idx._storage.device)
     pos = view_raw(pos, tuple(n if i == dim else 1 for i in range(len(shape))),
                    tuple(1 if i == dim else 0 for i in range(len(shape))), 0)
-    idx_k = idx if keepdim else view_raw(idx, _keep_shape(shape, (dim,)),
-                                         _contig_strides(_keep_shape(shape, (dim,))), idx._offset)
+    kshape = _keep_shape(shape, (dim,))
+    idx_k = idx if keepdim else view_raw(idx, kshape, contiguous_strides(kshape), idx._offset)
     return pos == idx_k
 
 
@@ -512,7 +310,7 @@ class LogSumExp(Op):
         e = run(TABLE["exp"], (run(TABLE["sub"], (x, m)),))
         s = reduce_raw("sum", e, dims, keepdim)
         mk = m if keepdim else view_raw(m, out_shape(x._shape, dims, False),
-                                        _contig_strides(out_shape(x._shape, dims, False)), 0)
+                                        contiguous_strides(out_shape(x._shape, dims, False)), 0)
         out = run(TABLE["add"], (run(TABLE["log"], (s,)), mk))
         ctx.dims, ctx.keepdim = dims, keepdim
         ctx.save_for_backward(x, out)

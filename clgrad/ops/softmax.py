@@ -12,7 +12,7 @@ from ..autograd.grad_mode import state as _state
 from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of
 from ._base import cast_raw, check_fp64, collapse, contiguous_raw
-from .reduce import _INT_MAX, _INT_MIN
+from ..kernels.reduce import _INT_MAX, _INT_MIN
 
 ROW, LANES, ONE = 0, 1, 2           # how a line kernel walks (see softmax.mako)
 

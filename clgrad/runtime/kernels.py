@@ -462,9 +462,9 @@ def group_limit(device, kernel, most):
     and local memory, and may be below the device's maximum.
 
     >>> import clgrad
-    >>> from clgrad.ops.reduce import PROGRAMS
+    >>> from clgrad.kernels.reduce import REDUCE
     >>> d = clgrad.runtime.default_device()
-    >>> 1 <= group_limit(d, get_kernel(d, PROGRAMS[clgrad.float32], "sum_r"), 256) <= 256
+    >>> 1 <= group_limit(d, get_kernel(d, REDUCE[clgrad.float32], "sum_r"), 256) <= 256
     True
     """
     key = ("group_limit", kernel.function_name, id(kernel))
