@@ -6,10 +6,9 @@ import numbers
 import numpy as np
 
 from .. import dtypes
-from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.device import get_device
-from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..kernels.copy import arange_raw, linspace_raw  # noqa: F401 (arange_raw: ops import it here)
+from ..kernels.random import draw_raw, random_bits_raw
 from ..tensor import Tensor, empty_tensor, numel_of, upload
 from ._base import (check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
                     full_raw, scalar_for, view_raw)
@@ -289,9 +288,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, **kw):
 
 
 # ---- random -----------------------------------------------------------------------------------
-RANDOM = {dt: Program("random", dt.short, render("random.mako", dt=dt)) for dt in ALL_DTYPES}
-
-
 class Generator:
     """A Philox stream: a seed and how many numbers were drawn from it.
 
@@ -373,18 +369,8 @@ def _draw(kernel, t, generator, *params):
     n = numel_of(t._shape)
     if n == 0:
         return t
-    gen = generator or default_generator
-    seed, off = gen.take(n)
-    dev = t._storage.device
-    k = get_kernel(dev, RANDOM[t._dtype], kernel)
-    gs, ls = grid(dev, n)
-    if t._contig:
-        launch(dev, k, gs, ls, t._storage.buf, t._offset, n, seed, off, *params)
-    else:
-        tmp = empty_tensor(t._shape, t._dtype, dev)
-        launch(dev, k, gs, ls, tmp._storage.buf, 0, n, seed, off, *params)
-        copy_into(t, tmp)
-    return t
+    seed, off = (generator or default_generator).take(n)
+    return draw_raw(kernel, t, seed, off, *params)
 
 
 def _float_dtype(dtype, op):
@@ -597,11 +583,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
         return empty_tensor((0,), dt, dev)
     gen = generator or default_generator
     seed, off = gen.take(n)
-    bits = empty_tensor((n,), dtypes.int32, dev)
-    k = get_kernel(dev, RANDOM[dtypes.int32], "random_bits")
-    gs, ls = grid(dev, n)
-    launch(dev, k, gs, ls, bits._storage.buf, n, seed, off)
-    keys = bits._read_host().view(np.uint32)
+    keys = random_bits_raw(n, seed, off, dev)._read_host().view(np.uint32)
     order = np.argsort(keys, kind="stable")
     return upload(order, dt, dev)
 
