@@ -208,8 +208,9 @@ def result_type(*operands):
 def can_cast(frm, to):
     """torch.can_cast: whether an in-place op may write a `frm` result into a `to` tensor."""
     frm, to = as_dtype(frm), as_dtype(to)
-    order = "buif"
-    return order.index(frm.kind) <= order.index(to.kind) if frm.kind != to.kind else True
+    # torch's categories: bool < integral (signed or not: int64 -> uint8 is allowed) < float
+    order = {"b": 0, "u": 1, "i": 1, "f": 2}
+    return order[frm.kind] <= order[to.kind]
 
 
 class finfo:

@@ -302,3 +302,44 @@ def test_training_a_classifier_lowers_the_loss():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.3 * losses[0]
+
+
+def test_regression_losses_of_bool_and_integer_operands(device):
+    # torch computes mse / smooth_l1 / huber in one kernel over the promoted operands: a float
+    # input with a bool or integer target works (input - target alone refuses a bool); a
+    # promoted type that is not floating has no kernel; huber's result has input's dtype. l1_loss
+    # is composed of - and abs: integers work (but for 'mean'), bools do not.
+    x = clgrad.tensor([1.0, 0.0, 1.0], device=device)
+    b = clgrad.tensor([False, False, True], device=device)
+    i = clgrad.tensor([0, 0, 1], device=device)
+    for loss, want in ((F.mse_loss, [1.0, 0.0, 0.0]), (F.smooth_l1_loss, [0.5, 0.0, 0.0]),
+                       (F.huber_loss, [0.5, 0.0, 0.0])):
+        for target in (b, i):
+            r = loss(x, target, reduction="none")
+            assert r.dtype is clgrad.float32 and r.tolist() == want
+            if loss is not F.huber_loss:            # its result would be the target's
+                assert loss(target, x, reduction="sum").item() == sum(want)
+        assert abs(loss(x, b).item() - sum(want) / 3) < 1e-7
+    for loss in (F.mse_loss, F.smooth_l1_loss, F.huber_loss):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            loss(b, b)
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            loss(i, b)
+    if device.has_fp64:
+        x64 = x.double()
+        assert F.huber_loss(x, x64).dtype is clgrad.float32
+        assert F.mse_loss(x, x64).dtype is clgrad.float64
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        F.huber_loss(i, x)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.huber_loss(i.to(clgrad.uint8), i)        # int64 -> uint8 is a legal cast in torch
+    assert clgrad.can_cast(clgrad.int64, clgrad.uint8) and \
+        not clgrad.can_cast(clgrad.int8, clgrad.bool)
+    assert F.l1_loss(i, i.flip(0), reduction="sum").item() == 2
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        F.l1_loss(x, b)
+    # gradients reach the float operand
+    w = clgrad.tensor([1.0, 0.0, 3.0], device=device, requires_grad=True)
+    F.mse_loss(w, b, reduction="sum").backward()
+    assert w.grad.tolist() == [2.0, 0.0, 4.0]

@@ -626,6 +626,21 @@ def _warn_shapes(input, target):
                       f"to broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+def _float_operands(kernel, input, target):
+    """torch computes mse, smooth_l1 and huber losses in one kernel over input and target
+    promoted together: bool and integer operands are cast to the promoted type (a float input
+    with a bool target works, where input - target would refuse the bool), and a promoted type
+    that is not floating has no kernel (l1_loss, composed of - and abs, is not one of these)."""
+    dt = dtypes.result_type(input, target)
+    if kernel == "huber" and not dtypes.can_cast(dt, input.dtype):   # its result is input's
+        raise RuntimeError(f"result type {dtypes.TORCH_NAMES[dt]} can't be cast to the desired "
+                           f"output type {dtypes.TORCH_NAMES[input.dtype]}")
+    if dt.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[dt]}'")
+    return input.to(dt), target.to(dt)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error, (input - target)^2 reduced.
 
@@ -635,6 +650,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     reduction = _reduction(size_average, reduce, reduction)
     _warn_shapes(input, target)
+    input, target = _float_operands("mse", input, target)
     loss = (input - target).square()
     if weight is not None:
         loss = loss * weight
@@ -669,6 +685,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _warn_shapes(input, target)
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
+    input, target = _float_operands("smooth_l1", input, target)
     d = (input - target).abs()
     loss = where(d < beta, d.square() * (0.5 / beta), d - 0.5 * beta)
     return _reduce(loss, reduction)
@@ -683,8 +700,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     [0.125, 4.0]
     """
     _warn_shapes(input, target)
+    out_dtype = input.dtype
+    input, target = _float_operands("huber", input, target)
     d = (input - target).abs()
-    loss = where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta)
+    loss = where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta).to(out_dtype)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
