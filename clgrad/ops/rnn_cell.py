@@ -14,45 +14,13 @@ When backward itself is recorded (create_graph), they give their gradient in clg
 instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
 composed ops, differentiated by the engine), so that they differentiate again.
 """
-from .. import dtypes
 from ..autograd.function import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
-from ..runtime.kernels import Program, get_kernel, grid, launch, render, vec_width
+from ..kernels.rnn import (gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw, rnn_bwd_raw,
+                           rnn_fwd_raw)
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, full_raw, recorded_grads, view_raw
 from .linalg import gemm
-
-PROGRAMS = {dt: Program("rnn", dt.short, render("rnn.mako", dt=dt)) for dt in dtypes.FLOATS}
-
-
-def _arg(t, off=0):
-    return t._storage.buf, t._offset + off
-
-
-def _launch(name, dev, dt, B, H, *args):
-    """The `_v` kernel (a vector of hidden units per work-item) where H allows it."""
-    w = vec_width(dev, dt)
-    vec = H % w == 0
-    if B * H:
-        gs, ls = grid(dev, B * H // w if vec else B * H)
-        launch(dev, get_kernel(dev, PROGRAMS[dt], name + ("_v" if vec else "_s")), gs, ls,
-               *args, B, H)
-
-
-def _cell_fwd(B, H, gates, go, c_prev, cpo, h, ho, c, co, act, ao):
-    """The cell kernel on [B, 4H] / [B, H] slices at the given extra element offsets."""
-    _launch("lstm_fwd", gates._storage.device, gates._dtype, B, H, *_arg(gates, go),
-            *_arg(c_prev, cpo), *_arg(h, ho), *_arg(c, co), *_arg(act, ao))
-
-
-def _cell_bwd(B, H, dh, dh2, dc, act, ao, c_prev, cpo, c, co, dgates, dgo, dcp):
-    """dh, dh2, dc: (tensor, extra offset) or None."""
-    opt = []
-    for g in (dh, dh2, dc):
-        opt += [*_arg(g[0], g[1]), 1] if g is not None else [act._storage.buf, 0, 0]
-    _launch("lstm_bwd", act._storage.device, act._dtype, B, H, *opt, *_arg(act, ao),
-            *_arg(c_prev, cpo), *_arg(c, co), *_arg(dgates, dgo), *_arg(dcp))
-
 
 def _cell_formula(gates, c_prev, dh, dc):
     """The cell's gradient written in clgrad ops (for create_graph)."""
@@ -82,7 +50,7 @@ class LSTMCell(Op):
         h = empty_tensor((B, H), dt, dev)
         c = empty_tensor((B, H), dt, dev)
         act = empty_tensor((B, 4 * H), dt, dev)
-        _cell_fwd(B, H, gates, 0, c_prev, 0, h, 0, c, 0, act, 0)
+        lstm_fwd_raw(B, H, gates, 0, c_prev, 0, h, 0, c, 0, act, 0)
         ctx.save_for_backward(gates, c_prev, c, act)
         return h, c
 
@@ -95,9 +63,9 @@ class LSTMCell(Op):
                                  dc)
         dgates = empty_tensor((B, 4 * H), act._dtype, act._storage.device)
         dcp = empty_tensor((B, H), act._dtype, act._storage.device)
-        _cell_bwd(B, H, (contiguous_raw(dh), 0) if dh is not None else None, None,
-                  (contiguous_raw(dc), 0) if dc is not None else None,
-                  act, 0, c_prev, 0, c, 0, dgates, 0, dcp)
+        lstm_bwd_raw(B, H, (contiguous_raw(dh), 0) if dh is not None else None, None,
+                     (contiguous_raw(dc), 0) if dc is not None else None,
+                     act, 0, c_prev, 0, c, 0, dgates, 0, dcp)
         return dgates, dcp
 
 
@@ -150,12 +118,6 @@ def _weight_grad(dg, out, h0, reverse):
     return view_raw(dw, (G, H), (H, 1), dw._offset)
 
 
-def _opt(g, off, other):
-    """A gradient argument of the backward kernels: (buffer, offset, present flag); an absent
-    one passes the buffer of `other`, never read (some drivers refuse a NULL buffer)."""
-    return [*_arg(g, off), 1] if g is not None else [other._storage.buf, 0, 0]
-
-
 def _composed(proj, w_hh, h0, c0, reverse):
     """lstm_layer in clgrad ops (recorded): what create_graph differentiates."""
     from .join import stack
@@ -189,7 +151,7 @@ class LSTMLayer(Op):
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
                          b_cache=cache)
-            _cell_fwd(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
+            lstm_fwd_raw(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
             h, ho, c, co = out, t * B * H, cs, t * B * H
         h_n = contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho))
         c_n = contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co))
@@ -223,8 +185,8 @@ class LSTMLayer(Op):
             prev = order[n + 1] if not last else None
             c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
             dcp = empty_tensor((B, H), dt, dev)
-            _cell_bwd(B, H, dh, (dout, t * B * H) if dout is not None else None, dc, act, t * B * G,
-                      c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
+            lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc, act,
+                         t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
             dc = (dcp, 0)
             dh = (gemm(_batch(dgates, t * B * G, B, G), w, b_cache=cache), 0)
         dw = _weight_grad(dgates, out, h0, reverse) if ctx.needs_input_grad[1] else None
@@ -285,8 +247,7 @@ class GRULayer(Op):
         h, ho = h0, 0
         for t in _order(T, reverse):
             gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1, b_cache=cache)
-            _launch("gru_fwd", dev, dt, B, H, *_arg(proj, t * B * G), *_arg(gh), *_arg(h, ho),
-                    *_arg(out, t * B * H), *_arg(act, t * B * 4 * H))
+            gru_fwd_raw(B, H, proj, t * B * G, gh, h, ho, out, t * B * H, act, t * B * 4 * H)
             h, ho = out, t * B * H
         ctx.reverse = reverse
         ctx.save_for_backward(proj, w_hh, b_hh, h0)
@@ -316,9 +277,8 @@ class GRULayer(Op):
         for n, t in enumerate(order):
             hp, hpo = (h0, 0) if n == T - 1 else (out, order[n + 1] * B * H)
             dhp = empty_tensor((B, H), dt, dev)
-            _launch("gru_bwd", dev, dt, B, H, *_opt(dh, 0, act), *_opt(dout, t * B * H, act),
-                    *_arg(act, t * B * 4 * H), *_arg(hp, hpo), *_arg(dx, t * B * G),
-                    *_arg(dgh, t * B * G), *_arg(dhp))
+            gru_bwd_raw(B, H, dh, dout, t * B * H, act, t * B * 4 * H, hp, hpo, dx, t * B * G,
+                        dgh, t * B * G, dhp)
             # dh_prev = z * dh (the kernel's dhp) + dgh @ W_hh, in the one GEMM
             dh = gemm(_batch(dgh, t * B * G, B, G), w, dhp, 1, b_cache=cache)
         needs = ctx.needs_input_grad
@@ -377,7 +337,7 @@ class RNNLayer(Op):
         for t in _order(T, reverse):
             pre = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * H, B, H), 1,
                        b_cache=cache)
-            _launch("rnn_fwd", dev, dt, B, H, *_arg(pre), *_arg(out, t * B * H), relu)
+            rnn_fwd_raw(B, H, pre, out, t * B * H, relu)
             h, ho = out, t * B * H
         ctx.reverse, ctx.relu = reverse, relu
         ctx.save_for_backward(proj, w_hh, h0)
@@ -401,8 +361,7 @@ class RNNLayer(Op):
         cache = {}
         dh = contiguous_raw(dh_n) if dh_n is not None else None
         for t in _order(T, not reverse):
-            _launch("rnn_bwd", dev, dt, B, H, *_opt(dh, 0, out), *_opt(dout, t * B * H, out),
-                    *_arg(out, t * B * H), *_arg(dpre, t * B * H), ctx.relu)
+            rnn_bwd_raw(B, H, dh, dout, t * B * H, out, t * B * H, dpre, t * B * H, ctx.relu)
             dh = gemm(_batch(dpre, t * B * H, B, H), w, b_cache=cache)
         dw = _weight_grad(dpre, out, h0, reverse) if ctx.needs_input_grad[1] else None
         dh0 = view_raw(dh, (B, H), (H, 1), dh._offset) if dh is not None else \
