@@ -1,98 +1,17 @@
-"""layer_norm in fused kernels (cl_kernels/norm.mako): one kernel forward, and backward one for
-the input's gradient and one for the weight's and bias's partial sums, where the composed form
-(mean, subtract, square, mean, rsqrt, multiply, scale, shift and their gradients) launched about
-twenty. A GPT block has two of them.
+"""layer_norm in fused kernels (the norm family, clgrad.kernels.norm): one kernel forward, and
+backward one for the input's gradient and one for the weight's and bias's partial sums, where the
+composed form (mean, subtract, square, mean, rsqrt, multiply, scale, shift and their gradients)
+launched about twenty. A GPT block has two of them.
 
 When backward itself is recorded (create_graph), the gradient is taken through the composed
 form recomputed from the saved inputs, so that it differentiates again; forward-mode AD gets
 J·v from that backward.
 """
-from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
-from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
-from ..tensor import empty_tensor, numel_of
-from ._base import cast_raw, check_fp64, contiguous_raw, recorded_grads, view_raw
-from .reduce import reduce_raw
-from .softmax import line_grid
-
-PROGRAMS = {dt: Program("norm", dt.short, render("norm.mako", dt=dt)) for dt in dtypes.FLOATS}
-GROUP_MAX = 256          # the local buffer of norm.mako's *_group kernels
-WGRAD_ITEMS = 4096       # ln_wgrad's work-items (chunks of rows x columns) at most
-
-
-def _acc(dt):
-    """The dtype of the saved mean and 1/std (and of the sums): float, double for double."""
-    return dtypes.float64 if dt.ct == "double" else dtypes.float32
-
-
-def _optional(t, x):
-    """A kernel's (buffer, offset, present) for t, or x's buffer as a stand-in when t is None."""
-    if t is None:
-        return x._storage.buf, 0, 0
-    return t._storage.buf, t._offset, 1
-
-
-def _rows_grid(dev, kernel, rows, L):
-    """(global, local size): a work-item per row on the CPU paths, a work-group per row on the
-    GPU ones."""
-    if dev.cpu_paths:
-        return line_grid(dev, rows)
-    ls = min(L, group_limit(dev, kernel, GROUP_MAX))
-    return (rows * ls,), (ls,)
-
-
-def layer_norm_raw(x, weight, bias, L, eps):
-    """(out, mean, rstd) of layer_norm over the last L elements of every row of contiguous x;
-    not recorded."""
-    dev, dt = x._storage.device, x._dtype
-    check_fp64(dt, dev)
-    rows = numel_of(x._shape) // L
-    out = empty_tensor(x._shape, dt, dev)
-    mean = empty_tensor((rows,), _acc(dt), dev)
-    rstd = empty_tensor((rows,), _acc(dt), dev)
-    name = "ln_fwd_row" if dev.cpu_paths else "ln_fwd_group"
-    k = get_kernel(dev, PROGRAMS[dt], name)
-    gs, ls = _rows_grid(dev, k, rows, L)
-    tail = (rows, L, eps) if dev.cpu_paths else (L, eps)
-    launch(dev, k, gs, ls, x._storage.buf, x._offset, *_optional(weight, x),
-           *_optional(bias, x), out._storage.buf, out._offset, mean._storage.buf,
-           rstd._storage.buf, *tail)
-    return out, mean, rstd
-
-
-def layer_norm_backward_raw(g, x, weight, mean, rstd, L, need_x, need_w, need_b):
-    """(dx, dw, db) for output gradient g: dw = sum(g * xhat) and db = sum(g) over rows, [L]
-    tensors of x's dtype; None where not needed. Not recorded."""
-    dev, dt = x._storage.device, x._dtype
-    rows = numel_of(x._shape) // L
-    g = contiguous_raw(cast_raw(g, dt))
-    dx = dw = db = None
-    if need_x:
-        dx = empty_tensor(x._shape, dt, dev)
-        name = "ln_bwd_row" if dev.cpu_paths else "ln_bwd_group"
-        k = get_kernel(dev, PROGRAMS[dt], name)
-        gs, ls = _rows_grid(dev, k, rows, L)
-        tail = (rows, L) if dev.cpu_paths else (L,)
-        launch(dev, k, gs, ls, g._storage.buf, g._offset, x._storage.buf, x._offset,
-               *_optional(weight, x), mean._storage.buf, rstd._storage.buf, dx._storage.buf,
-               dx._offset, *tail)
-    if need_w or need_b:
-        parts = max(1, min(rows, WGRAD_ITEMS // L))
-        chunk = -(-rows // parts)
-        parts = -(-rows // chunk)
-        part = empty_tensor((2, parts, L), _acc(dt), dev)
-        k = get_kernel(dev, PROGRAMS[dt], "ln_wgrad")
-        gs, ls = grid(dev, L)
-        launch(dev, k, (gs[0], parts), (ls[0], 1), g._storage.buf, g._offset, x._storage.buf, x._offset,
-               mean._storage.buf, rstd._storage.buf, part._storage.buf, rows, L, chunk, parts)
-        # each its own tensor, so that .grad takes it as it is
-        half = lambda i: view_raw(part, (parts, L), (L, 1), i * parts * L)   # noqa: E731
-        if need_w:
-            dw = cast_raw(reduce_raw("sum", half(0), (0,), False), dt)
-        if need_b:
-            db = cast_raw(reduce_raw("sum", half(1), (0,), False), dt)
-    return dx, dw, db
+from ..kernels.norm import DTYPES, layer_norm_backward_raw, layer_norm_raw
+from ..tensor import numel_of
+from ._base import contiguous_raw, recorded_grads, view_raw
 
 
 def normalize_last(x, dims, eps):
@@ -169,7 +88,7 @@ def layer_norm(x, normalized_ndim, weight, bias, eps):
     [-1.2247, 0.0, 1.2247]
     """
     dev, dt = x._storage.device, x._dtype
-    fused = x.numel() > 0 and dt in PROGRAMS and all(
+    fused = x.numel() > 0 and dt in DTYPES and all(
         t is None or (t._dtype is dt and t._storage.device is dev) for t in (weight, bias))
     if not fused:
         return layer_norm_composed(x, normalized_ndim, weight, bias, eps)
