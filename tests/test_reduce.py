@@ -219,6 +219,22 @@ def test_zero_norm_requires_grad_without_a_gradient(device):
     assert x.grad is None
 
 
+def test_std_var_of_integer_tensors_raise_runtime_error(device):
+    # torch checks the dtype first: a dim out of range or repeated does not turn it into an
+    # IndexError
+    x = clgrad.tensor([[1, 2, 3], [4, 5, 6]], device=device)
+    for f, op in ((lambda: x.std(), "std and var"), (lambda: x.var(5), "std and var"),
+                  (lambda: x.std((0, -2)), "std and var"),
+                  (lambda: clgrad.tensor(3, device=device).var(1), "std and var"),
+                  (lambda: (x > 2).std(-3), "std and var"),
+                  (lambda: clgrad.var_mean(x, 5), "var_mean"),
+                  (lambda: clgrad.std_mean(x, dim=0), "std_mean")):
+        with pytest.raises(RuntimeError, match=f"{op} only support floating point"):
+            f()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.float().var(5)
+
+
 ODD_SHAPES = [(3, 4, 5), (2, 6, 5, 4), (3, 7, 11), (5, 300), (300, 3), (2, 3, 1, 257)]
 
 

@@ -9,7 +9,7 @@ import collections
 import math
 
 from .. import dtypes
-from ..autograd.function import Op, _null_ctx
+from ..autograd.op import Op, _null_ctx
 from ..kernels.reduce import out_shape, reduce_raw
 from ..tensor import Tensor, contiguous_strides, numel_of
 from ._base import cast_raw, full_raw, size_repr, view_raw
@@ -237,9 +237,7 @@ def _chosen(idx, shape, dim, keepdim):
 class Var(Op):
     @staticmethod
     def forward(ctx, x, dims, correction, keepdim, take_sqrt):
-        if x._dtype.kind != "f":
-            raise RuntimeError(f"std and var only support floating point and complex dtypes, got "
-                               f"{x._dtype}")
+        _check_float("std and var", x)
         n = 1
         for d in dims:
             n *= x._shape[d]
@@ -623,6 +621,14 @@ def any(x, dim=None, keepdim=False):
     return reduce_raw("any", _as_bool(x), _dims("any", x, dim), keepdim)
 
 
+def _check_float(op, x):
+    """torch checks the dtype of std / var before their dims: an integer tensor with a dim out
+    of range is this RuntimeError, not the IndexError."""
+    if x._dtype.kind != "f":
+        raise RuntimeError(f"{op} only support floating point and complex dtypes, got "
+                           f"{x._dtype}")
+
+
 def _correction(unbiased, correction):
     if correction is not None:
         return correction
@@ -640,6 +646,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """
     if isinstance(dim, bool):
         unbiased, dim = dim, None
+    _check_float("std and var", x)
     return Var.apply(x, _dims("var", x, dim), _correction(unbiased, correction), bool(keepdim),
                      False)
 
@@ -653,17 +660,20 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """
     if isinstance(dim, bool):
         unbiased, dim = dim, None
+    _check_float("std and var", x)
     return Var.apply(x, _dims("std", x, dim), _correction(unbiased, correction), bool(keepdim),
                      True)
 
 
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over dims."""
+    _check_float("var_mean", x)
     return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
 
 
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over dims."""
+    _check_float("std_mean", x)
     return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim)
 
 
