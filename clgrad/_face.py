@@ -7,7 +7,7 @@ import numbers
 
 from . import dtypes
 from .autograd import engine
-from .autograd.function import _add_hook
+from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops import methods as _methods
 from .ops.elementwise import OPS
@@ -427,10 +427,10 @@ register(methods={"backward": backward, "register_hook": register_hook,
                   "retain_grad": retain_grad})
 
 # ---- what the autograd core needs from the ops -------------------------------------------------
-from .autograd import function as _function  # noqa: E402
+from .autograd import node as _node  # noqa: E402
 from .ops._base import full_raw, size_repr  # noqa: E402
 
-_h = _function.ops
+_h = _node.ops
 _h.add = lambda a, b: pointwise.add(a, b)
 _h.zeros = lambda shape, dt, dev: full_raw(tuple(shape), 0, dt, dev)
 _h.ones = lambda shape, dt, dev: full_raw(tuple(shape), 1, dt, dev)

@@ -364,7 +364,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base is not None:
-            from .autograd.function import refresh_view_grad_fn
+            from .autograd.views import refresh_view_grad_fn
             refresh_view_grad_fn(self)
         return self._grad_fn
 

@@ -6,7 +6,8 @@ import pytest
 import clgrad
 import clgrad.autograd.forward_ad as fwAD
 from clgrad.autograd import function as F
-from clgrad.autograd.function import Function, Op
+from clgrad.autograd.function import Function
+from clgrad.autograd.op import Op
 from clgrad.ops.elementwise import OPS, TABLE
 from helpers import grad_dtype
 

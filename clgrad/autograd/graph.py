@@ -21,6 +21,7 @@ from ..tensor import Tensor, empty_tensor
 from . import engine
 from . import function as F
 from .function import FREED, AccumulateGrad, GradientEdge, Node, RemovableHandle
+from .op import _null_ctx
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
@@ -260,7 +261,7 @@ class _AllowMutationOnSavedContext:
             h = ref()
             if h is not None and h not in self.cloned and h in self.original:
                 orig = self.original.pop(h)
-                self.cloned[h] = Clone.forward(F._null_ctx, orig)   # raw copy, no history
+                self.cloned[h] = Clone.forward(_null_ctx, orig)   # raw copy, no history
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ Rows whose every key is masked give zeros and zero gradients, as torch 2.13 on C
 import math
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
 from ..tensor import Tensor, empty_tensor

@@ -26,7 +26,7 @@ they can be differentiated again.
 import numbers
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..runtime import tuning
 from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, grid, launch, render

@@ -9,8 +9,9 @@ cl_kernels/elementwise.mako. The kernels of each arity and dtype are one program
 import math
 
 from .. import dtypes
-from ..autograd.function import (Op, SavedTensor, _edge, _null_ctx, _validate, hooks,
-                                 run_node)
+from ..autograd.node import SavedTensor, _validate, hooks, run_node
+from ..autograd.op import Op, _null_ctx
+from ..autograd.views import _edge
 from ..autograd.grad_mode import state as _state
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime import kernels as _kernels

@@ -25,7 +25,8 @@ import numpy as np
 import pyopencl as cl
 
 from .. import dtypes
-from ..autograd.function import Op, check_inplace_allowed
+from ..autograd.op import Op
+from ..autograd.views import check_inplace_allowed
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.kernels import Program, get_kernel, grid, launch, render
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of, upload

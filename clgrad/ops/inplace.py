@@ -5,8 +5,8 @@ op runs out of place as usual, the result is copied in, and the tensor's history
 node (its base's, through CopySlices, when it is a view). The version counter goes up either way,
 which is what lets backward catch a saved tensor that was changed afterwards."""
 from .. import dtypes
-from ..autograd.function import (SavedTensor, _check_inplace, check_inplace_allowed, hooks,
-                                 rebase_history)
+from ..autograd.node import SavedTensor, hooks
+from ..autograd.views import _check_inplace, check_inplace_allowed, rebase_history
 from ..autograd.grad_mode import state as _state
 from ..tensor import Tensor, alias
 from ._base import check_inplace_overlap, copy_into, full_raw, size_repr
@@ -66,7 +66,7 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
     check_inplace_allowed(self)
     if not _records(self, args):
         if fast is None or fast() is False:
-            from ..autograd.function import _null_ctx
+            from ..autograd.op import _null_ctx
             result = op_cls.forward(_null_ctx, self, *args)
             check_result(name or op_cls.__name__.lower(), self, result._dtype, result._shape)
             copy_into(self, result)
@@ -129,7 +129,7 @@ def copy_(self, src, non_blocking=False):
     return apply_inplace(CopyFrom, self, src)
 
 
-from ..autograd.function import Op  # noqa: E402
+from ..autograd.op import Op  # noqa: E402
 
 
 class CopyFrom(Op):

@@ -6,7 +6,7 @@ and the copies cast on the way."""
 import functools
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..tensor import Tensor, empty_tensor
 from . import views
 from ._base import copy_into, full_raw, same_device, size_repr, view_raw

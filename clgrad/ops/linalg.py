@@ -20,7 +20,7 @@ user's entry that `tools/tune_gemm.py` stored for this device, the shipped one, 
 default for the device's code path; each is checked with `check_config` before use.
 """
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..runtime import tuning
 from ..runtime.device import path_dependent
 from ..runtime.kernels import Program, get_kernel, launch, render

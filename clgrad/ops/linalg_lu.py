@@ -9,7 +9,7 @@ import collections
 import math
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..autograd.grad_mode import no_grad
 from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
 from ..tensor import Tensor, empty_tensor

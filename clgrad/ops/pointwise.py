@@ -4,7 +4,7 @@ import builtins
 import numbers
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..tensor import Tensor
 from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
 from ._base import broadcast_shapes, check_fits, check_inplace_overlap

@@ -14,7 +14,7 @@ When backward itself is recorded (create_graph), they give their gradient in clg
 instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
 composed ops, differentiated by the engine), so that they differentiate again.
 """
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..kernels.rnn import (gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw, rnn_bwd_raw,
                            rnn_fwd_raw)

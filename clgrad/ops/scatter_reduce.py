@@ -9,7 +9,7 @@ prod gives each element the product of the others in its slot (exact with zeros:
 the product of the non-zeros and the count of zeros, not by dividing by the element).
 """
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..tensor import Tensor
 from . import index as _ix
 from ._base import full_raw, same_device, size_repr

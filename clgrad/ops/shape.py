@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of, upload
 from . import views
 from ._base import MAX_DIMS, collapse, contiguous_raw, full_raw, size_repr, view_raw

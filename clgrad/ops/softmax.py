@@ -7,7 +7,7 @@ written so that they can be differentiated again (double backward).
 import collections
 
 from .. import dtypes
-from ..autograd.function import Op
+from ..autograd.op import Op
 from ..autograd.grad_mode import state as _state
 from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render, vec_width
 from ..tensor import Tensor, empty_tensor, numel_of

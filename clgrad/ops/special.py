@@ -9,7 +9,7 @@ that higher derivatives work.
 import math
 
 from .. import dtypes
-from ..autograd.function import Op, _null_ctx
+from ..autograd.op import Op, _null_ctx
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .pointwise import where

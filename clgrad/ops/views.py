@@ -6,7 +6,7 @@ Also the ops that copy on purpose: contiguous, clone, dtype casts, detach."""
 import builtins
 
 from .. import dtypes
-from ..autograd.function import Op, _null_ctx
+from ..autograd.op import Op, _null_ctx
 from ..autograd.grad_mode import state as _state
 from ..runtime.memory import Storage
 from ..tensor import (Tensor, alias, contiguous_strides, empty_tensor, is_contiguous_layout,
