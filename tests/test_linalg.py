@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import clgrad
+from clgrad.kernels import gemm as gemm_kernels
 from clgrad.ops import linalg
 from helpers import LAYOUTS, assert_close, grad_dtype, grad_tols, make, rounded, to_np
 
@@ -56,20 +57,20 @@ def kernel(request, device, monkeypatch):
     show). "packed" reads A in place (gemm_packed_da) at these sizes, "packed_a" packs it."""
     which = request.param
     if which == "small":
-        monkeypatch.setattr(linalg, "SMALL_WORK", 1 << 62)
+        monkeypatch.setattr(gemm_kernels, "SMALL_WORK", 1 << 62)
     elif which != "default":
-        monkeypatch.setattr(linalg, "SMALL_WORK", 0)
-        monkeypatch.setattr(linalg, "SMALL_ROWS_CPU", 0)
+        monkeypatch.setattr(gemm_kernels, "SMALL_WORK", 0)
+        monkeypatch.setattr(gemm_kernels, "SMALL_ROWS_CPU", 0)
         if which == "packed_a":
-            monkeypatch.setattr(linalg, "DIRECT_A_ROWS", 0)
-            monkeypatch.setattr(linalg, "DIRECT_A_ELEMENTS", 0)
+            monkeypatch.setattr(gemm_kernels, "DIRECT_A_ROWS", 0)
+            monkeypatch.setattr(gemm_kernels, "DIRECT_A_ELEMENTS", 0)
         cfg = {"packed": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
                "packed_a": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
                "lanes": {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2},
                "tiled": {"kind": "tiled", "TM": 16, "TN": 8, "TK": 4, "WM": 2, "WN": 2}}[which]
-        prev = linalg.set_config(device, cfg)
+        prev = gemm_kernels.set_config(device, cfg)
         yield which
-        linalg.set_config(device, prev)
+        gemm_kernels.set_config(device, prev)
         return
     yield which
 
@@ -535,19 +536,19 @@ def test_mixed_dtypes_and_products_without_terms(device):
 
 
 def test_config_checks(device):
-    assert linalg.config(device)["kind"] in ("packed", "lanes", "tiled")
+    assert gemm_kernels.config(device)["kind"] in ("packed", "lanes", "tiled")
     with pytest.raises(ValueError, match="kind"):
-        linalg.check_config({"kind": "magic"}, device)
+        gemm_kernels.check_config({"kind": "magic"}, device)
     with pytest.raises(ValueError, match="VW"):
-        linalg.check_config({"kind": "packed", "MR": 4, "NV": 1, "VW": 16, "LX": 1, "LY": 1},
+        gemm_kernels.check_config({"kind": "packed", "MR": 4, "NV": 1, "VW": 16, "LX": 1, "LY": 1},
                             device)
     with pytest.raises(ValueError, match="work-groups"):
-        linalg.check_config({"kind": "tiled", "TM": 4096, "TN": 4096, "TK": 1, "WM": 1, "WN": 1},
+        gemm_kernels.check_config({"kind": "tiled", "TM": 4096, "TN": 4096, "TK": 1, "WM": 1, "WN": 1},
                             device)
     with pytest.raises(ValueError, match="work-groups"):
-        linalg.check_config({"kind": "lanes", "MR": 4, "NJ": 1, "LX": 1 << 20, "LY": 1}, device)
+        gemm_kernels.check_config({"kind": "lanes", "MR": 4, "NJ": 1, "LX": 1 << 20, "LY": 1}, device)
     with pytest.raises(ValueError, match="NJ"):
-        linalg.check_config({"kind": "lanes", "MR": 4, "NJ": 0, "LX": 8, "LY": 1}, device)
+        gemm_kernels.check_config({"kind": "lanes", "MR": 4, "NJ": 0, "LX": 8, "LY": 1}, device)
 
 
 def test_tuned_config_file(device, tmp_path, monkeypatch):
@@ -555,19 +556,19 @@ def test_tuned_config_file(device, tmp_path, monkeypatch):
     database and picked up at first use."""
     monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
     cfg = {"kind": "packed", "MR": 2, "NV": 1, "VW": 4, "LX": 1, "LY": 4}
-    path = linalg.save_tuned(device, cfg)
+    path = gemm_kernels.save_tuned(device, cfg)
     table = json.loads(path.read_text())
     path_key = "cpu" if device.cpu_paths else "gpu"
     assert table[device.platform_name][device.name][device.driver_version][path_key]["gemm"] \
         == cfg
-    prev = linalg.set_config(device, None)          # forget: the next use reads the file
+    prev = gemm_kernels.set_config(device, None)          # forget: the next use reads the file
     try:
-        assert linalg.config(device) == cfg
+        assert gemm_kernels.config(device) == cfg
         a = np.arange(35.0).reshape(5, 7)
         t = clgrad.tensor(a, dtype=clgrad.float32)
         check(t @ t.t(), a @ a.T, clgrad.float32)
         path.write_text("{not json")
-        linalg.set_config(device, None)
-        assert linalg.config(device) != cfg
+        gemm_kernels.set_config(device, None)
+        assert gemm_kernels.config(device) != cfg
     finally:
-        linalg.set_config(device, prev)
+        gemm_kernels.set_config(device, prev)

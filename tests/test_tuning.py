@@ -9,7 +9,8 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
-from clgrad.ops import conv, linalg
+from clgrad.kernels import gemm as gemm_kernels
+from clgrad.ops import conv
 from clgrad.runtime import tuning
 
 
@@ -41,7 +42,7 @@ def db(tmp_path, monkeypatch):
     return tmp_path
 
 
-def source(dev, family="gemm", validate=linalg.check_config):
+def source(dev, family="gemm", validate=gemm_kernels.check_config):
     c = tuning.lookup(dev, family, validate)
     return c.source, c.params
 
@@ -122,7 +123,7 @@ def test_vendor_of():
                                         vendor="Oclgrind")) == "generic"
     # every default is a complete configuration, and each path has a generic one
     roomy = fake_device(wg=1024, local=64 * 1024)
-    checks = {"gemm": linalg.check_config, "conv": conv.check_config}
+    checks = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}
     for family, paths in tuning.DEFAULTS.items():
         for path in paths.values():
             assert "generic" in path
@@ -162,7 +163,7 @@ def test_shipped_file_is_valid():
     roomy device."""
     table = json.loads(tuning.SHIPPED_PATH.read_text())
     roomy = fake_device(wg=1 << 16, local=1 << 20)
-    checks = {"gemm": linalg.check_config, "conv": conv.check_config}
+    checks = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}
     n = 0
     for platform, devs in table.items():
         if platform.startswith("_"):
@@ -181,7 +182,7 @@ def test_shipped_file_is_valid():
 def entries_for(device, family):
     """Every parameter set that could apply to the device on either code path: the shipped ones
     for its platform and device (any driver) and the vendor defaults, that it accepts."""
-    check = {"gemm": linalg.check_config, "conv": conv.check_config}[family]
+    check = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}[family]
     found = []
     drivers = tuning.shipped().get(device.platform_name, {}).get(device.name, {})
     for paths in drivers.values():
@@ -201,14 +202,14 @@ def entries_for(device, family):
 
 def test_gemm_with_each_entry(device, monkeypatch):
     rng = np.random.default_rng(0)
-    monkeypatch.setattr(linalg, "SMALL_WORK", 0)
-    monkeypatch.setattr(linalg, "SMALL_ROWS_CPU", 0)
+    monkeypatch.setattr(gemm_kernels, "SMALL_WORK", 0)
+    monkeypatch.setattr(gemm_kernels, "SMALL_ROWS_CPU", 0)
     shipped = entries_for(device, "gemm")
     assert shipped
-    prev = linalg.config(device)
+    prev = gemm_kernels.config(device)
     try:
         for cfg in shipped:
-            linalg.set_config(device, cfg)
+            gemm_kernels.set_config(device, cfg)
             # odd sizes on both sides of every tile edge, plain and transposed, and a batch
             for m, k, n in [(1, 1, 1), (7, 9, 5), (67, 45, 83), (33, 130, 17)]:
                 a = rng.standard_normal((m, k)).astype(np.float32)
@@ -223,7 +224,7 @@ def test_gemm_with_each_entry(device, monkeypatch):
             np.testing.assert_allclose((clgrad.tensor(a) @ clgrad.tensor(b)).numpy(), a @ b,
                                        rtol=1e-4, atol=1e-4, err_msg=str(cfg))
     finally:
-        linalg.set_config(device, prev)
+        gemm_kernels.set_config(device, prev)
 
 
 def test_conv_with_each_entry(device):
@@ -266,12 +267,12 @@ def test_lanes_entries_fill_the_simd_width():
     lanes = {"kind": "lanes", "MR": 6, "NJ": 2, "LX": 8, "LY": 1}
     avx512 = fake_device()
     avx512.simd_floats = 16
-    assert linalg._checked_for_simd(lanes, avx512)["LX"] == 16      # raised to the width
+    assert gemm_kernels._checked_for_simd(lanes, avx512)["LX"] == 16      # raised to the width
     avx2 = fake_device()
     avx2.simd_floats = 8
-    assert linalg._checked_for_simd(lanes, avx2)["LX"] == 8
-    assert linalg._checked_for_simd(dict(lanes, LX=32), avx512)["LX"] == 32   # wider stays
-    assert linalg._checked_for_simd(P | {"LY": 2}, avx512)["LX"] == 1      # packed untouched
+    assert gemm_kernels._checked_for_simd(lanes, avx2)["LX"] == 8
+    assert gemm_kernels._checked_for_simd(dict(lanes, LX=32), avx512)["LX"] == 32   # wider stays
+    assert gemm_kernels._checked_for_simd(P | {"LY": 2}, avx512)["LX"] == 1      # packed untouched
     small = fake_device(wg=8)
     small.simd_floats = 16
-    assert linalg._checked_for_simd(lanes, small)["LX"] == 8    # no group that wide: kept
+    assert gemm_kernels._checked_for_simd(lanes, small)["LX"] == 8    # no group that wide: kept

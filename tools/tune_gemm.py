@@ -39,7 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import clgrad  # noqa: E402
 import clgrad.nn.functional as F  # noqa: E402
-from clgrad.ops import conv, linalg  # noqa: E402
+from clgrad.kernels import gemm as gemm_kernels  # noqa: E402
+from clgrad.ops import conv  # noqa: E402
 from clgrad.runtime import tuning  # noqa: E402
 from clgrad.runtime.device import default_device, set_default_device  # noqa: E402
 
@@ -64,7 +65,7 @@ def tiled_candidates(device, quick):
             continue
         cfg = {"kind": "tiled", "TM": tm, "TN": tn, "TK": tk, "WM": wm, "WN": wn}
         try:
-            out.append(linalg.check_config(cfg, device))
+            out.append(gemm_kernels.check_config(cfg, device))
         except ValueError:
             pass
     return out[::3] if quick else out
@@ -93,11 +94,11 @@ def candidates(device, quick):
     for kind, cands in groups.items():
         if kind != main:
             groups[kind] = cands[::max(1, len(cands) // 3)]
-    default = linalg.config(device)
+    default = gemm_kernels.config(device)
     cands = [default]
     for cfg in groups["packed"] + groups["lanes"] + groups["tiled"]:
         try:
-            cfg = linalg.check_config(cfg, device)
+            cfg = gemm_kernels.check_config(cfg, device)
         except ValueError:
             continue
         if cfg not in cands:
@@ -175,7 +176,7 @@ def fmt(cfg):
 
 def product(device, cfg, a, b):
     def run():
-        linalg.set_config(device, cfg)
+        gemm_kernels.set_config(device, cfg)
         return a @ b
     return run
 
@@ -190,7 +191,7 @@ def search(device, sizes, repeat, quick):
     results = []
     cands = candidates(device, quick)
     for cfg in progress(cands, "GEMM candidates"):
-        linalg.set_config(device, cfg)
+        gemm_kernels.set_config(device, cfg)
         try:
             ok = correct(device, rng)
         except Exception as e:            # a build failure on this device: skip the candidate
@@ -367,13 +368,13 @@ def main():
     path = tuning.path_of(device)
     vendor = tuning.vendor_of(device)
     default = tuning.DEFAULTS["gemm"][path].get(vendor, tuning.DEFAULTS["gemm"][path]["generic"])
-    choice = tuning.lookup(device, "gemm", linalg.check_config)
+    choice = tuning.lookup(device, "gemm", gemm_kernels.check_config)
     print(f"device: {device.name} ({device.platform_name}, driver {device.driver_version}), "
           f"{device.compute_units} compute units; {path} code paths; vendor defaults: {vendor}")
-    print(f"in use: {linalg.config(device)} ({choice.source})")
+    print(f"in use: {gemm_kernels.config(device)} ({choice.source})")
     print(f"numpy's BLAS: {blas_name()}; user database: {tuning.user_path()}")
     if args.report:
-        report(device, {"in use": linalg.config(device)}, args.rounds)
+        report(device, {"in use": gemm_kernels.config(device)}, args.rounds)
         return
     if not args.no_gemm:
         best = search(device, args.sizes, repeat, args.quick)
@@ -386,7 +387,7 @@ def main():
         if not args.no_save:
             store(device, "conv", best_conv, args.ship)
     if not args.no_gemm:
-        configs = {f"default ({vendor})": linalg.check_config(default, device), "tuned": best}
+        configs = {f"default ({vendor})": gemm_kernels.check_config(default, device), "tuned": best}
         if configs["tuned"] == configs[f"default ({vendor})"]:
             del configs["tuned"]
         report(device, configs, args.rounds)

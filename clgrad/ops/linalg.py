@@ -2,307 +2,22 @@
 outer / ger, with torch's names, shape rules and errors. Each product is an Op whose backward is
 written in these same ops, so higher-order gradients work, and a forward-mode rule (`jvp`).
 
-They all run one template family, cl_kernels/gemm.mako, which computes
+They all run one kernel family, cl_kernels/gemm.mako (clgrad.kernels.gemm: its kernels, their
+per-device configuration from the tuning database, and the raw product `gemm`), which computes
 C[b] = alpha * A[b] @ B[b] + beta * D[b] reading A, B and D through strides (transposed and
-broadcast views are never copied first). Which kernel runs is a per-device configuration:
-
-- "packed" (CPUs that need explicit vectors: PoCL): A and B are packed into panels, then each
-  work-item keeps an MR x NV*VW block of C in vector registers (no local memory, no barriers);
-- "lanes" (CPU runtimes that vectorise across work-items: Intel's): the same panels, scalar code,
-  LX neighbouring work-items (SIMD lanes) sharing a panel of B;
-- "tiled" (GPUs): work-groups stage TM x TK / TK x TN tiles in local memory, each work-item
-  accumulating WM x WN elements;
-- tiny products, and on CPUs products of a few rows contiguous along K (matrix-vector,
-  x @ W.t() for a few x), use gemm_small: one work-item per output element.
-
-The configuration comes from the tuning database (clgrad.runtime.tuning, family "gemm"): the
-user's entry that `tools/tune_gemm.py` stored for this device, the shipped one, else the vendor's
-default for the device's code path; each is checked with `check_config` before use.
+broadcast views are never copied first).
 """
 from .. import dtypes
 from ..autograd.op import Op
-from ..runtime import tuning
-from ..runtime.device import path_dependent
-from ..runtime.kernels import Program, get_kernel, launch, render
-from ..tensor import Tensor, contiguous_strides, empty_tensor, make_tensor, numel_of
+from ..kernels.gemm import GEMM_DTYPES, compute_dtype, gemm
+from ..tensor import Tensor, contiguous_strides, make_tensor, numel_of
 from . import views
-from ._base import (broadcast_shapes, cast_raw, check_fp64, expand_strides, full_raw,
-                    same_device, size_repr, view_raw)
+from ._base import broadcast_shapes, cast_raw, expand_strides, same_device, size_repr, view_raw
 
-GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, dtypes.int32,
-               dtypes.int64, dtypes.int16, dtypes.int8, dtypes.uint8)
-
-# The packed kernel reads A where it lies (gemm_packed_da) rather than from a packed copy when A
-# has few rows (the pack is a launch of its own, as long as a small product: a recurrent layer's
-# step) or is row-major and at most DIRECT_A_ELEMENTS (A's rows stream through the cache). A
-# column-major or large A keeps the pack (measured on PoCL: 2-3x slower read in place).
-DIRECT_A_ROWS = 64
-DIRECT_A_ELEMENTS = 1 << 19
-
-
-def _direct_a(M, K, a_sk):
-    return M <= DIRECT_A_ROWS or (a_sk == 1 and M * K <= DIRECT_A_ELEMENTS)
-
-# Below this many multiply-adds one kernel with one work-item per output beats packing or tiling
-# and their extra launches.
-SMALL_WORK = 1 << 12
-# On CPUs, products with at most this many rows (or columns) whose rows are contiguous along K
-# (matrix-vector, x @ W.t() for a few x) run gemm_small, which reads them with vectors; a GPU
-# does only matrix-vector products there.
-SMALL_ROWS_CPU = 16
 # On GPUs, dot products longer than this run as a parallel reduction of the products: one
 # work-item per output is slow for a GPU thread (a CPU core streams even millions at full
 # bandwidth, measured faster than the reduction).
 DOT_REDUCE_GPU = 1 << 12
-
-# When no configuration in the database fits a device (tiny work-groups, little local memory):
-# packed needs neither local memory nor more than one work-item per group.
-SMALL_DEVICE = {"kind": "packed", "MR": 6, "NV": 2, "VW": 4, "LX": 1, "LY": 1}
-_KEYS = {"packed": ("MR", "NV", "VW", "LX", "LY"), "lanes": ("MR", "NJ", "LX", "LY"),
-         "tiled": ("TM", "TN", "TK", "WM", "WN")}
-
-_SOURCES = {dt: render("gemm.mako", dt=dt) for dt in GEMM_DTYPES}
-# gemm_small does not depend on the configuration: its own program, listed at import
-_SMALL = {dt: Program("gemm", dt.short, _SOURCES[dt]) for dt in GEMM_DTYPES}
-
-
-# ---- configuration ----------------------------------------------------------------------------
-def check_config(cfg, device):
-    """cfg as a clean dict if `device` can run it, else ValueError saying why.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> check_config(SMALL_DEVICE, default_device())["MR"]
-    6
-    """
-    kind = cfg.get("kind")
-    if kind not in _KEYS:
-        raise ValueError(f"GEMM config kind must be one of {', '.join(_KEYS)}, got {kind!r}")
-    out = {"kind": kind}
-    for k in _KEYS[kind]:
-        v = cfg.get(k)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"GEMM config {k} must be a positive int, got {v!r}")
-        out[k] = v
-    if kind == "packed" and out["VW"] not in (2, 4, 8):
-        raise ValueError("GEMM config VW must be 2, 4 or 8 (wider vectors break PoCL)")
-    if kind != "tiled":
-        wg = out["LX"] * out["LY"]
-    else:
-        if out["TM"] % out["WM"] or out["TN"] % out["WN"]:
-            raise ValueError("GEMM config needs TM % WM == 0 and TN % WN == 0")
-        wg = (out["TM"] // out["WM"]) * (out["TN"] // out["WN"])
-        local = out["TK"] * (out["TM"] + out["TN"] + 2) * 8
-        if local > device.local_mem_size:
-            raise ValueError(f"GEMM tiles need {local} bytes of local memory, {device.name} has "
-                             f"{device.local_mem_size}")
-    if wg > device.max_work_group_size:
-        raise ValueError(f"GEMM config needs work-groups of {wg}, {device.name} allows "
-                         f"{device.max_work_group_size}")
-    return out
-
-
-def save_tuned(device, cfg):
-    """Store cfg (checked) as the user's GEMM entry for this device, driver and code path in
-    the tuning database; returns the file written. The next process reads it at first use."""
-    return tuning.save(device, "gemm", check_config(cfg, device))
-
-
-_CONFIGS = path_dependent({})  # device -> config dict
-_PLANS = path_dependent({})  # (device, dtype) -> (config, Program)
-_PROGRAMS = {}          # (dtype, config items) -> Program
-
-
-def config(device):
-    """The GEMM configuration used on `device` (on its code path): the tuning database's.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> config(default_device())["kind"] in ("packed", "lanes", "tiled")
-    True
-    """
-    return tuning.configured(_CONFIGS, device, "gemm", _checked_for_simd, SMALL_DEVICE)
-
-
-def _checked_for_simd(cfg, device):
-    """check_config, then a "lanes" entry's LX raised to the device's SIMD width: Intel's CPU
-    runtime runs LX neighbouring work-items as the lanes of one vector, and a work-group narrower
-    than the vector leaves its vectoriser out (an entry measured with LX 8 on an AVX2 CPU ran
-    1024^2 float32 GEMM at 23 GFLOP/s on an AVX-512 one, against 244 with LX 16)."""
-    cfg = check_config(cfg, device)
-    w = getattr(device, "simd_floats", 1)
-    if cfg["kind"] == "lanes" and cfg["LX"] < w and w * cfg["LY"] <= device.max_work_group_size:
-        cfg = dict(cfg, LX=w)
-    return cfg
-
-
-def set_config(device, cfg):
-    """Use cfg on `device` from now on in this process (the tuner and the tests); returns the
-    previous one. cfg=None goes back to the tuning database's.
-
-    >>> import clgrad
-    >>> from clgrad.runtime.device import default_device
-    >>> dev = default_device()
-    >>> prev = set_config(dev, {"kind": "packed", "MR": 2, "NV": 1, "VW": 4, "LX": 1, "LY": 1})
-    >>> (clgrad.ones(70, 3) @ clgrad.ones(3, 70)).sum().item()
-    14700.0
-    >>> _ = set_config(dev, prev)
-    """
-    prev = config(device)
-    for key in [k for k in _PLANS if k[0] is device]:
-        del _PLANS[key]
-    if cfg is None:
-        _CONFIGS.pop(device, None)
-    else:
-        _CONFIGS[device] = check_config(cfg, device)
-    return prev
-
-
-def _vw(cfg, dt):
-    # vectors of 8-byte elements get half the lanes: the same register width
-    return cfg["VW"] // 2 if dt.ct in ("double", "long") else cfg["VW"]
-
-
-def _program(dt, cfg):
-    key = (dt,) + tuple(sorted(cfg.items()))
-    prog = _PROGRAMS.get(key)
-    if prog is None:
-        if cfg["kind"] == "packed":
-            vw = _vw(cfg, dt)
-            opts = f"-DMR={cfg['MR']} -DNV={cfg['NV']} -DVW={vw} -DNR={cfg['NV'] * vw}"
-            tag = f"p{cfg['MR']}x{cfg['NV']}x{vw}"
-        elif cfg["kind"] == "lanes":
-            opts = " ".join(f"-D{k}={cfg[k]}" for k in _KEYS["lanes"]) + \
-                f" -DNR={cfg['NJ'] * cfg['LX']}"
-            tag = "l" + "x".join(str(cfg[k]) for k in _KEYS["lanes"])
-        else:
-            opts = " ".join(f"-D{k}={cfg[k]}" for k in _KEYS["tiled"])
-            tag = "t" + "x".join(str(cfg[k]) for k in _KEYS["tiled"])
-        prog = _PROGRAMS[key] = Program("gemm", f"{dt.short}_{tag}", _SOURCES[dt], opts)
-    return prog
-
-
-def _plan(device, dt):
-    plan = _PLANS.get((device, dt))
-    if plan is None:
-        cfg = config(device)
-        plan = _PLANS[(device, dt)] = (cfg, _program(dt, cfg))
-    return plan
-
-
-# ---- the raw product -------------------------------------------------------------------------
-def _compute_dtype(dt):
-    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
-def _scalar(dt, v):
-    # torch truncates alpha and beta for integer products
-    return float(v) if dt.kind == "f" else int(v)
-
-
-def _ceil(a, b):
-    return -(-a // b)
-
-
-def _is_small(dev, M, N, K, a_sk, b_sk):
-    rows = SMALL_ROWS_CPU if dev.cpu_paths else 1
-    return M * N * K <= SMALL_WORK or (min(M, N) <= rows and a_sk == 1 and b_sk == 1)
-
-
-def _small_local(dev, M, N):
-    if dev.max_work_group_size < 64:
-        return 1, 1
-    if N == 1:
-        return 1, 64
-    if M == 1:
-        return 64, 1
-    return 8, 8
-
-
-def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
-    """alpha * a @ b + beta * bias for a batch of matrices; not recorded by autograd.
-
-    a is (Ba, M, K) and b is (Bb, K, N) with Ba and Bb each 1 or the batch size (a batch of one
-    is broadcast); any strides. bias, read only when beta != 0, broadcasts to (batch, M, N).
-    Returns a new contiguous (batch, M, N) tensor of a's dtype. b_cache, a dict the caller keeps
-    for one unchanged b (a recurrent layer's weight, multiplied at every step), holds b's packed
-    panels after the first call, so that later calls skip packing it.
-
-    >>> import clgrad
-    >>> a = clgrad.tensor([[[1.0, 2.0]]]); b = clgrad.tensor([[[3.0], [4.0]]])
-    >>> gemm(a, b).tolist()
-    [[[11.0]]]
-    """
-    dev = a._storage.device
-    dt = a._dtype
-    check_fp64(dt, dev)
-    (ba, M, K), (bb, _, N) = a._shape, b._shape
-    batch = 0 if ba == 0 or bb == 0 else max(ba, bb)
-    out = empty_tensor((batch, M, N), dt, dev)
-    if batch == 0 or M == 0 or N == 0:
-        return out
-    if K == 0 and (bias is None or beta == 0):      # no terms: zeros, any dtype (bool too)
-        return full_raw((batch, M, N), 0, dt, dev)
-    a_sb = a._strides[0] if ba > 1 else 0
-    b_sb = b._strides[0] if bb > 1 else 0
-    if bias is None or beta == 0:
-        dargs = (out._storage.buf, 0, 0, 0, 0)
-        beta = 0
-    else:
-        d_sb, d_sm, d_sn = expand_strides(bias, (batch, M, N))
-        dargs = (bias._storage.buf, bias._offset, d_sb, d_sm, d_sn)
-    tail = dargs + (M, N, K, _scalar(dt, alpha), _scalar(dt, beta))
-    cargs = (out._storage.buf, 0, M * N, N)
-    aargs = (a._storage.buf, a._offset, a_sb) + a._strides[1:]
-    bargs = (b._storage.buf, b._offset, b_sb) + b._strides[1:]
-    if _is_small(dev, M, N, K, a._strides[2], b._strides[1]):
-        lx, ly = _small_local(dev, M, N)
-        k = get_kernel(dev, _SMALL[dt], "gemm_small")
-        launch(dev, k, (_ceil(N, lx) * lx, _ceil(M, ly) * ly, batch), (lx, ly, 1),
-               *cargs, *aargs, *bargs, *tail)
-        return out
-    cfg, prog = _plan(dev, dt)
-    if cfg["kind"] == "tiled":
-        rm, rn = cfg["TM"] // cfg["WM"], cfg["TN"] // cfg["WN"]
-        k = get_kernel(dev, prog, "gemm_tiled")
-        launch(dev, k, (_ceil(N, cfg["TN"]) * rn, _ceil(M, cfg["TM"]) * rm, batch), (rn, rm, 1),
-               *cargs, *aargs, *bargs, *tail)
-        return out
-    # packed and lanes: an operand broadcast over the batch is packed once
-    lanes = cfg["kind"] == "lanes"
-    mr = cfg["MR"]
-    nr = cfg["NJ"] * cfg["LX"] if lanes else cfg["NV"] * _vw(cfg, dt)
-    mb, nb = _ceil(M, mr), _ceil(N, nr)
-    pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
-    cdt = _compute_dtype(dt)
-    ls = min(64, dev.max_work_group_size)
-    kp = _ceil(K, ls) * ls
-    direct_a = lanes or _direct_a(M, K, a._strides[2])
-    if not direct_a:
-        pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
-        launch(dev, get_kernel(dev, prog, "pack_a"), (kp, mb, pa_n), (ls, 1, 1),
-               pa._storage.buf, mb * K * mr, *aargs, M, K)
-    lx, ly = cfg["LX"], cfg["LY"]
-    gx = nb * lx if lanes else _ceil(nb, lx) * lx
-    if lanes and b._strides[2] == 1 and N % nr == 0:
-        launch(dev, get_kernel(dev, prog, "gemm_lanes_db"), (gx, _ceil(mb, ly) * ly, batch),
-               (lx, ly, 1), *cargs, *aargs, *bargs[:4], *tail)
-        return out
-    pb = b_cache.get("packed") if b_cache is not None else None
-    if pb is None:
-        pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
-        launch(dev, get_kernel(dev, prog, "pack_b"), (kp, nb, pb_n), (ls, 1, 1),
-               pb._storage.buf, nb * K * nr, *bargs, K, N)
-        if b_cache is not None:
-            b_cache["packed"] = pb
-    # gemm_lanes: LX work-items (SIMD lanes) per panel of B; gemm_packed: one
-    pb_args = (pb._storage.buf, nb * K * nr if pb_n > 1 else 0)
-    if direct_a:
-        launch(dev, get_kernel(dev, prog, "gemm_lanes" if lanes else "gemm_packed_da"),
-               (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1), *cargs, *aargs, *pb_args, *tail)
-        return out
-    launch(dev, get_kernel(dev, prog, "gemm_packed"),
-           (gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1),
-           *cargs, pa._storage.buf, mb * K * mr if pa_n > 1 else 0, *pb_args, *tail)
-    return out
 
 
 def _as_batch(t):
@@ -336,7 +51,7 @@ def _dot_raw(a, b):
     # long vectors: products then a parallel sum, in float32 for 16-bit types
     from .elementwise import TABLE, run
     from .reduce import reduce_raw
-    cdt = _compute_dtype(a._dtype)
+    cdt = compute_dtype(a._dtype)
     prod = run(TABLE["mul"], (cast_raw(a, cdt), cast_raw(b, cdt)))
     return reduce_raw("sum", prod, (0,), False, out_dtype=a._dtype)
 
@@ -901,4 +616,4 @@ FUNCTIONS = {"matmul": matmul, "mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": 
              "mv": mv, "addmv": addmv, "dot": dot, "outer": outer, "ger": ger}
 METHODS = dict(FUNCTIONS, __matmul__=_matmul_op, __rmatmul__=_rmatmul_op)
 
-__all__ = list(FUNCTIONS) + ["gemm", "config", "set_config", "check_config", "save_tuned"]
+__all__ = list(FUNCTIONS)

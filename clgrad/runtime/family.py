@@ -54,10 +54,12 @@ class KernelFamily:
     tag       variant -> the text that names its program (default: the variant's `short`)
     hot       variant -> kernel names built as a unit of their own (Program.hot), or None
     tuned     (checker, fallback) for a family with entries in the tuning database
+    adapt     (cfg, device) -> cfg: fits the database's checked entries (not set_config's) to
+              the device, or None
     """
 
     def __init__(self, name, params, variants=(), *, template=None, options="", tag=None,
-                 hot=None, tuned=None):
+                 hot=None, tuned=None, adapt=None):
         self.name = name
         self.template = template or f"{name}.mako"
         self.params = params
@@ -65,6 +67,7 @@ class KernelFamily:
         self.tag = tag or (lambda v: v.short)
         self.hot = hot
         self.tuned = tuned
+        self.adapt = adapt
         self._sources = {}              # variant -> rendered source
         self._programs = {}             # (variant, options) -> Program
         self._configs = path_dependent({})      # device -> its tuned configuration
@@ -107,7 +110,12 @@ class KernelFamily:
         """The tuned configuration of this family on `device` (on its code path): the tuning
         database's first entry the family's checker accepts, else its fallback."""
         check, fallback = self.tuned
+        if self.adapt is not None:
+            check = self._adapted
         return tuning.configured(self._configs, device, self.name, check, fallback)
+
+    def _adapted(self, cfg, device):
+        return self.adapt(self.tuned[0](cfg, device), device)
 
     def set_config(self, device, cfg):
         """Use `cfg` (checked) on `device` from now on in this process; returns the previous
