@@ -1,7 +1,7 @@
 """Sorting and selection: sort, argsort, msort, topk, kthvalue, median, nanmedian, unique,
 unique_consecutive, searchsorted, bucketize, multinomial.
 
-One kernel family (cl_kernels/sort.mako) finds the order: a stable bitonic network over each
+One kernel family (clgrad.kernels.sort) finds the order: a stable bitonic network over each
 row, comparing (value, position) pairs. Values are then gathered from the input with the
 differentiable `gather`, so every op here gets its gradient (the gradient of a gather: a scatter
 onto the chosen positions), double backward and forward mode from `gather` with no rule of its
@@ -11,11 +11,9 @@ import collections
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
-from ..runtime.kernels import Program, get_kernel, grid, launch, render
-from ..tensor import Tensor, empty_tensor
+from ..kernels.sort import order_rows_raw, searchsorted_raw
+from ..tensor import Tensor
 from ._base import contiguous_raw, same_device
-
-SORT = {dt: Program("sort", dt.short, render("sort.mako", dt=dt)) for dt in dtypes.ALL}
 
 SortReturn = collections.namedtuple("sort", ["values", "indices"])
 TopkReturn = collections.namedtuple("topk", ["values", "indices"])
@@ -24,40 +22,10 @@ MedianReturn = collections.namedtuple("median", ["values", "indices"])
 ModeReturn = collections.namedtuple("mode", ["values", "indices"])
 
 
-def _key_dtype(dt):
-    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
 def _check(op, input):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-
-
-def _order_rows(rows2d, descending):
-    """Positions that sort each row of a contiguous [rows, n] tensor, as an int64 [rows, n]."""
-    dev, dt = rows2d._storage.device, rows2d._dtype
-    rows, n = rows2d._shape
-    P = 1
-    while P < n:
-        P <<= 1
-    keys = empty_tensor((rows, P), _key_dtype(dt), dev)
-    idx = empty_tensor((rows, P), dtypes.int64, dev)
-    prog = SORT[dt]
-    gs, ls = grid(dev, rows * P)
-    launch(dev, get_kernel(dev, prog, "sort_init"), gs, ls, rows2d._storage.buf, rows2d._offset,
-           keys._storage.buf, idx._storage.buf, rows, n, P)
-    step = get_kernel(dev, prog, "sort_step")
-    gs, ls = grid(dev, rows * (P // 2))
-    k = 2
-    while k <= P:
-        j = k // 2
-        while j >= 1:
-            launch(dev, step, gs, ls, keys._storage.buf, idx._storage.buf, rows, n, P, k, j,
-                   int(descending))
-            j //= 2
-        k *= 2
-    return idx[:, :n] if P != n else idx
 
 
 def sort_indices(input, dim=-1, descending=False):
@@ -71,7 +39,7 @@ def sort_indices(input, dim=-1, descending=False):
             return x.new_zeros(x.shape, dtype=dtypes.int64)
         moved = contiguous_raw(x.transpose(d, -1))
         n = moved.shape[-1]
-        order = _order_rows(moved.reshape(-1, n), descending)
+        order = order_rows_raw(moved.reshape(-1, n), descending)
         return order.reshape(moved.shape).transpose(d, -1).contiguous()
 
 
@@ -240,7 +208,7 @@ def _unique_sorted(values, order, return_inverse, return_counts, n):
 def _dense_ranks(rows):
     """For a contiguous [r, n] tensor: the int64 [r, n] rank of each element among the distinct
     values of its row (0 for the smallest; equal values share a rank)."""
-    order = _order_rows(rows, False)
+    order = order_rows_raw(rows, False)
     srt = rows.gather(1, order)
     starts = srt.new_ones(srt.shape, dtype=dtypes.bool_)
     if srt.shape[1] > 1:
@@ -444,17 +412,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     with no_grad():
         seq = contiguous_raw(sorted_sequence.detach().to(dt))
         val = contiguous_raw(input.detach().to(dt))
-        dev = seq._storage.device
-        res = empty_tensor(val_shape, dtypes.int64, dev)
-        total = val.numel()
-        if total:
-            nb = seq_shape[-1] if seq_shape else 1
-            nv = val_shape[-1] if val_shape else 1
-            rows = total // nv
-            gs, ls = grid(dev, total)
-            launch(dev, get_kernel(dev, SORT[dt], "searchsorted"), gs, ls, seq._storage.buf,
-                   seq._offset, val._storage.buf, val._offset, res._storage.buf, rows, nv, nb,
-                   int(shared), int(right))
+        res = searchsorted_raw(seq, val, shared, right)
     if out_int32:
         res = res.int()
     return res
