@@ -29,6 +29,12 @@ def _signature(msg):
     return "".join("#" if c.isdigit() else c for c in first)[:100]
 
 
+def _family(prog):
+    """The family a program was drawn for: that of its first step outside the core table."""
+    fams = [D.OPS[name].family for name, _, _ in prog.steps if D.OPS[name].family != "core"]
+    return fams[0] if fams else "core"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=1000)
@@ -37,6 +43,10 @@ def main(argv=None):
     ap.add_argument("--backend", choices=("clgrad", "torch"), default="clgrad")
     ap.add_argument("--no-grads", action="store_true", help="skip the gradient checks")
     ap.add_argument("--show", type=int, default=3, help="reproducers printed per kind")
+    ap.add_argument("--families", help="comma-separated families to draw from (default: all of "
+                    "differential.FAMILIES: " + ", ".join(D.FAMILIES) + ")")
+    ap.add_argument("--avoid", default="", help="comma-separated switches the generator keeps "
+                    "away from (differential.SWITCHES: " + ", ".join(D.SWITCHES) + ")")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")         # numpy on empty slices, torch's deprecations
     if args.backend == "torch":
@@ -46,6 +56,9 @@ def main(argv=None):
     else:
         import clgrad as T
         device = None
+    families = args.families.split(",") if args.families else None
+    avoid = [a for a in args.avoid.split(",") if a]
+    by_family = collections.Counter()
     kinds = collections.Counter()
     shown = collections.Counter()
     examples = {}
@@ -53,7 +66,8 @@ def main(argv=None):
     t0 = time.time()
     for k in range(args.programs):
         rng = np.random.default_rng([args.seed, k])
-        prog = D.generate(rng, grad=bool(k % 3 == 0), max_steps=args.max_steps)
+        prog = D.generate(rng, grad=bool(k % 3 == 0), max_steps=args.max_steps,
+                          families=families, avoid=avoid)
         n_steps += len(prog)
         n_grad += all(a.dtype == np.float64 for a in prog.inputs)
 
@@ -71,6 +85,7 @@ def main(argv=None):
             continue
         kind = _signature(msg)
         kinds[kind] += 1
+        by_family[_family(prog)] += 1
         if shown[kind] < args.show:
             shown[kind] += 1
             small = D.shrink(T, prog, device, lambda p: fails(p) is not None)
@@ -85,6 +100,8 @@ def main(argv=None):
           f"of {len(kinds)} kinds")
     for kind, n in kinds.most_common():
         print(f"{n:6d}  {kind}  (first: program {examples[kind]})")
+    if by_family:
+        print("by family: " + ", ".join(f"{f} {n}" for f, n in by_family.most_common()))
     return 1 if kinds else 0
 
 
