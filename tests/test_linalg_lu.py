@@ -213,3 +213,35 @@ def test_lu_solve_adjoint_and_right(device):
     np.testing.assert_allclose(_np(LA.lu_solve(LU, piv, clgrad.tensor(bt, device=device),
                                                left=False, adjoint=True)),
                                np.linalg.solve(a, b).swapaxes(-1, -2), atol=1e-10)
+
+
+def test_norm_dims_and_orders_as_torch(device):
+    # torch.norm hands 'fro' over more than two dims, 'nuc' and unknown names to
+    # linalg.matrix_norm, which checks dtype, rank, order and the pair of dims in that order; a
+    # numeric p over any number of dims is a vector norm
+    a = np.random.default_rng(2).standard_normal((2, 3, 4))
+    x = clgrad.tensor(a, dtype=clgrad.float32, device=device)
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2"):
+        clgrad.norm(x, dim=(0, 1, 2))
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm: dim must be a 2-tuple. Got -1 0 1"):
+        clgrad.norm(x, "fro", dim=(-1, 0, 1))
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0 1 2"):
+        clgrad.norm(x, "nuc")
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 1"):
+        clgrad.norm(x, "nuc", dim=1)
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm: Order abc not supported"):
+        clgrad.norm(x, "abc", dim=1)
+    with pytest.raises(RuntimeError, match="must have at least 2 dimensions"):
+        clgrad.norm(x[0, 0], "fro", dim=(0, 0, 0))
+    with pytest.raises(RuntimeError, match="matrix_norm: Expected a floating point or complex "
+                                           "tensor as input. Got Int"):
+        clgrad.norm(x.int(), "fro", dim=(0, 1, 2))
+    with pytest.raises(RuntimeError, match="matrix_norm: dim must be a 2-tuple. Got 0 1 2"):
+        clgrad.linalg.matrix_norm(x, dim=(0, 1, 2))
+    with pytest.raises(RuntimeError, match=r"linalg.norm: If dim is specified, it must be of "
+                                           r"length 1 or 2. Got \[0, 1, 2\]"):
+        clgrad.linalg.norm(x, 2, dim=(0, 1, 2))
+    assert abs(clgrad.norm(x, 3, dim=(0, 1, 2)).item() -
+               (np.abs(a) ** 3).sum() ** (1 / 3)) < 1e-4
+    assert clgrad.norm(x, "fro", keepdim=True).shape == (1, 1, 1)
+    assert abs(clgrad.norm(x[0], "nuc").item() - np.linalg.norm(a[0], "nuc")) < 1e-4

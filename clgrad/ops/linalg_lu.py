@@ -592,10 +592,20 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return norm(x, 2 if ord == 2 else ord, dim, keepdim, dtype)
 
 
-def _check_matrix_dims(op, A, dim):
+def _check_matrix_dims(op, A, dim, ord="fro"):
+    """torch's checks of a matrix norm, in its order: dtype, rank, order, the pair of dims."""
+    if A._dtype.kind != "f":
+        raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {dtypes.TORCH_NAMES[A._dtype]}")
     if A.dim() < 2:
         raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
-    d0, d1 = (d % A.dim() for d in dim)
+    if ord not in ("fro", "nuc", 2, -2, math.inf, -math.inf, 1, -1):
+        raise RuntimeError(f"linalg.{op}: Order {ord} not supported.")
+    dim = [dim] if isinstance(dim, int) else list(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.{op}: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(d) for d in dim)}")
+    d0, d1 = (A._wrap_dim(d) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
     return d0, d1
@@ -613,7 +623,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """
     if dtype is not None:
         A = A.to(dtypes.as_dtype(dtype))
-    d0, d1 = _check_matrix_dims("matrix_norm", A, dim)
+    d0, d1 = _check_matrix_dims("matrix_norm", A, dim, ord)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
@@ -637,6 +647,9 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dim)}")
     if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.dim() == 2):
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
                            dtype=dtype)

@@ -696,14 +696,18 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     """
     if dtype is not None:
         x = x.to(dtypes.as_dtype(dtype))
+    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or
+                                                   len(dim) <= 2)):
+        # torch.norm hands 'nuc', 'fro' over more than two dims and unknown names to
+        # linalg.matrix_norm, which takes them or raises its errors
+        from .linalg_lu import matrix_norm
+        return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
     if x._dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {x._dtype.name.capitalize()}")
+                           f"input. Got {dtypes.TORCH_NAMES[x._dtype]}")
     dims = _dims("norm", x, dim)
     if p == "fro" or p == 2 or p is None:
         return Norm2.apply(x, dims, bool(keepdim))
-    if p == "nuc":
-        raise NotImplementedError("nuclear norm needs an SVD, which clgrad does not have")
     p = float(p)
     a = x.abs()
     if p == math.inf:
