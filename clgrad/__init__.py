@@ -18,6 +18,15 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                    set_anomaly_enabled)
 from . import _face
+# the autograd tools on top of the core (extras: they use the ops, now bound), named in
+# clgrad.autograd as torch.autograd has them (gradcheck the function); clgrad/autograd/__init__.py
+# imports only the core
+from .autograd import anomaly_mode as _am, forward_ad, functional, graph, profiler  # noqa: E402,F401
+from .autograd import gradcheck as _gc  # noqa: E402
+for _v in (_gc.GradcheckError, _gc.gradcheck, _gc.gradgradcheck, _am.detect_anomaly,
+           _am.set_detect_anomaly):
+    setattr(autograd, _v.__name__, _v)
+del _am, _gc, _v, forward_ad, functional, graph, profiler
 from . import cl
 from . import cuda
 from .runtime.memory import OutOfMemoryError  # torch.OutOfMemoryError

@@ -11,6 +11,7 @@ from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops import methods as _methods
 from .ops.elementwise import OPS
+from . import tensor as _tensor_layer
 from .tensor import Tensor
 
 FUNCTIONS = {}
@@ -361,6 +362,11 @@ def deepcopy_tensor(t, memo):
         c._is_param = True
     memo[id(t)] = c
     return c
+
+
+# what the tensor layer needs from the ops, filled in here so that its imports point down
+Tensor.__deepcopy__ = deepcopy_tensor
+_tensor_layer._legacy_constructor = tensor_from_data
 
 
 # ---- autograd on tensors -----------------------------------------------------------------------

@@ -187,8 +187,7 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and args and not isinstance(args[0], Storage):
             # Tensor(data): torch.Tensor's legacy constructor, a float tensor from data
-            from . import _face
-            return _face.tensor_from_data(args, kwargs)
+            return _legacy_constructor(args, kwargs)
         return object.__new__(cls)
 
     def __init__(self, *args, **kwargs):
@@ -512,12 +511,13 @@ class Tensor:
         raise TypeError("clgrad tensors are not pickled (that would let a file run code); use "
                         "clgrad.save / clgrad.load")
 
-    def __deepcopy__(self, memo):
-        from . import _face
-        return _face.deepcopy_tensor(self, memo)
+    # __deepcopy__ is bound by the face (clgrad._face.deepcopy_tensor): copying needs the ops
 
 
 _new = object.__new__
+# Tensor(data) / Tensor(*sizes), torch's legacy constructor: made by the ops, so the face fills it
+# in (clgrad._face.tensor_from_data); the tensor layer imports nothing above it
+_legacy_constructor = None
 
 
 def make_tensor(storage, shape, strides, offset, dt, contig, vc=None):

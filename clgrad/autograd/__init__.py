@@ -1,14 +1,16 @@
-"""clgrad.autograd: reverse-mode automatic differentiation with torch.autograd's API."""
+"""clgrad.autograd: reverse-mode automatic differentiation with torch.autograd's API.
+
+This package holds the autograd core and imports only it. The tools on top of the core
+(anomaly_mode, forward_ad, functional, gradcheck, graph, profiler: the extras layer, which use the
+ops) are imported by clgrad/__init__.py once the ops are bound, which binds their names into this
+namespace as torch.autograd has them, so that importing the core never runs the ops layer above it.
+"""
 from . import grad_mode
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction, NestedIOFunction
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled, set_multithreading_enabled)
 from . import function
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-# the tools on top of the core (they use the ops, which import the core first)
-from . import anomaly_mode, forward_ad, functional, graph, profiler
-from .anomaly_mode import detect_anomaly, set_detect_anomaly
 
 
 def Variable(data, requires_grad=False, volatile=False):

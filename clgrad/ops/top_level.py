@@ -233,7 +233,7 @@ def frobenius_norm(input, dim, keepdim=False):
     if len(dims) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
                            f"instead.")
-    from ..linalg import vector_norm
+    from .linalg_lu import vector_norm
     return vector_norm(input, 2, dims, keepdim)
 
 
@@ -247,7 +247,7 @@ def nuclear_norm(input, dim=None, keepdim=False):
     """
     if isinstance(dim, bool):                              # nuclear_norm(input, keepdim)
         dim, keepdim = None, dim
-    from ..linalg import matrix_norm
+    from .linalg_lu import matrix_norm
     return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
 
@@ -356,7 +356,7 @@ def norm_except_dim(v, pow=2, dim=0):
     >>> n.shape, [round(v, 4) for v in n.flatten().tolist()]
     (clgrad.Size([2, 1]), [3.4641, 3.4641])
     """
-    from ..linalg import vector_norm
+    from .linalg_lu import vector_norm
     if dim == -1:
         return vector_norm(v, pow)
     dims = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)

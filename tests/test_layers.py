@@ -1,0 +1,56 @@
+"""The layer map (DESIGN.md section 2, docs/internals.md): imports point down. Read from the source
+by tools/import_graph.py; no device needed. Each assertion pins what has been cleaned so far, so
+that it cannot come back."""
+import importlib.util
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(ROOT, "tools", "import_graph.py")
+
+# modules whose imports (module-level, and function-level where named below) point down only
+CLEAN = ["clgrad.tensor", "clgrad.autograd", "clgrad.autograd.node", "clgrad.autograd.views",
+         "clgrad.autograd.function", "clgrad.autograd.op", "clgrad.autograd.engine",
+         "clgrad.autograd.grad_mode", "clgrad.ops.top_level"]
+# the biggest import cycle (module-level imports, package __init__ edges included) may not grow
+MAX_CYCLE = 25
+
+
+def _graph():
+    spec = importlib.util.spec_from_file_location("import_graph", TOOL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.analyse(ROOT)
+
+
+def test_every_module_has_a_layer():
+    g = _graph()
+    for m in g.modules:
+        g.layer_of(m)           # KeyError names a module the layer map does not place
+
+
+def test_cleaned_modules_import_only_down():
+    g = _graph()
+    up = [f"{i.src}:{i.line} -> {i.dst}" for i in g.upward("module") if i.src in CLEAN]
+    assert not up, "module-level imports that point up the layer map:\n" + "\n".join(up)
+
+
+def test_tensor_and_ops_top_level_hide_no_upward_import():
+    g = _graph()
+    up = [f"{i.src}:{i.line} -> {i.dst}" for i in g.upward("function")
+          if i.src in ("clgrad.tensor", "clgrad.ops.top_level") and
+          g.rank(i.dst) > g.rank("clgrad.autograd.node")]
+    assert not up, "function-level imports that point up the layer map:\n" + "\n".join(up)
+
+
+def test_autograd_core_does_not_import_the_extras():
+    g = _graph()
+    core = [m for m in g.modules if g.layer_of(m) == "autograd core"]
+    bad = [f"{i.src}:{i.line} -> {i.dst}" for i in g.edges("module", implicit=False)
+           if i.src in core and g.rank(i.dst) > g.rank(i.src)]
+    assert not bad, "\n".join(bad)
+
+
+def test_import_cycle_does_not_grow():
+    sccs = _graph().sccs()
+    biggest = len(sccs[0]) if sccs else 0
+    assert biggest <= MAX_CYCLE, f"the biggest import cycle has {biggest} modules: {sccs[0]}"
