@@ -85,7 +85,7 @@ def test_parse_log_classifies_oclgrind_messages():
 
 def test_expected_kernels_names_what_is_left_out():
     ck = _tool()
-    from clgrad.ops.softmax import SOFTMAX
+    from clgrad.kernels.softmax import SOFTMAX
     from clgrad.runtime.kernels import ALL_PROGRAMS
     prog = SOFTMAX[clgrad.float32]
     gpu, _ = ck.expected_kernels(prog, "gpu")

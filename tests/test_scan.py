@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.ops import softmax as sm
+from clgrad.kernels import scan as sm
 from helpers import (LAYOUTS, all_dtypes, assert_close, float_dtypes, grad_dtype, grad_tols, make,
                      random_array, rounded, to_np)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.ops import softmax as sm
+from clgrad.kernels import softmax as sm
 from helpers import (LAYOUTS, assert_close, float_dtypes, grad_dtype, grad_tols, make, rounded,
                      to_np)
 
@@ -229,10 +229,8 @@ def test_native_exp_only_where_the_probe_found_it_accurate(device):
     erred by 8e-5); either way float32 results stay within float32's rounding."""
     ok = sm.native_exp_ok(device)
     assert ok in (True, False)
-    prog = sm._softmax_program(device, clgrad.float32)
-    assert prog is (sm.SOFTMAX_NATIVE if ok else sm.SOFTMAX)[clgrad.float32]
-    assert sm._softmax_program(device, clgrad.float64) is sm.SOFTMAX[clgrad.float64] \
-        if device.has_fp64 else True
+    assert sm.softmax_family(device, clgrad.float32) is (sm.SOFTMAX_NATIVE if ok else sm.SOFTMAX)
+    assert sm.softmax_family(device, clgrad.float64) is sm.SOFTMAX
     a = np.linspace(-80, 3, 4001, dtype=np.float32).reshape(1, -1)
     assert_close(clgrad.softmax(clgrad.tensor(a), -1), np_softmax(a, -1, False), rtol=1e-5,
                  atol=1e-7)

@@ -345,21 +345,22 @@ def drive_scan(dev, dt, rng):
     """Every scan of the dtype's program along the last dim and an outer one, short and blocked,
     forwards and reversed; the cummax/cummin gradient kernels."""
     import clgrad
-    from clgrad.ops import softmax as sm
-    long_len = 8300 if dev.cpu_paths else 600   # blocked scans: see softmax.block_size
+    from clgrad.kernels import scan as ks
+    from clgrad.ops import scan as sc
+    long_len = 8300 if dev.cpu_paths else 600   # blocked scans: see kernels.scan.block_size
     for t in (_t(dt, (3, 9), dev, rng), _t(dt, (2, long_len), dev, rng)):
-        for name in sm.SCANS[dt]:
+        for name in ks.SCANS[dt]:
             for d in (1, 0):
-                _try(f"{name} dim {d} of {tuple(t.shape)}", sm.scan_raw, name, t, d)
-        _try("reverse", sm.scan_raw, "cumsum", t, 1, reverse=True)
+                _try(f"{name} dim {d} of {tuple(t.shape)}", ks.scan_raw, name, t, d)
+        _try("reverse", ks.scan_raw, "cumsum", t, 1, reverse=True)
     _try("public scans", lambda: (t.cumsum(0), t.cummax(1)))
     if dt.kind != "f":
         return
     g = _t(dt, (3, 9), dev, rng)
     for d in (0, 1):
         idx = _t(dt, (3, 9), dev, rng).cummax(d)[1]
-        _try("cummax backward", sm.CummaxminBackward.apply, g, idx, d)
-        _try("cummax double backward", sm.CummaxminGather.apply, g, idx, d)
+        _try("cummax backward", sc.CummaxminBackward.apply, g, idx, d)
+        _try("cummax double backward", sc.CummaxminGather.apply, g, idx, d)
     x = _t(dt, (3, 9), dev, rng).requires_grad_()
     v, _ = x.cummin(1)
     _try("cummin grad", lambda: clgrad.autograd.grad(v.sum(), x, create_graph=True))
@@ -371,7 +372,7 @@ def drive_softmax(dev, dt, rng):
     path of GPUs), contiguous and strided."""
     import clgrad
     import clgrad.nn.functional as F
-    from clgrad.ops import softmax as sm
+    from clgrad.kernels import softmax as sm
     probed = sm.native_exp_ok(dev)             # runs the probe kernel once
     # both programs, whatever the probe found: with native_exp and with the full-precision exp
     for native in (True, False):
