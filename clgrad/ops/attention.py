@@ -20,13 +20,9 @@ import math
 from .. import dtypes
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
-from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
-from ..tensor import Tensor, empty_tensor
+from ..kernels.attention import attn_bwd_raw, attn_fwd_raw, dropout_mask_raw, lse_dtype
+from ..tensor import Tensor
 from ._base import broadcast_shapes, contiguous_raw, recorded_grads
-
-PROGRAMS = {dt: Program("attention", dt.short, render("attention.mako", dt=dt))
-            for dt in dtypes.FLOATS}
-EC = 64                       # columns of a head handled per launch (the template's EC)
 
 
 # The forms F.scaled_dot_product_attention may take, set by clgrad.nn.attention.sdpa_kernel as
@@ -159,40 +155,6 @@ def _safe_softmax(scores):
     return where(dead, zero, w)
 
 
-def _lse_dtype(dt):
-    return dtypes.float64 if dt is dtypes.float64 else dtypes.float32
-
-
-def _rows_per_group(dev, kernel, rows):
-    """Own rows (work-items) per work-group: enough to share each local tile widely (on PoCL 128
-    rows a group ran the forward in 70 ms of CPU time, 32 in 88 ms), no more than there are rows,
-    within the kernel's queried limit."""
-    return max(1, min(group_limit(dev, kernel, 128 if dev.cpu_paths else 64), rows))
-
-
-def _chunks(*widths):
-    return max(-(-w // EC) for w in widths)
-
-
-def _mask_args(q, mask):
-    if mask is None:
-        return (q._storage.buf, 0, 0, 0, 0, 0, 0)
-    return (mask._storage.buf, mask._offset, *mask._strides, 1)
-
-
-def _dropout_mask(dt, dev, N, L, S, p, rng):
-    """The [N, L, S] dropout factors (0 or 1 / (1 - p)) the fused kernels used."""
-    z = empty_tensor((N, L, S), dt, dev)
-    gs, ls = grid(dev, N * L * S)
-    launch(dev, get_kernel(dev, PROGRAMS[dt], "attn_dropout_mask"), gs, ls, z._storage.buf,
-           N, L, S, p, _dscale(p), *rng)
-    return z
-
-
-def _dscale(p):
-    return 1.0 / (1.0 - p) if p < 1.0 else 0.0
-
-
 def _composed_flat(q, k, v, mask, causal, scale, groups, z):
     """The fused op's result in clgrad ops on its flat operands (what double backward
     differentiates): q [N, L, E], k and v [N / groups, S, *], mask (No, Hq, L, S) or None, z the
@@ -225,20 +187,10 @@ class FusedAttention(Op):
         # kernels read contiguous copies where an input is a strided view.
         given = (q, k, v)
         q, k, v = contiguous_raw(q), contiguous_raw(k), contiguous_raw(v)
-        dev, dt = q._storage.device, q._dtype
-        N, L, E = q._shape
-        S, Ev = v._shape[1], v._shape[2]
+        N, L, _ = q._shape
+        S = v._shape[1]
         rng = creation.default_generator.take(N * L * S) if p > 0 else (0, 0)
-        out = empty_tensor((N, L, Ev), dt, dev)
-        lse = empty_tensor((N, L), _lse_dtype(dt), dev)
-        kern = get_kernel(dev, PROGRAMS[dt], "attn_fwd")
-        ls = _rows_per_group(dev, kern, L)
-        gs = N * -(-L // ls) * ls
-        for c in range(_chunks(Ev)):
-            launch(dev, kern, (gs,), (ls,), q._storage.buf, q._offset, k._storage.buf,
-                   k._offset, v._storage.buf, v._offset, out._storage.buf, 0, lse._storage.buf,
-                   L, S, E, Ev, groups, Hq, *_mask_args(q, mask), int(causal), scale, p,
-                   _dscale(p), *rng, c * EC)
+        out, lse = attn_fwd_raw(q, k, v, mask, causal, scale, groups, Hq, p, rng)
         ctx.save_for_backward(*given, out)
         ctx.raw = (q, k, v)
         ctx.lse, ctx.mask, ctx.rng = lse, mask, rng
@@ -253,33 +205,18 @@ class FusedAttention(Op):
         N, L, E = q._shape
         Nk, S, Ev = v._shape
         if is_grad_enabled():            # create_graph: the composed form, differentiable again
-            z = _dropout_mask(dt, dev, N, L, S, p, ctx.rng) if p > 0 else None
+            z = dropout_mask_raw(dt, dev, N, L, S, p, ctx.rng) if p > 0 else None
             q, k, v, _ = ctx.saved_tensors
             with enable_grad():
                 o = _composed_flat(q, k, v, ctx.mask, causal, scale, groups, z)
             return (*recorded_grads((q, k, v), (o,), (dout,)), None, None, None, None, None, None)
         out = ctx.saved_tensors[3]
         dout = contiguous_raw(dout)
-        lt = _lse_dtype(dt)
+        lt = lse_dtype(dt)
         with no_grad():                  # D = rowsum(dO * out), in the compute type
             dd = contiguous_raw((dout.to(lt) * out.to(lt)).sum(-1))
-        dq = empty_tensor((N, L, E), dt, dev)
-        dk = empty_tensor((Nk, S, E), dt, dev)
-        dv = empty_tensor((Nk, S, Ev), dt, dev)
-        tail = (L, S, E, Ev, groups, Hq, *_mask_args(q, ctx.mask), int(causal), scale, p,
-                _dscale(p), *ctx.rng)
-        head = (q._storage.buf, q._offset, k._storage.buf, k._offset, v._storage.buf, v._offset,
-                dout._storage.buf, dout._offset, ctx.lse._storage.buf, dd._storage.buf)
-        kq = get_kernel(dev, PROGRAMS[dt], "attn_bwd_dq")
-        ls = _rows_per_group(dev, kq, L)
-        for c in range(_chunks(E)):
-            launch(dev, kq, (N * -(-L // ls) * ls,), (ls,), *head, dq._storage.buf, 0, *tail,
-                   c * EC)
-        kkv = get_kernel(dev, PROGRAMS[dt], "attn_bwd_dkdv")
-        ls = _rows_per_group(dev, kkv, S)
-        for c in range(_chunks(E, Ev)):
-            launch(dev, kkv, (Nk * -(-S // ls) * ls,), (ls,), *head, dk._storage.buf, 0,
-                   dv._storage.buf, 0, *tail, c * EC)
+        dq, dk, dv = attn_bwd_raw(q, k, v, dout, ctx.lse, dd, ctx.mask, causal, scale, groups,
+                                  Hq, p, ctx.rng)
         return dq, dk, dv, None, None, None, None, None, None
 
 
