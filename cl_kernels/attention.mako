@@ -33,22 +33,10 @@ ${c.prelude([dt])}
 #define EC ${EC}
 #define NV ${NV}
 
-inline uint philox_x(ulong counter, ulong seed) {
-    uint4 ctr = (uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u);
-    uint2 key = (uint2)((uint)seed, (uint)(seed >> 32));
-    for (int round = 0; round < 10; ++round) {
-        uint hi0 = mul_hi(0xD2511F53u, ctr.x), lo0 = 0xD2511F53u * ctr.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, ctr.z), lo1 = 0xCD9E8D57u * ctr.z;
-        ctr = (uint4)(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
-        key.x += 0x9E3779B9u;
-        key.y += 0xBB67AE85u;
-    }
-    return ctr.x;
-}
-
+${c.philox()}
 /* the dropout factor of element counter: 0 (dropped, probability p) or dscale = 1 / (1 - p) */
 inline ${CT} keep(ulong counter, ulong seed, float p, ${CT} dscale) {
-    float u = (float)(philox_x(counter, seed) >> 8) * 5.9604644775390625e-08f;
+    float u = (float)(philox(counter, seed).x >> 8) * 5.9604644775390625e-08f;
     return u < p ? (${CT})0 : dscale;
 }
 

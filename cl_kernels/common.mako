@@ -62,6 +62,25 @@ inline CAT(ushort, ${w}) f2bfv_${w}(CAT(float, ${w}) f) {
 % endfor
 </%def>
 
+## Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"), the one generator
+## of every random draw: philox(counter, seed) is a pure function of its arguments, so that
+## random.mako (rand, randn, bernoulli, dropout, ...) and attention.mako (its dropout, redrawn in
+## backward) draw the same numbers from the same Philox counters on every device.
+<%def name="philox()">
+inline uint4 philox(ulong counter, ulong seed) {
+    uint4 ctr = (uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u);
+    uint2 key = (uint2)((uint)seed, (uint)(seed >> 32));
+    for (int round = 0; round < 10; ++round) {
+        uint hi0 = mul_hi(0xD2511F53u, ctr.x), lo0 = 0xD2511F53u * ctr.x;
+        uint hi1 = mul_hi(0xCD9E8D57u, ctr.z), lo1 = 0xCD9E8D57u * ctr.z;
+        ctr = (uint4)(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
+        key.x += 0x9E3779B9u;
+        key.y += 0xBB67AE85u;
+    }
+    return ctr;
+}
+</%def>
+
 ## the C type of a pointer to storage of dtype d
 <%def name="ptr(d)">__global ${d.cl} *</%def>
 <%def name="cptr(d)">__global const ${d.cl} *</%def>

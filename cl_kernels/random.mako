@@ -3,19 +3,7 @@
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
 
-inline uint4 philox(ulong counter, ulong seed) {
-    uint4 ctr = (uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u);
-    uint2 key = (uint2)((uint)seed, (uint)(seed >> 32));
-    for (int round = 0; round < 10; ++round) {
-        uint hi0 = mul_hi(0xD2511F53u, ctr.x), lo0 = 0xD2511F53u * ctr.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, ctr.z), lo1 = 0xCD9E8D57u * ctr.z;
-        ctr = (uint4)(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
-        key.x += 0x9E3779B9u;
-        key.y += 0xBB67AE85u;
-    }
-    return ctr;
-}
-
+${c.philox()}
 /* a uniform in [0, 1) with as many random bits as the dtype's mantissa holds (so that rounding
    to a 16-bit float cannot reach 1), and one in (0, 1] for logarithms */
 <% bits = {"half": 11, "ushort": 8}.get(dt.cl, 24) %>

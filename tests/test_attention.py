@@ -232,6 +232,35 @@ def test_dropout(device, code_paths):
     assert not to_np(F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)).any()
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_dropout_is_the_random_familys_philox_stream(device, code_paths, dt):
+    """The fused kernels draw their dropout from the Philox stream of clgrad.rand
+    (philox in cl_kernels/common.mako): after the same seed, the [N, L, S] weights take the
+    N * L * S numbers rand(N, L, S) would give, and element (n, i, j) is dropped exactly where
+    rand(N, L, S)[n, i, j] < p_drop (counter offset + (n * L + i) * S + j)."""
+    if dt == "float64" and not device.has_fp64:
+        pytest.skip("no fp64 on this device")
+    dt = getattr(clgrad, dt)
+    rng = np.random.default_rng(8)
+    N, L, S, pd = 3, 17, 45, 0.35
+    qn, kn = rng.standard_normal((N, L, 4)), rng.standard_normal((N, S, 4))
+    q, k = clgrad.tensor(qn, dtype=dt), clgrad.tensor(kn, dtype=dt)
+    v = clgrad.tensor(np.broadcast_to(np.eye(S), (N, S, S)).copy(), dtype=dt)
+    for seed in (0, 11, 2**40 + 3):
+        clgrad.manual_seed(seed)
+        out = to_np(F.scaled_dot_product_attention(q, k, v, dropout_p=pd))
+        clgrad.manual_seed(seed)
+        u = to_np(clgrad.rand(N, L, S))
+        assert np.array_equal(out == 0, u < pd)
+        # the generator moved on by N * L * S numbers, as rand's draw does
+        clgrad.manual_seed(seed)
+        F.scaled_dot_product_attention(q, k, v, dropout_p=pd)
+        after = to_np(clgrad.rand(5))
+        clgrad.manual_seed(seed)
+        clgrad.rand(N, L, S)
+        assert np.array_equal(after, to_np(clgrad.rand(5)))
+
+
 def test_errors():
     q, k = clgrad.randn(2, 3, 4), clgrad.randn(2, 5, 4)
     with pytest.raises(RuntimeError, match="same last dimension"):
