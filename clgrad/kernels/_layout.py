@@ -6,8 +6,15 @@ import pyopencl.cltypes as cltypes
 
 from ..runtime.family import cl_args
 from ..runtime.kernels import grid, launch
+from ..tensor import is_contiguous_layout, make_tensor
 
 MAX_DIMS = 8
+
+
+def view_raw(t, shape, strides, offset):
+    """A view sharing t's storage and version counter (no autograd bookkeeping)."""
+    return make_tensor(t._storage, tuple(shape), tuple(strides), offset, t._dtype,
+                       is_contiguous_layout(shape, strides), t._vc)
 
 
 def expand_strides(t, shape):

@@ -7,11 +7,10 @@ import numpy as np
 from .. import dtypes
 # the layout helpers and the copy family live in the kernels layer; ops import them from here
 from ..kernels._layout import (MAX_DIMS, check_dims, collapse, expand_strides,  # noqa: F401
-                               launch_walk, pack8, pack8_right)
+                               launch_walk, pack8, pack8_right, view_raw)
 from ..kernels.copy import (COPY, cast_raw, check_fp64, contiguous_raw, copy_into,  # noqa: F401
                             fill_raw, full_raw, scalar_for)
-from ..tensor import (Tensor, contiguous_strides, empty_tensor, is_contiguous_layout, make_tensor,
-                      numel_of)
+from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
 
 
 
@@ -164,12 +163,6 @@ def check_fits(value, dt):
         bad = not lo <= int(v) <= hi
     if bad:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
-
-
-def view_raw(t, shape, strides, offset):
-    """A view sharing t's storage and version counter (no autograd bookkeeping)."""
-    return make_tensor(t._storage, tuple(shape), tuple(strides), offset, t._dtype,
-                       is_contiguous_layout(shape, strides), t._vc)
 
 
 __all__ = ["size_repr", "broadcast_shapes", "expand_strides", "collapse", "pack8", "pack8_right",
