@@ -1,4 +1,4 @@
-## Direct 2-D convolution for one dtype `dt` (clgrad/ops/conv.py drives these kernels; 1-D
+## Direct 2-D convolution for one dtype `dt` (clgrad/kernels/conv.py drives these kernels; 1-D
 ## convolutions are 2-D ones with a height of 1, transposed ones a few stride-1 ones).
 ##
 ## Everything is computed in the compute type T (float for float16 / bfloat16). The host first

@@ -1,4 +1,4 @@
-## Matrix products for one dtype `dt` (clgrad/ops/linalg.py drives them):
+## Matrix products for one dtype `dt` (clgrad/kernels/gemm.py drives them):
 ##
 ##     C[b] = alpha * A[b] @ B[b]  (+ beta * D[b])       A: M x K, B: K x N, C and D: M x N
 ##

@@ -1,4 +1,4 @@
-## 2-D pooling of one dtype `dt`, forward and backward (clgrad/ops/conv.py drives them).
+## 2-D pooling of one dtype `dt`, forward and backward (clgrad/kernels/pool.py drives them).
 ## Inputs x are (N, C, H, W) with any strides, outputs and gradients contiguous (N, C, OH, OW);
 ## values are computed in the compute type T (float for float16 / bfloat16).
 ##

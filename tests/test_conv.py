@@ -8,7 +8,7 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
-from clgrad.ops import conv
+from clgrad.kernels import conv as conv_kernels
 from helpers import assert_close, float_dtypes, grad_dtype, grad_tols, make, rounded
 
 TOL = {clgrad.float64: 1e-10, clgrad.float32: 2e-5, clgrad.float16: 4e-3, clgrad.bfloat16: 3e-2}
@@ -108,9 +108,9 @@ def blocking(request, device, monkeypatch):
         device.set_code_paths(cpu=False)
     elif request.param == "odd-blocks":
         odd = {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4}
-        configs[device] = conv.check_config(odd, device)
-    monkeypatch.setattr(conv, "_CONFIGS", configs)
-    monkeypatch.setattr(conv, "_PLANS", {})
+        configs[device] = conv_kernels.check_config(odd, device)
+    monkeypatch.setattr(conv_kernels.CONV, "_configs", configs)
+    monkeypatch.setattr(conv_kernels, "_PLANS", {})
     yield request.param
     if device.cpu_paths != was:
         device.set_code_paths(cpu=was)

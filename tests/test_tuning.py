@@ -9,8 +9,8 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from clgrad.kernels import conv as conv_kernels
 from clgrad.kernels import gemm as gemm_kernels
-from clgrad.ops import conv
 from clgrad.runtime import tuning
 
 
@@ -101,10 +101,10 @@ def test_validation_falls_through(db):
     gpu.local_mem_size = 48 * 1024
     assert source(gpu) == ("vendor", tuning.DEFAULTS["gemm"]["gpu"]["nvidia"])
     # and convolution entries by the convolution checker: Dev 1.0's conv entry is incomplete
-    assert source(fake_device(driver="1.0"), "conv", conv.check_config) == \
+    assert source(fake_device(driver="1.0"), "conv", conv_kernels.check_config) == \
         ("generic", tuning.DEFAULTS["conv"]["cpu"]["generic"])
     with pytest.raises(LookupError):
-        source(fake_device(wg=4), "conv", conv.check_config)
+        source(fake_device(wg=4), "conv", conv_kernels.check_config)
 
 
 def test_vendor_of():
@@ -123,7 +123,7 @@ def test_vendor_of():
                                         vendor="Oclgrind")) == "generic"
     # every default is a complete configuration, and each path has a generic one
     roomy = fake_device(wg=1024, local=64 * 1024)
-    checks = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}
+    checks = {"gemm": gemm_kernels.check_config, "conv": conv_kernels.check_config}
     for family, paths in tuning.DEFAULTS.items():
         for path in paths.values():
             assert "generic" in path
@@ -138,7 +138,7 @@ def test_user_file(db):
     table = json.loads(path.read_text())
     assert table["Plat"]["Dev"]["2.0"]["cpu"] == {
         "conv": {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2}, "gemm": gemm_entry(6)}
-    assert source(dev, "conv", conv.check_config)[0] == "user"
+    assert source(dev, "conv", conv_kernels.check_config)[0] == "user"
     path.write_text("[1, 2")                              # unreadable: ignored
     assert source(dev)[0] == "shipped"
     with pytest.raises(ValueError, match="family"):
@@ -163,7 +163,7 @@ def test_shipped_file_is_valid():
     roomy device."""
     table = json.loads(tuning.SHIPPED_PATH.read_text())
     roomy = fake_device(wg=1 << 16, local=1 << 20)
-    checks = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}
+    checks = {"gemm": gemm_kernels.check_config, "conv": conv_kernels.check_config}
     n = 0
     for platform, devs in table.items():
         if platform.startswith("_"):
@@ -182,7 +182,7 @@ def test_shipped_file_is_valid():
 def entries_for(device, family):
     """Every parameter set that could apply to the device on either code path: the shipped ones
     for its platform and device (any driver) and the vendor defaults, that it accepts."""
-    check = {"gemm": gemm_kernels.check_config, "conv": conv.check_config}[family]
+    check = {"gemm": gemm_kernels.check_config, "conv": conv_kernels.check_config}[family]
     found = []
     drivers = tuning.shipped().get(device.platform_name, {}).get(device.name, {})
     for paths in drivers.values():
@@ -229,10 +229,10 @@ def test_gemm_with_each_entry(device, monkeypatch):
 
 def test_conv_with_each_entry(device):
     rng = np.random.default_rng(1)
-    prev = conv.config(device)
+    prev = conv_kernels.config(device)
     try:
         for cfg in entries_for(device, "conv"):
-            conv.set_config(device, cfg)
+            conv_kernels.set_config(device, cfg)
             x = rng.standard_normal((2, 5, 11, 13)).astype(np.float32)
             w = rng.standard_normal((7, 5, 3, 3)).astype(np.float32)
             tx = clgrad.tensor(x, requires_grad=True)
@@ -249,7 +249,7 @@ def test_conv_with_each_entry(device):
             np.testing.assert_allclose(tw.grad.numpy(), np.broadcast_to(gw, (7, 5, 3, 3)),
                                        rtol=1e-4, atol=1e-3, err_msg=str(cfg))
     finally:
-        conv.set_config(device, prev)
+        conv_kernels.set_config(device, prev)
 
 
 def reference_conv(x, w):

@@ -823,11 +823,11 @@ def main(argv=None):
 
 def report(rec, paths, findings, errors, wall, show, families, skipped_api, shorts):
     from clgrad.runtime.kernels import ALL_PROGRAMS
+    from clgrad.kernels.conv import CONV
     from clgrad.kernels.gemm import GEMM
-    from clgrad.ops import conv
     # the programs built with a configuration's options (GEMM's gemm_small program has none)
-    config_progs = {p.id for (_, opts), p in GEMM._programs.items() if opts} | \
-        {p.id for p in conv._PROGRAMS.values()}
+    config_progs = {p.id for fam in (CONV, GEMM) for (_, opts), p in fam._programs.items()
+                    if opts}
     fam_of = {"ew1": "ew", "ew2": "ew", "ew3": "ew"}
     per_prog = defaultdict(int)
     for path, fam, dt, f, ran in findings:

@@ -39,8 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import clgrad  # noqa: E402
 import clgrad.nn.functional as F  # noqa: E402
+from clgrad.kernels import conv as conv_kernels  # noqa: E402
 from clgrad.kernels import gemm as gemm_kernels  # noqa: E402
-from clgrad.ops import conv  # noqa: E402
 from clgrad.runtime import tuning  # noqa: E402
 from clgrad.runtime.device import default_device, set_default_device  # noqa: E402
 
@@ -295,10 +295,10 @@ def conv_search(device, rounds):
         F.conv2d(x, w, b, padding=1).backward(g)
 
     def time_of(cfg):
-        conv.set_config(device, cfg)
+        conv_kernels.set_config(device, cfg)
         return interleaved([step], rounds)[0]
 
-    start = best = conv.config(device)
+    start = best = conv_kernels.config(device)
     best_t = time_of(best)
     print(f"\nconvolution, 3x3 32->64 on 8x32x32x32 forward + backward (ms)\n"
           f"  in use: {best}  {best_t * 1e3:8.2f}")
@@ -306,10 +306,10 @@ def conv_search(device, rounds):
         cands = conv_stages(device, best)[stage]
         for cfg in progress(cands, f"conv stage {stage + 1}"):
             try:
-                cfg = conv.check_config(cfg, device)
+                cfg = conv_kernels.check_config(cfg, device)
                 if cfg == best:
                     continue
-                conv.set_config(device, cfg)
+                conv_kernels.set_config(device, cfg)
                 if not conv_correct(rng):
                     say(f"  {cfg} WRONG RESULTS, skipped")
                     continue
@@ -325,13 +325,13 @@ def conv_search(device, rounds):
         # one quiet moment can crown a candidate: confirm against the start, interleaved
         fns = []
         for cfg in (start, best):
-            fns.append(lambda cfg=cfg: (conv.set_config(device, cfg), step()))
+            fns.append(lambda cfg=cfg: (conv_kernels.set_config(device, cfg), step()))
         t_start, t_best = interleaved(fns, 3 * rounds)
         print(f"  final round, interleaved: in use {t_start * 1e3:.2f} ms, best "
               f"{t_best * 1e3:.2f} ms")
         if t_best > 0.97 * t_start:
             best = start
-    conv.set_config(device, best)
+    conv_kernels.set_config(device, best)
     return best
 
 

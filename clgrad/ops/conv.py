@@ -1,10 +1,11 @@
 """Convolution and pooling with torch.nn.functional's signatures: conv1d, conv2d,
 conv_transpose2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d.
 
-Convolutions run direct kernels (cl_kernels/conv.mako), not im2col + GEMM: an implicit GEMM that
-reads its pixel vectors straight from a zero-padded copy of the input, and a second kernel for
-the weight gradient. Measured on PoCL for a 3x3 convolution of 32x32x32x32 to 64 channels, the
-products alone through linalg.gemm (without forming the column matrix, nine times the input, and
+Convolutions run direct kernels (cl_kernels/conv.mako, launched by clgrad.kernels.conv with their
+tuned register blocking), not im2col + GEMM: an implicit GEMM that reads its pixel vectors
+straight from a zero-padded copy of the input, and a second kernel for the weight gradient.
+Measured on PoCL for a 3x3 convolution of 32x32x32x32 to 64 channels, the products alone
+through the gemm family (without forming the column matrix, nine times the input, and
 its packed copy) take 1.6x the direct kernel's time forward and for the input gradient, 1.3x for
 the weight gradient. Every convolution is one Op, `Convolution` (torch's aten::convolution,
 whose node is ConvolutionBackward0):
@@ -18,365 +19,25 @@ whose node is ConvolutionBackward0):
   the weight gradient is `ConvWeightGrad` (conv_wgrad), the bias gradient a sum. ConvWeightGrad
   is bilinear and differentiates into Convolutions again, so every order of gradient works.
 
-Pooling (cl_kernels/pool.mako) runs one work-item per output row forward and, backward, one per
-input row that gathers from the outputs whose windows hold it: no atomics, deterministic. The
-backward passes are Ops too (max: gather by the saved indices; averages: the forward pooling), so
+Pooling (cl_kernels/pool.mako, clgrad.kernels.pool) runs one work-item per output row forward
+and, backward, one per input row that gathers from the outputs whose windows hold it: no
+atomics, deterministic. The backward passes are Ops too (max: gather by the saved indices; averages: the forward pooling), so
 they can be differentiated again.
 """
 import numbers
 
 from .. import dtypes
 from ..autograd.op import Op
-from ..runtime import tuning
-from ..runtime.device import path_dependent
-from ..runtime.kernels import Program, get_kernel, grid, launch, render
-from ..tensor import Tensor, empty_tensor, numel_of
+from ..kernels.conv import FLOATS, conv2d_raw, conv_transpose2d_raw, conv_weight_grad_raw
+from ..kernels.pool import (adaptive_avg_pool2d_backward_raw, adaptive_avg_pool2d_raw,
+                            avg_pool2d_backward_raw, avg_pool2d_raw, max_pool2d_backward_raw,
+                            max_pool2d_raw)
+from ..tensor import Tensor, numel_of
 from . import views
-from ._base import (cast_raw, check_fp64, contiguous_raw, copy_into, fill_raw, full_raw,
-                    same_device, size_repr, view_raw)
+from ._base import check_fp64, full_raw, same_device, size_repr, view_raw
 
-FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 _TORCH_NAMES = dtypes.TORCH_NAMES
 _C_NAMES = dtypes.C_NAMES
-
-# Register blocking of the kernels (build options of conv.mako) comes from the tuning database
-# (clgrad.runtime.tuning, family "conv"), per device and code path. VW is the vector width (the
-# device's VEC / VEC8 unless set); MR x NV*VW the outputs of a conv_fwd work-item, MW x TJ (times
-# VW lanes) the sums of a conv_wgrad one; LY / LX the work-group sizes (on a CPU the work-items of
-# a group run on one core and share their input in its cache). Measured on PoCL (AVX-512
-# machine, 256-bit vectors) for 3x3 convolutions of 32 and 64 channels: 4 x 24 forward (6 x 16
-# and 4 x 16 within 5%; 8 x 16 and 6 x 24 spill and take twice as long) and 3 x 4 for the weight
-# gradient (2 x 6 within 2%, 4 x 2 and 2 x 4 15-30% slower, 4 x 3 and 3 x 5 spill: 1.7-1.9x).
-_KEYS = ("MR", "NV", "MW", "TJ", "LY", "LX")
-_SOURCES = {dt: render("conv.mako", dt=dt) for dt in FLOATS}
-_POOL = {dt: Program("pool", dt.short, render("pool.mako", dt=dt)) for dt in FLOATS}
-
-
-def _compute_dtype(dt):
-    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
-
-
-_CONFIGS = path_dependent({})  # device -> config dict
-_PLANS = path_dependent({})  # (device, dtype) -> (config, vector width, Program)
-_PROGRAMS = {}          # (dtype, build options) -> Program
-
-
-def check_config(cfg, device):
-    """cfg as a clean dict if `device` can run it, else ValueError saying why.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> check_config({"MR": 4, "NV": 3, "MW": 3, "TJ": 4, "LY": 8, "LX": 8}, default_device())["MR"]
-    4
-    """
-    out = {}
-    for k in _KEYS + ("VW",):
-        v = cfg.get(k)
-        if k == "VW" and v is None:
-            continue
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"convolution config {k} must be a positive int, got {v!r}")
-        out[k] = v
-    if out.get("VW", 2) not in (2, 4, 8):
-        raise ValueError("convolution config VW must be 2, 4 or 8 (conv.mako uses vector types)")
-    # the launches clip LX and LY to the device's limit, but a config that needs clipping was
-    # not measured on this device
-    for k in ("LX", "LY"):
-        if out[k] > device.max_work_group_size:
-            raise ValueError(f"convolution config {k}={out[k]} exceeds the work-group size "
-                             f"{device.max_work_group_size} of {device.name}")
-    return out
-
-
-# Without any fitting entry (a device with tiny work-groups): one work-item per group.
-SMALL_DEVICE = {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 1, "LX": 1}
-
-
-def config(device):
-    """The convolution blocking used on `device` (on its code path): the tuning database's.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> sorted(config(default_device()))[:2]
-    ['LX', 'LY']
-    """
-    return tuning.configured(_CONFIGS, device, "conv", check_config, SMALL_DEVICE)
-
-
-def set_config(device, cfg):
-    """Use cfg on `device` from now on in this process (the tuner and the tests); returns the
-    previous one. cfg=None goes back to the tuning database's.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> dev = default_device()
-    >>> prev = set_config(dev, {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4})
-    >>> _ = set_config(dev, prev)
-    """
-    prev = config(device)
-    for key in [k for k in _PLANS if k[0] is device]:
-        del _PLANS[key]
-    if cfg is None:
-        _CONFIGS.pop(device, None)
-    else:
-        _CONFIGS[device] = check_config(cfg, device)
-    return prev
-
-
-def _program(dt, vw, cfg):
-    opts = f"-DVW={vw} " + " ".join(f"-D{k}={cfg[k]}" for k in ("MR", "NV", "MW", "TJ"))
-    prog = _PROGRAMS.get((dt, opts))
-    if prog is None:
-        tag = "x".join(str(cfg[k]) for k in ("MR", "NV", "MW", "TJ"))
-        prog = _PROGRAMS[(dt, opts)] = Program("conv", f"{dt.short}_{tag}v{vw}", _SOURCES[dt],
-                                               opts)
-    return prog
-
-
-def _plan(dev, dt):
-    """(config, vector width, Program) of the convolution kernels for dtype dt on dev: the
-    device's vector width (VEC, or VEC8 for float64) unless the config sets one."""
-    plan = _PLANS.get((dev, dt))
-    if plan is None:
-        cfg = config(dev)
-        vw = cfg.get("VW") or min(8, dev.vec8 if dt is dtypes.float64 else dev.vec)
-        if dt is dtypes.float64 and "VW" in cfg:
-            vw = max(2, vw // 2)          # the same register width
-        plan = _PLANS[(dev, dt)] = (cfg, vw, _program(dt, vw, cfg))
-    return plan
-
-
-for _dt in FLOATS:          # what CPUs use by default, listed at import for the prebuild tool
-    _program(_dt, 4 if _dt is dtypes.float64 else 8, tuning.DEFAULTS["conv"]["cpu"]["generic"])
-
-
-def _ceil(a, b):
-    return -(-a // b)
-
-
-def _bias_args(bias, fallback):
-    """(buffer, offset, stride, present) of the bias kernel arguments; any buffer when none."""
-    if bias is None:
-        return fallback._storage.buf, 0, 0, 0
-    return bias._storage.buf, bias._offset, bias._strides[0], 1
-
-
-# ---- raw kernels (no autograd) -------------------------------------------------------------------
-def _pad_raw(x, top, left, Hq, Wq, slack, cdt):
-    """x (N, C, H, W, any strides) in a fresh zero-padded buffer of dtype cdt: plane r = n * C + c
-    holds x[n, c, i - top, j - left] at i * Wq + j, planes Hq * Wq apart, followed by `slack`
-    elements that reads past the last plane may touch (never used)."""
-    N, C, H, W = x._shape
-    dev = x._storage.device
-    plane = Hq * Wq
-    buf = empty_tensor((N * C * plane + slack,), cdt, dev)
-    rows = N * C * Hq
-    if rows:
-        _, _, prog = _plan(dev, x._dtype)
-        gs, ls = grid(dev, rows)
-        launch(dev, get_kernel(dev, prog, "pad"), gs, ls, buf._storage.buf, plane,
-               x._storage.buf, x._offset, *x._strides, C, H, W, Hq, Wq, top, left, rows)
-    return buf
-
-
-def _pack_raw(w, offset, strides, G, Cog, Cig, KH, KW, R):
-    """The weight of a (grouped) convolution in panels of R output channels, in the compute
-    dtype: element ((g * MB + mb) * K + k) * R + i is the weight of output channel mb * R + i of
-    group g at tap k = (ci * KH + kh) * KW + kw, read at offset + (g, co, ci, kh, kw) . strides."""
-    dev = w._storage.device
-    _, _, prog = _plan(dev, w._dtype)
-    MB = _ceil(Cog, R)
-    total = G * MB * Cig * KH * KW * R
-    wp = empty_tensor((total,), _compute_dtype(w._dtype), dev)
-    gs, ls = grid(dev, total)
-    launch(dev, get_kernel(dev, prog, "pack_w"), gs, ls, wp._storage.buf, w._storage.buf, offset,
-           *strides, Cog, Cig, KH, KW, MB, R, total)
-    return wp
-
-
-def _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw):
-    """How conv_fwd walks the output: stride-1 convolutions flat over a virtual image Wq wide
-    (one virtual row of OH * Wq lanes), strided ones row by row. Returns (rows, lanes per row,
-    wrap, rowstep, lane stride, tiles per row)."""
-    nr = cfg["NV"] * vw
-    if sh == 1 and sw == 1:
-        VR, VL, wrap, rowstep = 1, OH * Wq, Wq, 0
-    else:
-        VR, VL, wrap, rowstep = OH, OW, 1 << 30, sh * Wq
-    return VR, VL, wrap, rowstep, sw, _ceil(VL, nr)
-
-
-def _fwd_reach(cfg, vw, geo, Cig, KH, KW, dh, dw, Wq, plane):
-    """The furthest element (from a plane's origin) a conv_fwd work-item reads."""
-    VR, VL, wrap, rowstep, ls, tiles = geo
-    nr = cfg["NV"] * vw
-    return ((Cig - 1) * plane + (VR - 1) * rowstep + (tiles * nr - 1) * ls + (KH - 1) * dh * Wq
-            + (KW - 1) * dw)
-
-
-def _conv_fwd(out, xp, xo, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH, OW, sh, sw):
-    dev = out._storage.device
-    cfg, vw, prog = _plan(dev, out._dtype)
-    VR, VL, wrap, rowstep, ls, tiles = _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw)
-    N = out._shape[0]
-    MB = _ceil(Cog, cfg["MR"])
-    ntiles = VR * tiles
-    if dev.cpu_paths:
-        # a CPU runs a work-group on one core: LY blocks of output channels share the input
-        lx, ly = 1, min(cfg["LY"], MB if not dev.is_pocl else cfg["LY"], dev.max_work_group_size)
-    else:
-        lx, ly = min(cfg["LX"], dev.max_work_group_size), 1
-    k = get_kernel(dev, prog, "conv_fwd_1" if sw == 1 else "conv_fwd_s")
-    # (on PoCL the work-group size stays the configured one even when fewer blocks need it: each
-    # local size is a code generation at first launch; the idle work-items test their index)
-    launch(dev, k, (_ceil(ntiles, lx) * lx, _ceil(MB, ly) * ly, N * G), (lx, ly, 1),
-           out._storage.buf, out._offset, *out._strides, xp._storage.buf, xo, plane, Wq,
-           wp._storage.buf, *_bias_args(bias, xp), Cig, Cog, G, KH, KW, dh, dw, OH, OW, VL,
-           tiles, ntiles, wrap, rowstep, sw, MB)
-
-
-def conv2d_raw(x, w, bias, stride, pad, dilation, groups, out_hw):
-    """conv2d of 4-d x (N, G * Cig, H, W) and w (G * Cog, Cig, KH, KW) with padding (top, left)
-    and output size out_hw (the bottom and right padding follow from it); not recorded."""
-    N, C, H, W = x._shape
-    Co, Cig, KH, KW = w._shape
-    (sh, sw), (pt, pl), (dh, dw), (OH, OW), G = stride, pad, dilation, out_hw, groups
-    dev = x._storage.device
-    out = empty_tensor((N, Co, OH, OW), x._dtype, dev)
-    if not out.numel():
-        return out
-    if Cig * KH * KW == 0:                   # no input channels: the bias alone
-        return _fill_bias(out, bias)
-    cfg, vw, _ = _plan(dev, x._dtype)
-    Cog = Co // G
-    Hq, Wq = (OH - 1) * sh + (KH - 1) * dh + 1, (OW - 1) * sw + (KW - 1) * dw + 1
-    geo = _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw)
-    plane = Hq * Wq
-    slack = max(0, _fwd_reach(cfg, vw, geo, Cig, KH, KW, dh, dw, Wq, plane) + 1 - Cig * plane)
-    xp = _pad_raw(x, pt, pl, Hq, Wq, slack, _compute_dtype(x._dtype))
-    s = w._strides
-    wp = _pack_raw(w, w._offset, (Cog * s[0],) + s, G, Cog, Cig, KH, KW, cfg["MR"])
-    _conv_fwd(out, xp, 0, plane, Wq, wp, bias, G, Cig, Cog, KH, KW, dh, dw, OH, OW, sh, sw)
-    return out
-
-
-def _fill_bias(out, bias):
-    """out (N, C, H, W) <- the bias broadcast (zeros without one)."""
-    if bias is None:
-        return fill_raw(out, 0)
-    b = view_raw(bias, out._shape, (0, bias._strides[0], 0, 0), bias._offset)
-    return copy_into(out, b)
-
-
-def _phases(K, s, p, d, out):
-    """conv_transpose along one dim as `s` stride-1 correlations: output index o = a * s + r
-    (a = 0 .. A - 1) sums input[a + c0 - t * dd] * weight[taps[t]] over the taps kh with
-    (r + p - kh * d) % s == 0. Returns per phase r: (r, A, taps, dd, top) where the correlation
-    with its taps flipped reads a zero-padded input with `top` rows of padding."""
-    phases = []
-    for r in range(s):
-        A = max(0, _ceil(out - r, s))
-        taps = [k for k in range(K) if (r + p - k * d) % s == 0]
-        if not taps or not A:
-            phases.append((r, A, [], 1, 0))
-            continue
-        dd = (taps[1] - taps[0]) * d // s if len(taps) > 1 else 1
-        c0 = (r + p - taps[0] * d) // s
-        phases.append((r, A, taps, dd, (len(taps) - 1) * dd - c0))
-    return phases
-
-
-def conv_transpose2d_raw(x, w, bias, stride, pad, dilation, groups, out_hw):
-    """conv_transpose2d of 4-d x (N, G * Cig, H, W) and w (G * Cig, Cog, KH, KW) with padding
-    (top, left) and output size out_hw; not recorded. One stride-1 conv_fwd per output phase,
-    all reading one padded copy of x."""
-    N, C, H, W = x._shape
-    _, Cog, KH, KW = w._shape
-    (sh, sw), (pt, pl), (dh, dw), (OH, OW), G = stride, pad, dilation, out_hw, groups
-    Cig = C // G
-    dev = x._storage.device
-    out = empty_tensor((N, G * Cog, OH, OW), x._dtype, dev)
-    if not out.numel():
-        return out
-    ph = [q for q in _phases(KH, sh, pt, dh, OH) if q[1]]
-    pw = [q for q in _phases(KW, sw, pl, dw, OW) if q[1]]
-    live = [(a, b) for a in ph for b in pw if a[2] and b[2]]
-    if Cig == 0 or len(live) < len(ph) * len(pw):       # some outputs see no tap: bias only
-        _fill_bias(out, bias)
-        if Cig == 0:
-            return out
-    if not live:
-        return out
-    cfg, vw, _ = _plan(dev, x._dtype)
-    # one padded input for every phase: as much padding as the most padded phase wants, each
-    # phase starting `top - its top` rows (and columns) in
-    top = max(a[4] for a, _ in live)
-    left = max(b[4] for _, b in live)
-    Hq = max(top - a[4] + a[1] + (len(a[2]) - 1) * a[3] for a, _ in live)
-    Wq = max(left - b[4] + b[1] + (len(b[2]) - 1) * b[3] for _, b in live)
-    plane = Hq * Wq
-    reach = 0
-    for a, b in live:
-        geo = _fwd_geometry(cfg, vw, a[1], b[1], Wq, 1, 1)
-        start = (top - a[4]) * Wq + (left - b[4])
-        reach = max(reach, start + _fwd_reach(cfg, vw, geo, Cig, len(a[2]), len(b[2]), a[3],
-                                              b[3], Wq, plane))
-    xp = _pad_raw(x, top, left, Hq, Wq, max(0, reach + 1 - Cig * plane), _compute_dtype(x._dtype))
-    s0, s1, s2, s3 = w._strides
-    on, oc, oh_, ow_ = out._strides
-    for a, b in live:
-        (r, A, th, ddh, ta), (c, B, tw, ddw, tb) = a, b
-        step_h = th[1] - th[0] if len(th) > 1 else 1
-        step_w = tw[1] - tw[0] if len(tw) > 1 else 1
-        # taps flipped: tap t reads weight[th[-1] - t * step]
-        wp = _pack_raw(w, w._offset + th[-1] * s2 + tw[-1] * s3,
-                       (Cig * s0, s1, s0, -step_h * s2, -step_w * s3), G, Cog, Cig, len(th),
-                       len(tw), cfg["MR"])
-        view = view_raw(out, (N, G * Cog, A, B), (on, oc, sh * oh_, sw * ow_),
-                        out._offset + r * oh_ + c * ow_)
-        _conv_fwd(view, xp, (top - ta) * Wq + (left - tb), plane, Wq, wp, bias, G, Cig, Cog,
-                  len(th), len(tw), ddh, ddw, A, B, 1, 1)
-    return out
-
-
-def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
-    """The weight gradient of conv2d(x, w) for output gradient g: (G * Cog, Cig, KH, KW) with
-    dW[co, ci, kh, kw] = sum over n, oh, ow of g[n, co, oh, ow] * x_padded[n, ci, oh * sh + kh * dh,
-    ow * sw + kw * dw] (within each group); not recorded."""
-    N, C, H, W = x._shape
-    _, Co, OH, OW = g._shape
-    (sh, sw), (pt, pl), (dh, dw), (KH, KW), G = stride, pad, dilation, k_hw, groups
-    Cig, Cog = C // G, Co // G
-    dev = x._storage.device
-    dt, cdt = x._dtype, _compute_dtype(x._dtype)
-    K = Cig * KH * KW
-    if N * OH * OW == 0 or K * Co == 0:
-        return full_raw((Co, Cig, KH, KW), 0, dt, dev)
-    cfg, vw, prog = _plan(dev, dt)
-    Hq, Wq = (OH - 1) * sh + (KH - 1) * dh + 1, (OW - 1) * sw + (KW - 1) * dw + 1
-    plane = Hq * Wq
-    OWv = _ceil(OW, vw) * vw
-    # masked lanes past the end of the last row still read (then drop) elements
-    reach = ((Cig - 1) * plane + (OH - 1) * sh * Wq + (OWv - 1) * sw + (KH - 1) * dh * Wq
-             + (KW - 1) * dw)
-    xp = _pad_raw(x, pt, pl, Hq, Wq, max(0, reach + 1 - Cig * plane), cdt)
-    # the gradient's rows are read VW at a time: a padded copy unless they are whole vectors
-    if g._dtype is cdt and g._strides[3] == 1 and OW % vw == 0:
-        gv = g
-    else:
-        gv = view_raw(_pad_raw(g, 0, 0, OH, OWv, 0, cdt), (N, Co, OH, OWv),
-                      (Co * OH * OWv, OH * OWv, OWv, 1), 0)
-    JB, CB = _ceil(K, cfg["TJ"]), _ceil(Cog, cfg["MW"])
-    # split the batch when there are too few blocks of sums to keep every core busy
-    want = 16 * dev.compute_units * (1 if dev.cpu_paths else 16)
-    NC = max(1, min(N, want // (JB * CB * G)))
-    part = empty_tensor((NC, Co, Cig, KH, KW), cdt, dev)
-    lx = min(cfg["LX"], JB if not dev.is_pocl else cfg["LX"], dev.max_work_group_size)
-    k = get_kernel(dev, prog, "conv_wgrad_1" if sw == 1 else "conv_wgrad_s")
-    launch(dev, k, (_ceil(JB, lx) * lx, CB, NC * G), (lx, 1, 1), part._storage.buf,
-           gv._storage.buf, gv._offset, *gv._strides[:3], xp._storage.buf, plane, Wq, Cig, Cog,
-           G, KH, KW, dh, dw, OH, OW, sh * Wq, sw, N, NC)
-    if NC > 1:
-        from .reduce import reduce_raw
-        return reduce_raw("sum", part, (0,), False, out_dtype=dt)
-    return cast_raw(view_raw(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)
 
 
 # ---- autograd ops --------------------------------------------------------------------------------
@@ -690,42 +351,16 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # ---- pooling -------------------------------------------------------------------------------------
-# The pooling ops take (N, C, H, W) or unbatched (C, H, W) tensors, as torch's kernels do.
-def _pool_launch(name, dt, dev, rows, *args):
-    k = get_kernel(dev, _POOL[dt], name)
-    gs, ls = grid(dev, rows)
-    launch(dev, k, gs, ls, *args, rows)
-
-
-def _planes(x):
-    """x's buffer, offset, batch / channel / row / column strides and channel count."""
-    st = tuple(x._strides) if len(x._shape) == 4 else (0,) + tuple(x._strides)
-    return (x._storage.buf, x._offset) + st + (x._shape[-3],)
-
-
-def _pool_out(x, out_hw):
-    return empty_tensor(tuple(x._shape[:-2]) + tuple(out_hw), x._dtype, x._storage.device)
-
-
-def _rows(shape):
-    """Rows of a (N, C, H, W) or (C, H, W) shape, and whether there is anything in them."""
-    return numel_of(shape[:-1]), shape[-1] > 0
-
-
+# The pooling ops take (N, C, H, W) or unbatched (C, H, W) tensors, as torch's kernels do (the
+# pool family: clgrad.kernels.pool).
 class MaxPool2DWithIndices(Op):
     """max_pool2d: (values, int64 index of each max in its H * W plane)."""
 
     @staticmethod
     def forward(ctx, x, k, stride, pad, dilation, out_hw, want_idx):
-        out = _pool_out(x, out_hw)
-        idx = empty_tensor(out._shape, dtypes.int64, x._storage.device)
-        rows, live = _rows(out._shape)
-        if rows and live:
-            # the indices are only written when someone needs them (the caller or backward)
-            keep = int(bool(want_idx or ctx.needs_input_grad))
-            _pool_launch("max_pool_fwd", x._dtype, x._storage.device, rows, out._storage.buf,
-                         idx._storage.buf, keep, *_planes(x), *x._shape[-2:], *out_hw, *k,
-                         *stride, *pad, *dilation)
+        # the indices are only written when someone needs them (the caller or backward)
+        out, idx = max_pool2d_raw(x, k, stride, pad, dilation, out_hw,
+                                  want_idx or ctx.needs_input_grad)
         ctx.geo = (k, stride, pad, dilation)
         ctx.mark_non_differentiable(idx)
         if ctx.needs_input_grad:
@@ -747,16 +382,9 @@ class MaxPool2DWithIndicesBackward(Op):
 
     @staticmethod
     def forward(ctx, g, idx, x_shape, k, stride, pad, dilation):
-        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
         if ctx.needs_input_grad:
             ctx.save_for_backward(idx)
-        rows, live = _rows(x_shape)
-        if rows and live:
-            g = contiguous_raw(g)
-            _pool_launch("max_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
-                         g._storage.buf, idx._storage.buf, *x_shape[-2:], *g._shape[-2:], *k,
-                         *stride, *pad, *dilation)
-        return gx
+        return max_pool2d_backward_raw(g, idx, x_shape, k, stride, pad, dilation)
 
     @staticmethod
     def backward(ctx, ggx):
@@ -776,12 +404,7 @@ class MaxPool2DWithIndicesBackward(Op):
 class AvgPool2D(Op):
     @staticmethod
     def forward(ctx, x, k, stride, pad, out_hw, include_pad, divisor):
-        out = _pool_out(x, out_hw)
-        rows, live = _rows(out._shape)
-        if rows and live:
-            _pool_launch("avg_pool_fwd", x._dtype, x._storage.device, rows, out._storage.buf,
-                         *_planes(x), *x._shape[-2:], *out_hw, *k, *stride, *pad,
-                         int(include_pad), divisor)
+        out = avg_pool2d_raw(x, k, stride, pad, out_hw, include_pad, divisor)
         ctx.args = (k, stride, pad, include_pad, divisor)
         return out
 
@@ -796,13 +419,7 @@ class AvgPool2DBackward(Op):
 
     @staticmethod
     def forward(ctx, g, x_shape, k, stride, pad, include_pad, divisor):
-        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
-        rows, live = _rows(x_shape)
-        if rows and live:
-            g = contiguous_raw(g)
-            _pool_launch("avg_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
-                         g._storage.buf, *x_shape[-2:], *g._shape[-2:], *k, *stride, *pad,
-                         int(include_pad), divisor)
+        gx = avg_pool2d_backward_raw(g, x_shape, k, stride, pad, include_pad, divisor)
         ctx.args = (k, stride, pad, include_pad, divisor)
         return gx
 
@@ -818,12 +435,7 @@ class AvgPool2DBackward(Op):
 class AdaptiveAvgPool2D(Op):
     @staticmethod
     def forward(ctx, x, out_hw):
-        out = _pool_out(x, out_hw)
-        rows, live = _rows(out._shape)
-        if rows and live:
-            _pool_launch("adaptive_avg_fwd", x._dtype, x._storage.device, rows,
-                         out._storage.buf, *_planes(x), *x._shape[-2:], *out_hw)
-        return out
+        return adaptive_avg_pool2d_raw(x, out_hw)
 
     @staticmethod
     def backward(ctx, g):
@@ -833,13 +445,7 @@ class AdaptiveAvgPool2D(Op):
 class AdaptiveAvgPool2DBackward(Op):
     @staticmethod
     def forward(ctx, g, x_shape):
-        gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
-        rows, live = _rows(x_shape)
-        if rows and live:
-            g = contiguous_raw(g)
-            _pool_launch("adaptive_avg_bwd", g._dtype, g._storage.device, rows,
-                         gx._storage.buf, g._storage.buf, *x_shape[-2:], *g._shape[-2:])
-        return gx
+        return adaptive_avg_pool2d_backward_raw(g, x_shape)
 
     @staticmethod
     def backward(ctx, ggx):
