@@ -8,6 +8,8 @@ import differential as D
 from differential import Lit, _any, _raise, op, ref_arr
 
 D.switch("setitem_none", "no None in the subscripts of setitem (issue 22: clgrad's IndexError)")
+D.switch("index_bool_scalar", "no Python bool or 0-d bool tensor in subscripts (clgrad adds a "
+         "dim for it but does not index it together with the other tensors)")
 D.switch("unique_dim", "no torch.unique(x, dim=d) (issue 22: clgrad refuses it)")
 
 
@@ -32,6 +34,8 @@ def _rand_index(rng, shape, unique=False, allow_none=True):
                      "mask" if r < 0.97 else "bool")
     if not allow_none:
         kinds = [k for k in kinds if k not in ("none", "bool")] or ["slice"]
+    if D.avoiding("index_bool_scalar"):
+        kinds = [k for k in kinds if k != "bool"] or ["slice"]
     if kinds.count("ellipsis") > 1:
         first = kinds.index("ellipsis")
         kinds = [k for i, k in enumerate(kinds) if k != "ellipsis" or i == first]
@@ -88,6 +92,8 @@ def _rand_index(rng, shape, unique=False, allow_none=True):
         elif k == "mask":
             w = width["mask"]
             mshape = tuple(shape[d:d + w]) if d is not None else (size,)
+            if not mshape and D.avoiding("index_bool_scalar"):
+                mshape = (size,)
             if bad:
                 mshape = tuple(s + 1 for s in mshape)
             out.append(Lit(rng.random(mshape) < 0.5))

@@ -192,8 +192,15 @@ op("vector_norm", _pick_vnorm,
    "torch.linalg.vector_norm({0}, {1}, dim={2}, keepdim={3})", family="linalg")
 
 
+D.switch("matrix_norm_edges", "no matrix_norm of an integer or empty matrix (clgrad: another "
+         "error class; amax of an empty dim raises where torch gives 0)")
+
+
 def _pick_mnorm(rng, pool):
     i = _pick_a(rng, pool)[0][0] if rng.random() < 0.7 else _any(rng, pool)
+    if i is not None and D.avoiding("matrix_norm_edges") and (
+            pool[i].dtype.kind != "f" or pool[i].size == 0):
+        return None
     return ([i], (["fro", "nuc", 1, -1, _INF, -_INF, 2][int(rng.integers(7))],
                   bool(rng.random() < 0.3)))
 

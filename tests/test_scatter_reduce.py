@@ -110,3 +110,12 @@ def test_errors():
         x.scatter_reduce(0, clgrad.tensor([0]), clgrad.ones(1, dtype=clgrad.int64), "sum")
     with pytest.raises(RuntimeError, match="index_reduce"):
         x.index_reduce(0, clgrad.tensor([0]), clgrad.ones(1), "sum")
+
+
+def test_mean_of_bool_is_refused_as_torch(device):
+    """torch has no bool kernel for the mean (the other reductions take bools): found by the
+    differential test's scatter family."""
+    b = clgrad.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="reduce_mean\" not implemented for 'Bool'"):
+        b.scatter_reduce(0, clgrad.tensor([0]), b, "mean", include_self=False)
+    assert b.scatter_reduce(0, clgrad.tensor([0]), b, "sum").tolist() == [True, False]

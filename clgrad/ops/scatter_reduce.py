@@ -155,6 +155,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype "
                            f"(got {input.dtype} and {src.dtype}): self {size_repr(input._shape)}")
     _ix._gather_shapes("scatter_reduce", input, d, index, src)
+    if reduce == "mean" and input._dtype is dtypes.bool_:
+        raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
+                                  "'Bool'")
     _ix._check_range("scatter_reduce", index, input._shape[d] if input._shape else 1, d, False,
                      RuntimeError)
     if index._shape != src._shape:
