@@ -15,6 +15,7 @@ import numbers
 from .. import dtypes
 from ..ops import views
 from ..ops.join import stack
+from ..ops.window_args import pool_geometry
 from ..tensor import Tensor
 
 __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
@@ -23,20 +24,6 @@ __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool
 def _F():
     from . import functional
     return functional
-
-
-def _triple(op, name, v, default=None):
-    if v is None or (isinstance(v, (tuple, list)) and len(v) == 0 and default is not None):
-        return default
-    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return (int(v),) * 3
-    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
-        if len(v) == 1:
-            return (int(v[0]),) * 3
-        if len(v) == 3:
-            return tuple(int(e) for e in v)
-        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of three ints")
-    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
 
 
 def _pool_input(op, x):
@@ -48,42 +35,6 @@ def _pool_input(op, x):
     if any(n == 0 for n in x.shape[-4:]):
         raise RuntimeError(f"{op}(): Expected input's non-batch dimensions to have positive "
                            f"length, but input has a shape of {list(x.shape)}")
-
-
-def _size(n, k, s, p, d, ceil_mode):
-    eff = d * (k - 1) + 1
-    o = (n + 2 * p - eff + ((s - 1) if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= n + p:
-        o -= 1
-    return o
-
-
-def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
-    k = _triple(op, "kernel_size", kernel_size)
-    s = _triple(op, "stride", stride, default=k)
-    p = _triple(op, "padding", padding)
-    d = _triple(op, "dilation", dilation)
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {k[0]} kH: "
-                           f"{k[1]} kW: {k[2]}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError(f"stride should be greater than zero, but got dT: {s[0]} dH: {s[1]} "
-                           f"dW: {s[2]}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} "
-                           f"dilationH: {d[1]} dilationW: {d[2]}")
-    for kk, pp, dd in zip(k, p, d):
-        if pp < 0 or pp > (dd * (kk - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
-    sizes = tuple(x.shape[-3:])
-    out = tuple(_size(n, *a, ceil_mode) for n, *a in zip(sizes, k, s, p, d))
-    if any(o < 1 for o in out):
-        C = x.shape[-4]
-        raise RuntimeError(f"Given input size: ({C}x{'x'.join(map(str, sizes))}). Calculated "
-                           f"output size: ({C}x{'x'.join(map(str, out))}). Output size is too "
-                           f"small")
-    return k, s, p, d, out
 
 
 def _planes(x):
@@ -115,7 +66,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """
     op = "max_pool3d"
     _pool_input(op, input)
-    k, s, p, d, _ = _geometry(op, input, kernel_size, stride, padding, dilation, ceil_mode)
+    k, s, p, d, _ = pool_geometry(op, input, 3, kernel_size, stride, padding, dilation, ceil_mode)
     x, batched = _planes(input)
     N, C, D, H, W = x.shape
     F = _F()
@@ -144,7 +95,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """
     op = "avg_pool3d"
     _pool_input(op, input)
-    k, s, p, _, _ = _geometry(op, input, kernel_size, stride, padding, 1, ceil_mode)
+    k, s, p, _, _ = pool_geometry(op, input, 3, kernel_size, stride, padding, 1, ceil_mode)
     divisor = None
     if divisor_override is not None:
         divisor = int(divisor_override)

@@ -34,6 +34,7 @@ from ..kernels.pool import (adaptive_avg_pool2d_backward_raw, adaptive_avg_pool2
                             max_pool2d_raw)
 from ..tensor import Tensor, numel_of
 from . import views
+from .window_args import conv_ints as _ints, pool_geometry
 from ._base import check_fp64, full_raw, same_device, size_repr, view_raw
 
 _TORCH_NAMES = dtypes.TORCH_NAMES
@@ -174,20 +175,6 @@ def _check_float(op, t):
     if t._dtype not in FLOATS:
         raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[t._dtype]}\'')
     check_fp64(t._dtype, t._storage.device)
-
-
-def _ints(op, name, v, n, what="convolution dimensions"):
-    """An int or a sequence of ints as an n-tuple, with torch's error otherwise."""
-    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return (int(v),) * n
-    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
-        if len(v) == 1:
-            return (int(v[0]),) * n
-        if len(v) == n:
-            return tuple(int(e) for e in v)
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values "
-                           f"to match the {what}, but got {name}={list(v)}")
-    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
 
 
 def _check_conv(op, x, w, bias, groups, nd, transposed):
@@ -452,31 +439,6 @@ class AdaptiveAvgPool2DBackward(Op):
         return AdaptiveAvgPool2D.apply(ggx, tuple(ctx._in_meta[0][0][-2:])), None
 
 
-# ---- pooling arguments ---------------------------------------------------------------------------
-def _pool_ints(op, name, v, default=None):
-    if v is None or (isinstance(v, (tuple, list)) and len(v) == 0 and default is not None):
-        return default
-    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return (int(v),) * 2
-    if isinstance(v, (tuple, list)) and all(isinstance(e, numbers.Integral) for e in v):
-        if len(v) == 1:
-            return (int(v[0]),) * 2
-        if len(v) == 2:
-            return tuple(int(e) for e in v)
-        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of two ints")
-    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
-
-
-def _pool_size(n, k, s, p, d, ceil_mode):
-    """torch's pooling_output_shape: a window may start in the left padding or in the input,
-    never in the right padding."""
-    eff = d * (k - 1) + 1
-    o = (n + 2 * p - eff + ((s - 1) if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= n + p:
-        o -= 1
-    return o
-
-
 def _pool_input(op, x):
     """torch's checks of a pooling input: (N, C, H, W) or (C, H, W), only N may be 0."""
     _check_tensor(op, "input", 1, x)
@@ -484,33 +446,6 @@ def _pool_input(op, x):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
                            f"for input, but got:{size_repr(x._shape)}")
     _check_float(op, x)
-
-
-def _pool_geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
-    k = _pool_ints(op, "kernel_size", kernel_size)
-    s = _pool_ints(op, "stride", stride, default=k)
-    p = _pool_ints(op, "padding", padding)
-    d = _pool_ints(op, "dilation", dilation)
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: "
-                           f"{k[1]}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError("stride should not be zero")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
-                           f"dilationW: {d[1]}")
-    for kk, pp, dd in zip(k, p, d):
-        if pp < 0 or pp > (dd * (kk - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
-    H, W = x._shape[-2:]
-    out = (_pool_size(H, k[0], s[0], p[0], d[0], ceil_mode),
-           _pool_size(W, k[1], s[1], p[1], d[1], ceil_mode))
-    if out[0] < 1 or out[1] < 1:
-        C = x._shape[-3]
-        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: "
-                           f"({C}x{out[0]}x{out[1]}). Output size is too small")
-    return k, s, p, d, out
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -530,8 +465,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if input.ndim not in (3, 4) or (input.ndim == 3 and not input.numel()):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     _pool_input(op, input)
-    k, s, p, d, out = _pool_geometry(op, input, kernel_size, stride, padding, dilation,
-                                     ceil_mode)
+    k, s, p, d, out = pool_geometry(op, input, 2, kernel_size, stride, padding, dilation,
+                                    ceil_mode)
     values, idx = MaxPool2DWithIndices.apply(input, k, s, p, d, out, bool(return_indices))
     return (values, idx) if return_indices else values
 
@@ -549,7 +484,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """
     op = "avg_pool2d"
     _pool_input(op, input)
-    k, s, p, _, out = _pool_geometry(op, input, kernel_size, stride, padding, 1, ceil_mode)
+    k, s, p, _, out = pool_geometry(op, input, 2, kernel_size, stride, padding, 1, ceil_mode)
     divisor = 0
     if divisor_override is not None:
         divisor = int(divisor_override)
