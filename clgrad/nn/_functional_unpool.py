@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..ops.creation import rand, tensor, zeros
 from ..ops.join import stack
+from .modules.utils import _ntuple
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
@@ -23,10 +24,6 @@ __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool
 def _F():
     from . import functional
     return functional
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
 
 
 # ---- max pooling that always returns indices -----------------------------------------------------
@@ -131,9 +128,9 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     if indices.dtype != dtypes.int64:
         raise RuntimeError(f"{op}: elements in indices should be type int64 but got: "
                            f"{indices.dtype}")
-    k = _ntuple(kernel_size, nd)
-    s = _ntuple(stride, nd) if stride is not None else k
-    p = _ntuple(padding, nd)
+    k = _ntuple(nd)(kernel_size)
+    s = _ntuple(nd)(stride) if stride is not None else k
+    p = _ntuple(nd)(padding)
     size = [int(v) for v in _unpool_output_size(input, k, s, p, output_size)]
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
@@ -215,7 +212,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     [[[[4.0, 4.0], [4.0, 4.0]]]]
     """
     F = _F()
-    kh, kw = _ntuple(kernel_size, 2)
+    kh, kw = _ntuple(2)(kernel_size)
     out = F.avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kh * kw)
 
@@ -228,7 +225,7 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     [[[[[8.0]]]]]
     """
     F = _F()
-    kd, kh, kw = _ntuple(kernel_size, 3)
+    kd, kh, kw = _ntuple(3)(kernel_size)
     out = F.avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kd * kh * kw)
 
@@ -253,11 +250,11 @@ def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, _ran
                            f"{tuple(input.shape)}")
     if output_size is None and output_ratio is None:
         raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
-    pool = _ntuple(kernel_size, nd)
+    pool = _ntuple(nd)(kernel_size)
     if output_size is None:
-        ratio = _ntuple(output_ratio, nd)
+        ratio = _ntuple(nd)(output_ratio)
         output_size = [int(input.size(-nd + d) * ratio[d]) for d in range(nd)]
-    out_size = [int(v) for v in _ntuple(output_size, nd)]
+    out_size = [int(v) for v in _ntuple(nd)(output_size)]
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     N, C, in_size = x.shape[0], x.shape[1], list(x.shape[2:])

@@ -18,6 +18,7 @@ from ..ops import conv as _conv
 from ..ops import norm as _norm
 from ..ops.attention import scaled_dot_product_attention
 from ._mha import multi_head_attention_forward
+from .modules.utils import _ntuple
 from ..ops import linalg, softmax as _softmax
 from ..ops.creation import arange, empty_like, zeros
 from ..ops.elementwise import apply_ew
@@ -500,10 +501,6 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ---- convolution and pooling (kernels in clgrad.ops.conv) --------------------------------------
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
-
-
 def _string_padding(input, weight, stride, padding, dilation, nd):
     """Turn padding='valid' / 'same' into numbers; 'same' with odd total padding pads the input
     (the extra element on the right, as torch does) and returns 0."""
@@ -512,9 +509,9 @@ def _string_padding(input, weight, stride, padding, dilation, nd):
     if padding != "same":
         raise ValueError(f"Invalid padding string {padding!r}, should be one of "
                          f"{{'valid', 'same'}}")
-    if any(s != 1 for s in _ntuple(stride, nd)):
+    if any(s != 1 for s in _ntuple(nd)(stride)):
         raise ValueError("padding='same' is not supported for strided convolutions")
-    dil = _ntuple(dilation, nd)
+    dil = _ntuple(nd)(dilation)
     total = [d * (k - 1) for d, k in zip(dil, weight.shape[2:])]
     left = [t // 2 for t in total]
     if all(t % 2 == 0 for t in total):

@@ -7,12 +7,9 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from .utils import _ntuple
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
 class _ConvNd(Module):
@@ -29,7 +26,7 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        stride = _ntuple(stride, nd)
+        stride = _ntuple(nd)(stride)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of "
@@ -37,18 +34,18 @@ class _ConvNd(Module):
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
-            padding = _ntuple(padding, nd)
+            padding = _ntuple(nd)(padding)
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(f"padding_mode must be one of {{'zeros', 'reflect', 'replicate', "
                              f"'circular'}}, but got padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _ntuple(kernel_size, nd)
+        self.kernel_size = _ntuple(nd)(kernel_size)
         self.stride = stride
         self.padding = padding
-        self.dilation = _ntuple(dilation, nd)
+        self.dilation = _ntuple(nd)(dilation)
         self.transposed = transposed
-        self.output_padding = _ntuple(output_padding, nd)
+        self.output_padding = _ntuple(nd)(output_padding)
         self.groups = groups
         self.padding_mode = padding_mode
         # what F.pad needs for padding modes other than zeros: (left, right) per dim, last first

@@ -3,6 +3,7 @@ over the kernels of clgrad.ops.conv (the 3-d ones composed from the 2-d ones); M
 LPPool1d/2d/3d and FractionalMaxPool2d/3d."""
 from .. import functional as F
 from .module import Module
+from .utils import _ntuple, _single
 
 __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d", "AvgPool1d",
            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxPool3d",
@@ -107,10 +108,9 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
-        one = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,)  # noqa: E731
-        self.kernel_size = one(kernel_size)                  # 1-tuples, as torch keeps them
-        self.stride = one(stride if stride is not None else kernel_size)
-        self.padding = one(padding)
+        self.kernel_size = _single(kernel_size)              # 1-tuples, as torch keeps them
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input):
@@ -232,10 +232,7 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        n = self._nd
-
-        def tup(v):
-            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+        tup = _ntuple(self._nd)
         self.kernel_size = tup(kernel_size)
         self.stride = tup(stride if stride is not None else kernel_size)
         self.padding = tup(padding)
@@ -344,10 +341,7 @@ class _FractionalMaxPoolNd(Module):
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                  _random_samples=None):
         super().__init__()
-        n = self._nd
-
-        def tup(v):
-            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+        tup = _ntuple(self._nd)
         self.kernel_size = tup(kernel_size)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
