@@ -77,9 +77,23 @@ def _det_ref(a):
     return np.asarray(np.linalg.det(a.astype(np.float64))).astype(a.dtype)
 
 
+D.switch("det_singular", "no det of a singular matrix (clgrad's gradient of det inverts it and "
+         "raises LinAlgError; torch's gives the adjugate)")
+
+
+def _pick_det(rng, pool):
+    p = _pick_a(rng, pool)
+    a = pool[p[0][0]]
+    if D.avoiding("det_singular") and a.dtype.kind == "f" and a.ndim >= 2 and \
+            a.shape[-1] == a.shape[-2] and a.size and \
+            np.any(np.abs(np.linalg.det(a.astype(np.float64))) < 1e-6):
+        return None
+    return p
+
+
 op("inv", _pick_a, lambda T, a: T.linalg.inv(a), _inv_ref, "torch.linalg.inv({0})",
    family="linalg")
-op("det", _pick_a, lambda T, a: T.linalg.det(a), _det_ref, "torch.linalg.det({0})",
+op("det", _pick_det, lambda T, a: T.linalg.det(a), _det_ref, "torch.linalg.det({0})",
    family="linalg")
 
 
