@@ -34,6 +34,15 @@ def test_cleaned_modules_import_only_down():
     assert not up, "module-level imports that point up the layer map:\n" + "\n".join(up)
 
 
+def test_the_kernels_layer_imports_only_down():
+    """clgrad/kernels/: the raw launches import the runtime, tensors and each other, never ops,
+    autograd or nn, at module level or inside a function."""
+    g = _graph()
+    up = [f"{i.src}:{i.line} -> {i.dst}" for kind in ("module", "function")
+          for i in g.upward(kind) if i.src.startswith("clgrad.kernels")]
+    assert not up, "the kernels layer imports up:\n" + "\n".join(up)
+
+
 def test_tensor_and_ops_top_level_hide_no_upward_import():
     g = _graph()
     up = [f"{i.src}:{i.line} -> {i.dst}" for i in g.upward("function")

@@ -19,7 +19,7 @@ module-level graph are the import cycles.
 
 Layers, bottom to top (a module-level import must not point up this list):
 
-    0 runtime < 1 kernels < 2 tensor < 3 autograd core < 4 ops < 5 face
+    0 runtime < 1 tensor < 2 kernels < 3 autograd core < 4 ops < 5 face
       < 6 extras, nn, optim, utils < 7 distributed < 8 the clgrad namespace itself
 
 The analysis is a function (`analyse(root)`) so that tests/test_layers.py can assert on it:
@@ -41,7 +41,9 @@ from collections import Counter, defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "clgrad"
 
-LAYERS = ["runtime", "kernels", "tensor", "autograd core", "ops", "face", "extras",
+# kernels above tensor: a raw launch takes tensors and allocates its outputs as tensors, while
+# the tensor layer is data with no math
+LAYERS = ["runtime", "tensor", "kernels", "autograd core", "ops", "face", "extras",
           "distributed", "namespace"]
 
 # longest matching prefix wins; a prefix matches the module itself and everything below it
