@@ -25,7 +25,8 @@ from .. import dtypes
 from ..runtime import tuning
 from ..runtime.device import path_dependent
 from ..runtime.family import KernelFamily
-from ..tensor import alias, empty_tensor
+from ..tensor import empty_tensor
+from ._layout import view_raw
 from .copy import cast_raw, copy_into, fill_raw, full_raw
 from .reduce import reduce_raw
 
@@ -240,7 +241,7 @@ def _fill_bias(out, bias):
     """out (N, C, H, W) <- the bias broadcast (zeros without one)."""
     if bias is None:
         return fill_raw(out, 0)
-    b = alias(bias, out._shape, (0, bias._strides[0], 0, 0), bias._offset)
+    b = view_raw(bias, out._shape, (0, bias._strides[0], 0, 0), bias._offset)
     return copy_into(out, b)
 
 
@@ -308,8 +309,8 @@ def conv_transpose2d_raw(x, w, bias, stride, pad, dilation, groups, out_hw):
         wp = _pack_raw(w, w._offset + th[-1] * s2 + tw[-1] * s3,
                        (Cig * s0, s1, s0, -step_h * s2, -step_w * s3), G, Cog, Cig, len(th),
                        len(tw), cfg["MR"])
-        view = alias(out, (N, G * Cog, A, B), (on, oc, sh * oh_, sw * ow_),
-                     out._offset + r * oh_ + c * ow_)
+        view = view_raw(out, (N, G * Cog, A, B), (on, oc, sh * oh_, sw * ow_),
+                        out._offset + r * oh_ + c * ow_)
         _conv_fwd(view, xp, (top - ta) * Wq + (left - tb), plane, Wq, wp, bias, G, Cig, Cog,
                   len(th), len(tw), ddh, ddw, A, B, 1, 1)
     return out
@@ -340,8 +341,8 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
     if g._dtype is cdt and g._strides[3] == 1 and OW % vw == 0:
         gv = g
     else:
-        gv = alias(_pad_raw(g, 0, 0, OH, OWv, 0, cdt), (N, Co, OH, OWv),
-                   (Co * OH * OWv, OH * OWv, OWv, 1), 0)
+        gv = view_raw(_pad_raw(g, 0, 0, OH, OWv, 0, cdt), (N, Co, OH, OWv),
+                      (Co * OH * OWv, OH * OWv, OWv, 1), 0)
     JB, CB = _ceil(K, cfg["TJ"]), _ceil(Cog, cfg["MW"])
     # split the batch when there are too few blocks of sums to keep every core busy
     want = 16 * dev.compute_units * (1 if dev.cpu_paths else 16)
@@ -356,4 +357,4 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
                 sh * Wq, sw, N, NC, options=opts)
     if NC > 1:
         return reduce_raw("sum", part, (0,), False, out_dtype=dt)
-    return cast_raw(alias(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)
+    return cast_raw(view_raw(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)

@@ -21,8 +21,8 @@ whose node is ConvolutionBackward0):
 
 Pooling (cl_kernels/pool.mako, clgrad.kernels.pool) runs one work-item per output row forward
 and, backward, one per input row that gathers from the outputs whose windows hold it: no
-atomics, deterministic. The backward passes are Ops too (max: gather by the saved indices; averages: the forward pooling), so
-they can be differentiated again.
+atomics, deterministic. The backward passes are Ops too (max: gather by the saved indices;
+averages: the forward pooling), so they can be differentiated again.
 """
 import numbers
 

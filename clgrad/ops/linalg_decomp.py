@@ -1,7 +1,8 @@
 """The orthogonal decompositions of torch.linalg: QR (Householder), the symmetric eigenproblem
-(cyclic Jacobi) and the SVD (one-sided Jacobi), in OpenCL kernels (cl_kernels/linalg_decomp.mako,
-one work-group per matrix); and what is composed on them: pinv, matrix_rank, lstsq, cond and the
-matrix norms that need singular values. clgrad.linalg re-exports them with torch.linalg's names.
+(cyclic Jacobi) and the SVD (one-sided Jacobi), in OpenCL kernels (the linalg_decomp family,
+clgrad.kernels.linalg_decomp: one work-group per matrix); and what is composed on them: pinv,
+matrix_rank, lstsq, cond and the matrix norms that need singular values. clgrad.linalg
+re-exports them with torch.linalg's names.
 
 Gradients are torch's formulas, written in clgrad ops, so they differentiate again.
 """
@@ -11,13 +12,10 @@ import math
 from .. import dtypes
 from ..autograd.op import Op
 from ..autograd.grad_mode import no_grad
-from ..runtime.kernels import Program, get_kernel, launch, render
+from ..kernels.linalg_decomp import eigh_jacobi_raw, householder_qr_raw, svd_jacobi_raw
 from ..tensor import Tensor, empty_tensor
 from ._base import check_fp64, copy_into
-from .linalg_lu import _count, _pow2_group, solve_triangular
-
-PROGRAMS = {dt: Program("linalg_decomp", dt.short, render("linalg_decomp.mako", dt=dt))
-            for dt in (dtypes.float32, dtypes.float64)}
+from .linalg_lu import _count, solve_triangular
 
 QRResult = collections.namedtuple("linalg_qr", ["Q", "R"])
 LegacyQR = collections.namedtuple("qr", ["Q", "R"])
@@ -26,9 +24,6 @@ SVDResult = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
 LegacySVD = collections.namedtuple("svd", ["U", "S", "V"])
 LstsqResult = collections.namedtuple("linalg_lstsq",
                                      ["solution", "residuals", "rank", "singular_values"])
-
-# Sweeps at most (Jacobi converges quadratically: 5 to 10 sweeps reach rounding level)
-MAX_SWEEPS = 40
 
 
 def _mT(t):
@@ -83,7 +78,7 @@ def _out(res, out):
     return out
 
 
-# ---- raw decompositions (no autograd) -------------------------------------------------------------
+# ---- raw decompositions (no autograd; the kernels are clgrad.kernels.linalg_decomp's) ---------
 def qr_raw(A, mode="reduced"):
     """(Q or None, R) of a float A [..., m, n]: Householder QR with LAPACK's signs."""
     dev, dt = A._storage.device, A.dtype
@@ -93,14 +88,8 @@ def qr_raw(A, mode="reduced"):
     count = a.shape[0]
     mq = m if mode == "complete" else k
     want_q = mode != "r"
-    Q = empty_tensor((count, m, mq if want_q else 0), dt, dev)
-    tau = empty_tensor((count, k), dt, dev)
-    if count and m and n:
-        kern = get_kernel(dev, PROGRAMS[dt], "qr")
-        L = _pow2_group(dev, kern, max(m, n))
-        launch(dev, kern, (count * L,), (L,), a._storage.buf, tau._storage.buf,
-               Q._storage.buf if Q.numel() else tau._storage.buf, m, n, mq, int(want_q))
-    elif count and want_q and mq:                 # n == 0: Q is the identity's first columns
+    Q = householder_qr_raw(a, mq, want_q)
+    if count and want_q and mq and not (m and n):     # n == 0: Q is the identity's first columns
         from .creation import eye
         copy_into(Q, eye(m, mq, dtype=dt, device=dev).expand((count, m, mq)))
     rows = m if mode == "complete" else k
@@ -118,17 +107,10 @@ def _symmetric(A, UPLO):
 def eigh_raw(A, UPLO="L"):
     """(eigenvalues ascending, eigenvectors as columns) of the symmetric matrices that A's
     UPLO triangle defines."""
-    dev, dt = A._storage.device, A.dtype
     n = A.shape[-1]
     a, batch = _work_copy(_symmetric(A, UPLO))
     count = a.shape[0]
-    V = empty_tensor((count, n, n), dt, dev)
-    if count and n:
-        sweeps = empty_tensor((count,), dtypes.int32, dev)
-        kern = get_kernel(dev, PROGRAMS[dt], "eigh_jacobi")
-        L = _pow2_group(dev, kern, n)
-        launch(dev, kern, (count * L,), (L,), a._storage.buf, V._storage.buf, sweeps._storage.buf,
-               n, MAX_SWEEPS)
+    V = eigh_jacobi_raw(a)
     w, idx = a.diagonal(0, -2, -1).sort(-1)
     V = V.gather(-1, idx.unsqueeze(-2).expand((count, n, n)))
     return w.reshape(batch + (n,)), V.reshape(batch + (n, n))
@@ -141,13 +123,7 @@ def _svd_tall(A):
     count, m, n = A.shape
     u = empty_tensor((count, m, n), dt, dev)
     copy_into(u, A)
-    V = empty_tensor((count, n, n), dt, dev)
-    if count and n:
-        sweeps = empty_tensor((count,), dtypes.int32, dev)
-        kern = get_kernel(dev, PROGRAMS[dt], "svd_jacobi")
-        L = _pow2_group(dev, kern, m)
-        launch(dev, kern, (count * L,), (L,), u._storage.buf, V._storage.buf, sweeps._storage.buf,
-               m, n, MAX_SWEEPS)
+    V = svd_jacobi_raw(u)
     S, idx = (u * u).sum(-2).sqrt().sort(-1, descending=True)
     order = idx.unsqueeze(-2)
     return u.gather(-1, order.expand((count, m, n))), S, V.gather(-1, order.expand((count, n, n)))

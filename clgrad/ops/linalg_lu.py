@@ -1,6 +1,7 @@
 """Linear systems, inverses and determinants through an LU factorization on the device, and the
-Cholesky factorization (cl_kernels/linalg.mako); the norms and products of torch.linalg composed
-from clgrad ops. clgrad.linalg re-exports them with torch.linalg's names.
+Cholesky factorization (the linalg kernel family: clgrad.kernels.linalg); the norms and products
+of torch.linalg composed from clgrad ops. clgrad.linalg re-exports them with torch.linalg's
+names.
 
 Gradients are the standard adjoint formulas, written in clgrad ops (solve's backward calls
 solve), so they differentiate again.
@@ -11,12 +12,9 @@ import math
 from .. import dtypes
 from ..autograd.op import Op
 from ..autograd.grad_mode import no_grad
-from ..runtime.kernels import Program, get_kernel, grid, group_limit, launch, render
+from ..kernels.linalg import cholesky_inplace_raw, lu_factor_inplace_raw, lu_solve_raw
 from ..tensor import Tensor, empty_tensor
 from ._base import check_fp64, contiguous_raw, copy_into
-
-PROGRAMS = {dt: Program("linalg", dt.short, render("linalg.mako", dt=dt))
-            for dt in (dtypes.float32, dtypes.float64)}
 
 LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -69,62 +67,21 @@ def _count(batch):
     return c
 
 
-def _pow2_group(dev, kernel, n):
-    most = group_limit(dev, kernel, 256)
-    L = 1
-    while L * 2 <= min(most, max(n, 1)):
-        L *= 2
-    return L
-
-
-# ---- raw factorizations (no autograd) ------------------------------------------------------------
+# ---- factorizations (no autograd; the kernels are clgrad.kernels.linalg's) ----------------------
 def lu_factor_raw(A):
     """(LU [..., n, n], pivots int32 [..., n] 1-based, info int32 [...]) of a square float A."""
-    dev, dt = A._storage.device, A.dtype
     n = A.shape[-1]
     lu, batch = _batch_copy(A)
-    count = lu.shape[0]
-    piv = empty_tensor((count, n), dtypes.int32, dev)
-    info = empty_tensor((count,), dtypes.int32, dev)
-    if count and n:
-        k = get_kernel(dev, PROGRAMS[dt], "lu_factor")
-        L = _pow2_group(dev, k, n)
-        launch(dev, k, (count * L,), (L,), lu._storage.buf, piv._storage.buf, info._storage.buf,
-               n)
-    elif count:
-        info.zero_()
+    piv, info = lu_factor_inplace_raw(lu)
     return lu.reshape(batch + (n, n)), piv.reshape(batch + (n,)), info.reshape(batch)
-
-
-def lu_solve_raw(LU, piv, B):
-    """X with A X = B from A's LU factors; LU [b, n, n], piv [b, n], B [b, n, k] (same batch,
-    contiguous); B is not changed."""
-    dev, dt = LU._storage.device, LU.dtype
-    n, k = B.shape[-2], B.shape[-1]
-    X = empty_tensor(tuple(B.shape), dt, dev)
-    copy_into(X, B)
-    count = B.numel() // max(n * k, 1) * k if n else 0
-    if count:
-        gs, ls = grid(dev, count)
-        launch(dev, get_kernel(dev, PROGRAMS[dt], "lu_solve"), gs, ls, contiguous_raw(LU)._storage.buf,
-               contiguous_raw(piv)._storage.buf, X._storage.buf, n, k, count)
-    return X
 
 
 def cholesky_raw(A):
     """(L, info): the lower Cholesky factor of each symmetric positive-definite matrix (only
     A's lower triangle is read) and the first failing column, 1-based (0: none)."""
-    dev, dt = A._storage.device, A.dtype
     n = A.shape[-1]
     a, batch = _batch_copy(A)
-    count = a.shape[0]
-    info = empty_tensor((count,), dtypes.int32, dev)
-    if count and n:
-        k = get_kernel(dev, PROGRAMS[dt], "cholesky")
-        L = _pow2_group(dev, k, n)
-        launch(dev, k, (count * L,), (L,), a._storage.buf, info._storage.buf, n)
-    elif count:
-        info.zero_()
+    info = cholesky_inplace_raw(a)
     return a.reshape(batch + (n, n)).tril(), info.reshape(batch)
 
 
