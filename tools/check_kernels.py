@@ -429,7 +429,7 @@ def drive_index(dev, dt, rng):
     x.tril(); x.triu(1); x.t().tril(-1)
     x[idx[0, :3]]
     if dt.kind == "f":                       # cross-entropy's targets, one ignored
-        from clgrad.ops.index import class_targets_raw
+        from clgrad.kernels.index import class_targets_raw
         class_targets_raw(clgrad.tensor([1, -100, 3], device=dev), -100, dt)
 
 

@@ -751,7 +751,7 @@ def _picked(logp, target, weight, ignore_index, op):
     cd = _class_dim(logp)
     if weight is None and target.dtype is dtypes.int64 and logp.dtype.kind == "f":
         # the usual case in one kernel: the safe targets and their 0/1 weights
-        from ..ops.index import class_targets_raw
+        from ..kernels.index import class_targets_raw
         safe, w = class_targets_raw(target, ignore_index, logp.dtype)
         picked = _gather_targets(op, logp, safe, cd)
         return picked, w, None                 # ignored: w == 0, made only if wanted

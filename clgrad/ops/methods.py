@@ -10,6 +10,7 @@ autograd records the copy (a leaf that requires grad refuses it).
 import builtins
 
 from .. import dtypes
+from ..kernels.index import copy_raw
 from ..tensor import Tensor
 from ._base import size_repr
 
@@ -634,7 +635,6 @@ def resize_(self, *sizes, memory_format=None):
         keep = min(n, self._storage.nbytes // itemsize - self._offset)
         new = empty_tensor(sizes, self._dtype, self._storage.device)
         if keep > 0:
-            from .index import copy_raw
             from ._base import view_raw
             copy_raw(view_raw(new, (keep,), (1,), 0), view_raw(self, (keep,), (1,), self._offset))
         self._storage, self._offset = new._storage, 0

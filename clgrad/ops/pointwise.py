@@ -452,7 +452,7 @@ def where(condition, input=None, other=None):
     [1, 0]
     """
     if input is None and other is None:
-        from .index import nonzero
+        from .scatter_gather import nonzero
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")

@@ -10,8 +10,10 @@ the product of the non-zeros and the count of zeros, not by dividing by the elem
 """
 from .. import dtypes
 from ..autograd.op import Op
+from ..kernels.index import Slot, combine_raw
 from ..tensor import Tensor
 from . import index as _ix
+from .scatter_gather import _gather_shapes, scatter
 from ._base import full_raw, same_device, size_repr
 
 _OPS = {"prod": 0, "amax": 1, "amin": 2}
@@ -43,10 +45,8 @@ def _combine_into(dst, dim, index, src, reduce):
         return dst
     st = list(d1._strides)
     st[dim] = 0
-    operands = [(d1._storage.buf, d1._offset, st), (s1._storage.buf, s1._offset,
-                                                    list(s1._strides))]
-    _ix._launch("scatter_combine", dt, dev, i1._shape, operands,
-                [_ix.Slot(i1, i1._strides, d1._strides[dim], d1._shape[dim])], [_OPS[reduce]])
+    combine_raw(d1, i1._shape, st, s1, list(s1._strides),
+                [Slot(i1, i1._strides, d1._strides[dim], d1._shape[dim])], _OPS[reduce])
     return dst
 
 
@@ -83,7 +83,7 @@ class ScatterReduce(Op):
         input, index, src, out = ctx.saved_tensors
         dim, reduce, keep = ctx.dim, ctx.reduce, ctx.include_self
         # where src wrote: input's own value only counts with include_self
-        written = _ix.scatter(input.new_zeros(input.shape, dtype=dtypes.bool_), dim, index, True)
+        written = scatter(input.new_zeros(input.shape, dtype=dtypes.bool_), dim, index, True)
         self_mask = written.logical_not() | keep
         if reduce in ("sum", "mean"):
             gg = g / ctx.count if reduce == "mean" else g
@@ -154,7 +154,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if src._dtype is not input._dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype "
                            f"(got {input.dtype} and {src.dtype}): self {size_repr(input._shape)}")
-    _ix._gather_shapes("scatter_reduce", input, d, index, src)
+    _gather_shapes("scatter_reduce", input, d, index, src)
     if reduce == "mean" and input._dtype is dtypes.bool_:
         raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
                                   "'Bool'")

@@ -13,10 +13,12 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.op import Op
+from ..kernels.index import copy_raw, gather_raw, tri_raw
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of, upload
 from . import views
 from ._base import MAX_DIMS, collapse, contiguous_raw, full_raw, size_repr, view_raw
-from .index import copy_raw, gather_raw, index_select, linear_jvp, tri_raw
+from .index import linear_jvp
+from .scatter_gather import index_select
 
 
 def _ints(args, what):
