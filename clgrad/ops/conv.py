@@ -382,7 +382,7 @@ class MaxPool2DWithIndicesBackward(Op):
         if numel_of(idx._shape) == 0:
             picked = full_raw(idx._shape, 0, ggx._dtype, ggx._storage.device)
         else:
-            from .index import gather
+            from .scatter_gather import gather
             picked = views.reshape(gather(flat, -1, views.reshape(idx, lead + (oh * ow,))),
                                    idx._shape)
         return picked, None, None, None, None, None, None
