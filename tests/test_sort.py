@@ -116,6 +116,54 @@ def test_median_and_nanmedian(device):
     assert clgrad.tensor([7], device=device).median(0, keepdim=True).values.tolist() == [7]
 
 
+def test_selection_edges_follow_torch(device):
+    """0-d inputs, bool inputs, empty dims and k out of range: torch's shapes and exception
+    classes (each checked against torch 2.13 on the CPU)."""
+    s = clgrad.tensor(1.5, device=device, requires_grad=True)
+    for k in (0, 1):                  # a 0-d input is its own top-k, even for k = 0
+        v, i = clgrad.topk(s, k, dim=0)
+        assert v.shape == () and i.shape == () and v.item() == 1.5 and i.item() == 0
+    clgrad.topk(s, 0)[0].backward()
+    assert s.grad.item() == 1.0
+    v, i = clgrad.kthvalue(s.detach(), 1, dim=-1, keepdim=True)
+    assert v.shape == () and i.shape == ()
+    for f in (lambda: clgrad.topk(s, 2), lambda: clgrad.kthvalue(s, 2, 0),
+              lambda: clgrad.kthvalue(s, 0)):
+        with pytest.raises(RuntimeError, match="out of range"):
+            f()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        clgrad.topk(s, 1, dim=1)
+    b = clgrad.tensor([[True, False, True]], device=device)
+    for k in (0, 1):
+        with pytest.raises(RuntimeError, match="topk does not support bool"):
+            clgrad.topk(b, k)
+    with pytest.raises(RuntimeError, match="topk does not support bool"):
+        clgrad.topk(clgrad.tensor(True, device=device), 1)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        clgrad.topk(b, 4)                                  # the range is checked first
+    with pytest.raises(NotImplementedError, match="kthvalue.*Bool"):
+        clgrad.kthvalue(b, 1)
+    with pytest.raises(RuntimeError, match="out of range"):
+        clgrad.kthvalue(b, 4)
+    assert clgrad.kthvalue(clgrad.tensor(True, device=device), 1).values.item() is True
+    for op in (clgrad.median, clgrad.nanmedian):
+        with pytest.raises(NotImplementedError, match="median.*Bool"):
+            op(b, 1)
+        with pytest.raises(NotImplementedError, match="median.*Bool"):
+            op(b)
+        assert op(clgrad.zeros(0, dtype=clgrad.bool, device=device)).item() is True
+        assert op(clgrad.zeros(0, dtype=clgrad.int64, device=device)).item() == \
+            np.iinfo(np.int64).min
+    e = clgrad.zeros(2, 0, device=device)
+    for k in (0, 1):                  # an empty dim: IndexError before k is looked at
+        with pytest.raises(IndexError, match="kthvalue.*non-zero size"):
+            clgrad.kthvalue(e, k, 1)
+    v, i = clgrad.kthvalue(clgrad.zeros(0, 3, device=device), 1, 1)
+    assert v.shape == (0,) and i.shape == (0,)
+    with pytest.raises(TypeError, match="must be int"):
+        clgrad.kthvalue(clgrad.zeros(3, device=device), 1.0)
+
+
 def test_mode(device):
     x = clgrad.tensor([[3, 1, 3, 1, 2], [2, 2, 0, 0, 0]], device=device)
     v, i = x.mode(1)

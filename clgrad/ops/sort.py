@@ -30,7 +30,7 @@ def _check(op, input):
 
 def sort_indices(input, dim=-1, descending=False):
     """The int64 positions along dim that sort input (stable; NaN above every number)."""
-    d = input._wrap_dim(dim) if input.dim() else 0
+    d = input._wrap_dim(dim)
     with no_grad():
         x = input.detach()
         if x.dim() == 0:
@@ -98,16 +98,18 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     [5.0, 4.0]
     """
     _check("topk", input)
-    d = input._wrap_dim(dim) if input.dim() else 0
+    d = input._wrap_dim(dim)
     n = input.shape[d] if input.dim() else 1
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"topk(): argument 'k' must be int, not {type(k).__name__}")
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range: k = {k}, but the size of "
                            f"dimension {dim} is {n}")
-    if input.dim() == 0:
-        return TopkReturn(input.clone() if k else input.new_empty((0,)),
-                          input.new_zeros((), dtype=dtypes.int64))
+    if input.dtype == dtypes.bool_:                 # torch: after the range check, even for 0-d
+        raise RuntimeError(f"topk does not support bool dtypes (input of shape "
+                           f"{list(input.shape)})")
+    if input.dim() == 0:              # torch: a 0-d input is its own top-k, for k = 0 and k = 1
+        return TopkReturn(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     idx = sort_indices(input, d, descending=largest).narrow(d, 0, k).contiguous()
     return TopkReturn(input.gather(d, idx), idx)
 
@@ -120,13 +122,23 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     2.0
     """
     _check("kthvalue", input)
-    d = input._wrap_dim(dim) if input.dim() else 0
+    d = input._wrap_dim(dim)
     n = input.shape[d] if input.dim() else 1
+    if isinstance(k, bool) or not hasattr(k, "__index__"):
+        raise TypeError(f"kthvalue(): argument 'k' (position 2) must be int, not "
+                        f"{type(k).__name__}")
+    k = k.__index__()
+    if n == 0:                        # torch checks the empty dim before k
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size "
+                         f"(input of shape {list(input.shape)}).")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}: "
                            f"k = {k}, size {n}")
-    if input.dim() == 0:
+    if input.dim() == 0:              # torch returns a 0-d input as is, bool included
         return KthvalueReturn(input.clone(), input.new_zeros((), dtype=dtypes.int64))
+    if input.dtype == dtypes.bool_:
+        raise NotImplementedError(f"\"kthvalue\" not implemented for 'Bool' (input of shape "
+                                  f"{list(input.shape)})")
     return _pick(input, d, keepdim, k - 1, KthvalueReturn)
 
 
@@ -143,15 +155,26 @@ def _median(op, input, dim, keepdim, ignore_nan):
     _check(op, input)
     if dim is None:
         flat = input.reshape(-1)
-        if flat.numel() == 0:
-            return input.new_full((), float("nan"))
+        if flat.numel() == 0:         # torch: NaN, cast to the dtype as the CPU casts it
+            if input.is_floating_point():
+                return input.new_full((), float("nan"))
+            if input.dtype == dtypes.bool_:
+                return input.new_ones(())
+            wide = input.dtype in (dtypes.int32, dtypes.int64)
+            return input.new_full((), dtypes.iinfo(input.dtype).min if wide else 0)
+        if input.dtype == dtypes.bool_:
+            raise NotImplementedError(f"\"{op}\" not implemented for 'Bool' (input of shape "
+                                      f"{list(input.shape)})")
         return _median(op, flat, 0, False, ignore_nan).values
-    d = input._wrap_dim(dim) if input.dim() else 0
-    if input.dim() == 0:
-        return MedianReturn(input.clone(), input.new_zeros((), dtype=dtypes.int64))
-    n = input.shape[d]
+    d = input._wrap_dim(dim)
+    n = input.shape[d] if input.dim() else 1
     if n == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if input.dtype == dtypes.bool_:   # torch: after the empty-dim check, even for 0-d
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool' (input of shape "
+                                  f"{list(input.shape)})")
+    if input.dim() == 0:
+        return MedianReturn(input.clone(), input.new_zeros((), dtype=dtypes.int64))
     if input.is_floating_point():
         nans = input.isnan().sum(d, keepdim=True)             # NaN sorts last
         if ignore_nan:        # the lower median of the numbers; all NaN: the first NaN
