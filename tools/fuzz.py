@@ -19,7 +19,10 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+# the working tree's clgrad, not a copy installed in the environment (a stale `pip install .`)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 import differential as D  # noqa: E402
 
 
