@@ -10,12 +10,11 @@ maximum, as torch reports it. Averages factor the same way: both of torch's divi
 divisor_override divides the sum of both stages (each run with divisor 1).
 """
 import math
-import numbers
 
 from .. import dtypes
 from ..ops import views
 from ..ops.join import stack
-from ..ops.window_args import pool_geometry
+from ..ops.window_args import adaptive_size, pool_geometry
 from ..tensor import Tensor
 
 __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
@@ -121,23 +120,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return out.trunc().to(input.dtype) if is_int else out
 
 
-def _adaptive_size(op, input, output_size):
-    if isinstance(output_size, (tuple, list)):
-        if len(output_size) != 3:
-            raise RuntimeError(f"{op}: output_size must be 3")
-        out = tuple(input.shape[-3 + i] if v is None else v for i, v in enumerate(output_size))
-    else:
-        out = (output_size,) * 3
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in out):
-        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
-                        f"{type(output_size).__name__}")
-    out = tuple(int(v) for v in out)
-    if any(v < 0 for v in out):
-        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
-                           f"but received {{{', '.join(map(str, out))}}}")
-    return out
-
-
 def _adaptive_input(op, input):
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
@@ -162,7 +144,7 @@ def adaptive_avg_pool3d(input, output_size):
     """
     op = "adaptive_avg_pool3d"
     _adaptive_input(op, input)
-    out = _adaptive_size(op, input, output_size)
+    out = adaptive_size(op, input, output_size, 3)
     x, batched = _planes(input)
     N, C, D, H, W = x.shape
     F = _F()
@@ -195,7 +177,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     """
     op = "adaptive_max_pool3d"
     _adaptive_input(op, input)
-    out = _adaptive_size(op, input, output_size)
+    out = adaptive_size(op, input, output_size, 3)
     if any(v == 0 for v in out):
         raise RuntimeError(f"{op}(): expected a positive output size, got {out}")
     x = input

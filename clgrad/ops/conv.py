@@ -34,7 +34,7 @@ from ..kernels.pool import (adaptive_avg_pool2d_backward_raw, adaptive_avg_pool2
                             max_pool2d_raw)
 from ..tensor import Tensor, numel_of
 from . import views
-from .window_args import conv_ints as _ints, pool_geometry
+from .window_args import adaptive_size, conv_ints as _ints, pool_geometry
 from ._base import check_fp64, full_raw, same_device, size_repr, view_raw
 
 _TORCH_NAMES = dtypes.TORCH_NAMES
@@ -514,19 +514,7 @@ def adaptive_avg_pool2d(input, output_size):
                                f"non-batch dimensions, but input has sizes "
                                f"{size_repr(input._shape)} with dimension {i} being empty")
     _check_float(op, input)
-    if isinstance(output_size, (tuple, list)):
-        if len(output_size) != 2:
-            raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
-        out = tuple(input._shape[-2 + i] if v is None else v for i, v in enumerate(output_size))
-    else:
-        out = (output_size, output_size)
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in out):
-        raise TypeError(f"adaptive_avg_pool2d(): argument 'output_size' must be tuple of ints, "
-                        f"not {type(output_size).__name__}")
-    out = tuple(int(v) for v in out)
-    if any(v < 0 for v in out):
-        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or "
-                           f"equal to 0 but received {{{out[0]}, {out[1]}}}")
+    out = adaptive_size(op, input, output_size, 2)
     if out == (1, 1):          # a global average, as torch does it (its node is MeanBackward1)
         return input.mean((-2, -1), keepdim=True)
     return AdaptiveAvgPool2D.apply(input, out)

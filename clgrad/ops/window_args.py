@@ -1,6 +1,7 @@
 """The one argument parser of convolution and pooling (the 2-d ops in clgrad.ops.conv, the 3-d
-ones in clgrad.nn): an int, or a list or tuple of one or n ints, as an n-tuple, and pooling's
-window geometry (torch's pooling_output_shape and shape checks), with torch's messages.
+ones in clgrad.nn): an int, or a list or tuple of one or n ints, as an n-tuple, pooling's window
+geometry (torch's pooling_output_shape and shape checks) and adaptive pooling's output size, with
+torch's messages.
 
 >>> conv_ints("conv2d", "stride", 2, 2), pool_ints("max_pool3d", "stride", (), 3, (2, 2, 2))
 ((2, 2), (2, 2, 2))
@@ -88,3 +89,22 @@ def pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode):
                            f"output size: ({C}x{'x'.join(map(str, out))}). Output size is too "
                            f"small")
     return k, s, p, d, out
+
+
+def adaptive_size(op, x, output_size, nd):
+    """An adaptive pooling's output_size as an nd-tuple: an int, or nd entries of which None
+    keeps x's size in that dim; torch's errors otherwise."""
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != nd:
+            raise RuntimeError(f"{op}: output_size must be {nd}")
+        out = tuple(x._shape[-nd + i] if v is None else v for i, v in enumerate(output_size))
+    else:
+        out = (output_size,) * nd
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in out):
+        raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    out = tuple(int(v) for v in out)
+    if any(v < 0 for v in out):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, out))}}}")
+    return out
