@@ -6,7 +6,7 @@ import pyopencl.cltypes as cltypes
 
 from ..runtime.family import cl_args
 from ..runtime.kernels import grid, launch
-from ..tensor import is_contiguous_layout, make_tensor
+from ..tensor import Tensor, is_contiguous_layout, make_tensor
 
 MAX_DIMS = 8
 
@@ -15,6 +15,41 @@ def view_raw(t, shape, strides, offset):
     """A view sharing t's storage and version counter (no autograd bookkeeping)."""
     return make_tensor(t._storage, tuple(shape), tuple(strides), offset, t._dtype,
                        is_contiguous_layout(shape, strides), t._vc)
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes, with torch's error.
+
+    >>> broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return shapes[0]
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = n
+            elif n != 1 and n != o:
+                raise RuntimeError(f"The size of tensor a ({o}) must match the size of tensor b "
+                                   f"({n}) at non-singleton dimension {off + i}")
+    return tuple(out)
+
+
+def same_device(op, tensors):
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            d = t._storage.device
+            if dev is None:
+                dev = d
+            elif d is not dev:
+                raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, cl:{dev.index} and cl:{d.index}!")
+    return dev
 
 
 def expand_strides(t, shape):

@@ -6,8 +6,9 @@ import numpy as np
 
 from .. import dtypes
 # the layout helpers and the copy family live in the kernels layer; ops import them from here
-from ..kernels._layout import (MAX_DIMS, check_dims, collapse, expand_strides,  # noqa: F401
-                               launch_walk, pack8, pack8_right, view_raw)
+from ..kernels._layout import (MAX_DIMS, broadcast_shapes, check_dims,  # noqa: F401
+                               collapse, expand_strides, launch_walk, pack8, pack8_right,
+                               same_device, view_raw)
 from ..kernels.copy import (COPY, cast_raw, check_fp64, contiguous_raw, copy_into,  # noqa: F401
                             fill_raw, full_raw, scalar_for)
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
@@ -16,41 +17,6 @@ from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
 
 def size_repr(shape):
     return f"[{', '.join(str(s) for s in shape)}]"
-
-
-def broadcast_shapes(*shapes):
-    """torch.broadcast_shapes, with torch's error.
-
-    >>> broadcast_shapes((2, 1), (3,))
-    (2, 3)
-    """
-    if len(shapes) == 2 and shapes[0] == shapes[1]:
-        return shapes[0]
-    ndim = max(len(s) for s in shapes)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            o = out[off + i]
-            if o == 1:
-                out[off + i] = n
-            elif n != 1 and n != o:
-                raise RuntimeError(f"The size of tensor a ({o}) must match the size of tensor b "
-                                   f"({n}) at non-singleton dimension {off + i}")
-    return tuple(out)
-
-
-def same_device(op, tensors):
-    dev = None
-    for t in tensors:
-        if isinstance(t, Tensor):
-            d = t._storage.device
-            if dev is None:
-                dev = d
-            elif d is not dev:
-                raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found "
-                                   f"at least two devices, cl:{dev.index} and cl:{d.index}!")
-    return dev
 
 
 # ---- memory overlap of in-place writes (torch's rules) -------------------------------------------
