@@ -12,8 +12,8 @@ Raw launches: no autograd (sorting and signs are the ops' work).
 [1.0, 3.0]
 """
 from .. import dtypes
-from ..tensor import empty_tensor
 from ..runtime.family import KernelFamily
+from ..tensor import empty_tensor
 from .linalg import LINALG_DTYPES, pow2_group
 
 # Sweeps at most (Jacobi converges quadratically: 5 to 10 sweeps reach rounding level)

@@ -55,7 +55,7 @@ SHIPPED_PATH = Path(__file__).resolve().parent / "tuning_db.json"
 #
 # Convolution (cl_kernels/conv.mako): MR x NV*VW outputs per conv_fwd work-item, MW x TJ sums per
 # conv_wgrad one, LY / LX work-group sizes, VW the vector width (the device's VEC when absent).
-# The CPU values were measured on PoCL (see clgrad/ops/conv.py); the GPU ones are a guess, no
+# The CPU values were measured on PoCL (see clgrad/kernels/conv.py); the GPU ones are a guess, no
 # GPU having been at hand to tune them, and no published figures exist for this template.
 DEFAULTS = {
     "gemm": {
