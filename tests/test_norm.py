@@ -105,10 +105,9 @@ def test_empty_and_mixed_inputs_take_the_composed_form(device):
     assert y.shape == (0, 4)
     y.sum().backward()
     assert x.grad.shape == (0, 4)
-    if device.has_fp64:
-        # a float64 weight on a float32 input: promoted, as the composed ops do
-        y = F.layer_norm(clgrad.ones(2, 3), (3,), clgrad.ones(3, dtype=clgrad.float64))
-        assert y.dtype is clgrad.float64
+    # torch's mixed rule: a float32 weight on a bfloat16 input, the result in bfloat16
+    y = F.layer_norm(clgrad.tensor([[1.0, 3.0]], dtype=clgrad.bfloat16), (2,), clgrad.ones(2))
+    assert y.dtype is clgrad.bfloat16 and y.float().tolist() == [[-1.0, 1.0]]
 
 
 def test_one_kernel_forward_and_four_backward(device):
@@ -128,3 +127,84 @@ def test_one_kernel_forward_and_four_backward(device):
     bwd = [e for e in prof.key_averages() if e.device_type != "cpu"]
     assert [e.key for e in fwd] == ["ln_fwd_row" if device.cpu_paths else "ln_fwd_group"]
     assert sum(e.count for e in bwd) <= 4, [e.key for e in bwd]
+
+
+def test_parameters_of_another_dtype_follow_torchs_mixed_rule(device):
+    """torch's CPU rule for layer_norm, group_norm and batch_norm: where the first parameter
+    given has another dtype than the input, all must be float32 and the input bfloat16 or
+    float16; otherwise every parameter has the input's dtype; a non-float input is refused with
+    NotImplementedError (batch_norm: before the mixed check; layer_norm: the mixed check before
+    the shapes'). Messages as torch's (checked in torch 2.13)."""
+    x = clgrad.tensor([1.0, 0.07])
+    x3 = clgrad.tensor([[[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]]])            # (1, 2, 3)
+    i2, i3 = clgrad.tensor([1, 2]), x3.long()
+    expect_float = "mixed dtype \\(CPU\\): expect parameter to have scalar type of Float"
+    share = "mixed dtype \\(CPU\\): all inputs must share same datatype"
+    for f in (lambda w, b=None: F.layer_norm(x, (2,), w, b),
+              lambda w, b=None: F.group_norm(x3, 1, w, b),
+              lambda w, b=None: F.batch_norm(x3, clgrad.zeros(2), clgrad.ones(2), w, b)):
+        with pytest.raises(RuntimeError, match=expect_float):
+            f(i2)
+        with pytest.raises(RuntimeError, match=expect_float):
+            f(None, clgrad.tensor([True, False]))
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+            f(clgrad.ones(2), i2)
+    with pytest.raises(RuntimeError, match=share):
+        F.layer_norm(i2, (2,), clgrad.ones(2))
+    with pytest.raises(RuntimeError, match=share):
+        F.group_norm(i3, 1, clgrad.ones(2))
+    with pytest.raises(RuntimeError, match=expect_float):       # before the shapes, as torch
+        F.layer_norm(x3, (3,), clgrad.ones(2).long())
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as "
+                                           "normalized_shape"):
+        F.layer_norm(x3, (3,), clgrad.ones(2))
+    with pytest.raises(RuntimeError, match="Expected weight to be a vector of size equal to the "
+                                           "number of channels"):
+        F.group_norm(x3, 1, clgrad.ones(3))
+    with pytest.raises(RuntimeError, match="running_mean should contain 2 elements not 3"):
+        F.batch_norm(x3, clgrad.zeros(3), clgrad.ones(2))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+        F.batch_norm(x3, clgrad.zeros(2), clgrad.ones(2).long())     # first given: running_mean
+    if device.has_fp64:
+        w64 = clgrad.tensor([-0.22, -0.38], dtype=clgrad.float64)
+        with pytest.raises(RuntimeError, match=expect_float):
+            F.layer_norm(x, (2,), w64)
+        with pytest.raises(RuntimeError, match=share):
+            F.batch_norm(x3.double(), clgrad.zeros(2), clgrad.ones(2))
+    # non-float inputs
+    with pytest.raises(NotImplementedError, match="\"GroupNormKernelImpl\" not implemented for "
+                                                  "'Long'"):
+        F.group_norm(i3, 1)
+    for v in (i3, x3 > 1):
+        for training in (False, True):
+            with pytest.raises(NotImplementedError, match="\"batch_norm\" not implemented for"):
+                F.batch_norm(v, clgrad.zeros(2), clgrad.ones(2), clgrad.ones(2),
+                             training=training)
+    # the mixed form that torch takes: a bfloat16 input with float32 parameters, in bfloat16
+    xb = x3.to(clgrad.bfloat16)
+    w, b = clgrad.tensor([2.0, 0.5]), clgrad.tensor([1.0, -1.0])
+    a = to_np(xb.float()).astype(np.float64)
+    mu = a.mean((0, 2), keepdims=True)
+    ref = (a - mu) / np.sqrt(a.var((0, 2), keepdims=True) + 1e-5) * [[[2.0], [0.5]]] + \
+        [[[1.0], [-1.0]]]
+    y = F.batch_norm(xb, clgrad.zeros(2), clgrad.ones(2), w, b, training=True)
+    assert y.dtype is clgrad.bfloat16
+    assert np.allclose(to_np(y.float()), ref, atol=0.05)
+    y = F.group_norm(xb, 2, w, b)
+    assert y.dtype is clgrad.bfloat16
+    assert np.allclose(to_np(y.float()), ref, atol=0.05)
+
+
+def test_norm_edge_sizes_as_torch(device):
+    """group_norm of one value per group raises torch's ValueError (its _verify_batch_size
+    over (N*C/G, G, *rest)); empty inputs give empty results (batch_norm: the input's dtype,
+    unchecked)."""
+    for shape, g in (((1, 1), 1), ((1, 1, 1), 1), ((1, 2), 2)):
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when "
+                                             f"training, got input size \\{list(shape)}"):
+            F.group_norm(clgrad.full(shape, 1.49), g)
+    assert F.group_norm(clgrad.ones(2, 1), 1).tolist() == [[0.0], [0.0]]
+    assert F.group_norm(clgrad.ones(0, 2), 1).shape == (0, 2)
+    e = F.batch_norm(clgrad.ones(0, 2, dtype=clgrad.int64), clgrad.zeros(3), clgrad.ones(2))
+    assert e.dtype is clgrad.int64 and e.shape == (0, 2)
+    assert F.batch_norm(clgrad.ones(0, 2), None, None, training=True).shape == (0, 2)
