@@ -131,10 +131,12 @@ def broadcast_tensors(*tensors):
 from . import func, linalg, nn, optim, special, testing, utils  # noqa: E402
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
-# torch's top-level forms of nn.functional ops (ATen's argument lists) and math extras
-from ._top_level import *  # noqa: E402,F401,F403
-# process-wide settings (threads, print options, determinism, autocast state)
-from ._utility import *  # noqa: E402,F401,F403
+# torch's top-level forms of nn.functional ops (ATen's argument lists)
+from ._nn_top_level import *  # noqa: E402,F401,F403
+# process-wide settings (threads, print options, determinism)
+from ._settings import *  # noqa: E402,F401,F403
+# torch's autocast state functions (is_autocast_enabled, set_autocast_dtype, ...)
+from .amp.state import *  # noqa: E402,F401,F403
 
 # mixed precision: the first autocast region wraps the listed ops (namespace, Tensor,
 # nn.functional)

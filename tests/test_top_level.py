@@ -1,4 +1,4 @@
-"""torch's top-level functions (clgrad/_top_level.py, clgrad/ops/top_level.py): ATen's argument
+"""torch's top-level functions (clgrad/_nn_top_level.py, clgrad/ops/top_level.py): ATen's argument
 lists mapped onto nn.functional, in-place forms, and the composed utilities, against numpy."""
 import itertools
 import warnings

@@ -68,8 +68,8 @@ LAYER_OF_PREFIX = {
     "clgrad.ops": "ops",
     "clgrad._face": "face",
     "clgrad._legacy": "face",
-    "clgrad._top_level": "face",
-    "clgrad._utility": "face",
+    "clgrad._nn_top_level": "face",
+    "clgrad._settings": "face",
     "clgrad.linalg": "face",              # torch.linalg's namespace over ops
     "clgrad.special": "face",             # torch.special's namespace over ops
     "clgrad.amp": "extras",
