@@ -10,7 +10,7 @@ from ..ops.join import stack
 
 __all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
-           "embedding_bag"]
+           "native_channel_shuffle", "embedding_bag"]
 
 
 def _F():
@@ -200,6 +200,16 @@ def channel_shuffle(input, groups):
     rest = tuple(input.shape[2:])
     return input.reshape((N, groups, C // groups) + rest).transpose(1, 2).reshape(
         (N, C) + rest)
+
+
+def native_channel_shuffle(input, groups):
+    """channel_shuffle (torch's native entry point).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.native_channel_shuffle(clgrad.arange(4.0).reshape(1, 4, 1, 1), 2).reshape(-1).tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+    return _F().channel_shuffle(input, groups)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,

@@ -985,11 +985,23 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
-# ---- more activations, distances and losses (clgrad/nn/_functional_more.py) ----------------------
-from . import _functional_more  # noqa: E402
-from ._functional_more import *  # noqa: E402,F401,F403
+# ---- the rest of torch.nn.functional, by subject (clgrad/nn/_functional_<subject>.py) ---------
+from . import _functional_activation  # noqa: E402
+from ._functional_activation import *  # noqa: E402,F401,F403
 
-__all__ += _functional_more.__all__
+__all__ += _functional_activation.__all__
+from . import _functional_distance  # noqa: E402
+from ._functional_distance import *  # noqa: E402,F401,F403
+
+__all__ += _functional_distance.__all__
+from . import _functional_loss  # noqa: E402
+from ._functional_loss import *  # noqa: E402,F401,F403
+
+__all__ += _functional_loss.__all__
+from . import _functional_norm  # noqa: E402
+from ._functional_norm import *  # noqa: E402,F401,F403
+
+__all__ += _functional_norm.__all__
 from . import _interpolate  # noqa: E402
 from ._interpolate import *  # noqa: E402,F401,F403
 
@@ -1010,15 +1022,19 @@ from . import _functional_sample  # noqa: E402
 from ._functional_sample import *  # noqa: E402,F401,F403
 
 __all__ += _functional_sample.__all__
-from . import _functional_loss2  # noqa: E402
-from ._functional_loss2 import *  # noqa: E402,F401,F403
+from . import _functional_dropout  # noqa: E402
+from ._functional_dropout import *  # noqa: E402,F401,F403
 
-__all__ += _functional_loss2.__all__
+__all__ += _functional_dropout.__all__
+from . import _functional_linear  # noqa: E402
+from ._functional_linear import *  # noqa: E402,F401,F403
+
+__all__ += _functional_linear.__all__
 from . import _functional_unpool  # noqa: E402
 from ._functional_unpool import *  # noqa: E402,F401,F403
 
 __all__ += _functional_unpool.__all__
-from . import _functional_misc  # noqa: E402
-from ._functional_misc import *  # noqa: E402,F401,F403
+from . import _functional_overrides  # noqa: E402
+from ._functional_overrides import *  # noqa: E402,F401,F403
 
-__all__ += _functional_misc.__all__
+__all__ += _functional_overrides.__all__
