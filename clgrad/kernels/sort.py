@@ -11,7 +11,7 @@ autograd.
 """
 from .. import dtypes
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import grid
+from ..runtime.kernels import grid, launch
 from ..tensor import alias, empty_tensor, numel_of
 
 SORT = KernelFamily("sort", lambda dt: dict(dt=dt), dtypes.ALL)
@@ -32,13 +32,17 @@ def order_rows_raw(rows2d, descending):
     idx = empty_tensor((rows, P), dtypes.int64, dev)
     SORT.launch(dev, dt, "sort_init", rows * P, rows2d, keys._storage.buf, idx._storage.buf, rows,
                 n, P)
-    step = grid(dev, rows * (P // 2))
+    # the network's log2(P) * (log2(P) + 1) / 2 steps: the kernel and geometry looked up once,
+    # each step straight to the chokepoint (its arguments are buffers and numbers, nothing to
+    # expand), as launch_walk does
+    step = SORT.kernel(dev, dt, "sort_step")
+    gs, ls = grid(dev, rows * (P // 2))
+    keys, idx_buf = keys._storage.buf, idx._storage.buf
     k = 2
     while k <= P:
         j = k // 2
         while j >= 1:
-            SORT.launch(dev, dt, "sort_step", step, keys._storage.buf, idx._storage.buf, rows, n,
-                        P, k, j, int(descending))
+            launch(dev, step, gs, ls, keys, idx_buf, rows, n, P, k, j, int(descending))
             j //= 2
         k *= 2
     return alias(idx, (rows, n), (P, 1), 0) if P != n else idx
