@@ -8,6 +8,7 @@ import pyopencl as cl
 from . import dtypes
 from ._grad_state import state as _grad_state
 from .runtime.device import get_device, torch_name
+from .runtime import family as _family
 from .runtime.memory import Storage
 
 
@@ -237,10 +238,6 @@ class Tensor:
         if dim is None:
             return tuple(self._strides)
         return self._strides[self._wrap_dim(dim)]
-
-    def _cl_args(self):
-        # a tensor as a kernel argument: its buffer and element offset (runtime.family.cl_args)
-        return self._storage.buf, self._offset
 
     def storage_offset(self):
         return self._offset
@@ -561,3 +558,7 @@ def alias(t, shape=None, strides=None, offset=None):
     return make_tensor(t._storage, shape, strides, t._offset if offset is None else offset,
                        t._dtype, t._contig if shape is t._shape and strides is t._strides
                        else is_contiguous_layout(shape, strides), t._vc)
+
+
+# a tensor among a kernel launch's arguments expands to its buffer and element offset
+_family.TENSOR_TYPE = Tensor

@@ -7,9 +7,10 @@ A family owns, in one object (as PyOpenCL's ElementwiseKernel owns its source, b
 - its tuned configuration, where it has one: the tuning database's entry for the device and its
   code path, validated by the family's checker and memoised per device (`config`, `set_config`);
 - its launches: the kernel looked up by name, the geometry from the one `grid()` unless the
-  caller gives its own, and typed arguments: a tensor (anything with `_cl_args()`) expands to its
-  buffer and element offset. Every launch goes through `runtime.kernels.launch`, the chokepoint
-  where the profiler and the compiled-step recorder hook in.
+  caller gives its own, and typed arguments: a tensor (the class the tensor layer registers as
+  `TENSOR_TYPE`) expands to its buffer and element offset. Every launch goes through
+  `runtime.kernels.launch`, the chokepoint where the profiler and the compiled-step recorder
+  hook in.
 
 A new kernel family is a template `cl_kernels/<name>.mako`, a `KernelFamily` in
 `clgrad/kernels/<name>.py` beside the raw launches of that family, and nothing else.
@@ -25,24 +26,31 @@ A new kernel family is a template `cl_kernels/<name>.mako`, a `KernelFamily` in
 """
 from . import tuning
 from .device import path_dependent
-from .kernels import Program, get_kernel, grid, launch, render
+from .kernels import Program, get_kernel, grid, launch_args, render
+
+
+# The tensor layer registers its class here (runtime knows nothing of tensors): an argument of
+# that class expands to buffer and offset. A class test is cheaper than asking every argument.
+TENSOR_TYPE = None
 
 
 def cl_args(args):
-    """The kernel arguments for `args`: an object with `_cl_args()` (a tensor) gives its buffer
-    and element offset, anything else stands for itself.
+    """The kernel arguments for `args`: a tensor gives its buffer and element offset, anything
+    else stands for itself.
 
     >>> cl_args((1, None, 2.5))
-    (1, None, 2.5)
+    [1, None, 2.5]
     """
     out = []
+    add = out.append
+    tensor = TENSOR_TYPE
     for a in args:
-        expand = getattr(a, "_cl_args", None)
-        if expand is None:
-            out.append(a)
+        if isinstance(a, tensor):
+            add(a._storage.buf)
+            add(a._offset)
         else:
-            out.extend(expand())
-    return tuple(out)
+            add(a)
+    return out
 
 
 class KernelFamily:
@@ -70,6 +78,9 @@ class KernelFamily:
         self.adapt = adapt
         self._sources = {}              # variant -> rendered source
         self._programs = {}             # (variant, options) -> Program
+        # (device, variant, name, options) -> cl.Kernel; dropped with the device's kernels when
+        # it changes code paths
+        self._kernels = path_dependent({})
         self._configs = path_dependent({})      # device -> its tuned configuration
         for v in variants:
             self.program(v)
@@ -103,7 +114,11 @@ class KernelFamily:
 
     def kernel(self, device, variant, name, options=""):
         """The cl.Kernel `name` of the variant's program on `device`, built on first use."""
-        return get_kernel(device, self.program(variant, options), name)
+        key = (device, variant, name, options)
+        k = self._kernels.get(key)
+        if k is None:
+            k = self._kernels[key] = get_kernel(device, self.program(variant, options), name)
+        return k
 
     # ---- tuned configuration ----------------------------------------------------------------
     def config(self, device):
@@ -132,5 +147,18 @@ class KernelFamily:
         """Launch kernel `name` of the variant's program. `geometry` is a number of work-items
         (laid out by grid()) or (global size, local size); tensors among `args` expand to
         buffer and offset (cl_args)."""
-        gs, ls = grid(device, geometry) if isinstance(geometry, int) else geometry
-        return launch(device, self.kernel(device, variant, name, options), gs, ls, *cl_args(args))
+        k = self._kernels.get((device, variant, name, options))
+        if k is None:
+            k = self.kernel(device, variant, name, options)
+        gs, ls = grid(device, geometry) if geometry.__class__ is int else geometry
+        # cl_args inline: this is every launch's path
+        out = []
+        add = out.append
+        tensor = TENSOR_TYPE
+        for a in args:
+            if isinstance(a, tensor):
+                add(a._storage.buf)
+                add(a._offset)
+            else:
+                add(a)
+        return launch_args(device, k, gs, ls, out)

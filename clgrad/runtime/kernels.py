@@ -420,6 +420,11 @@ def launch(device, kernel, gsize, lsize, *args):
     >>> _ = launch_hooks.pop(); seen, x.tolist()
     (['iota'], [0.0, 2.0, 4.0])
     """
+    return launch_args(device, kernel, gsize, lsize, args)
+
+
+def launch_args(device, kernel, gsize, lsize, args):
+    """launch() with the kernel's arguments as one sequence (the kernel families' form)."""
     if not launch_hooks:
         if gsize[0] <= device.TINY_ITEMS:
             device.defer(kernel, gsize, lsize, args)
@@ -427,7 +432,7 @@ def launch(device, kernel, gsize, lsize, *args):
         return kernel(device.queue, gsize, lsize, *args)
     evt = kernel(device.queue, gsize, lsize, *args)
     for hook in launch_hooks:
-        hook(device, kernel, gsize, lsize, args, evt)
+        hook(device, kernel, gsize, lsize, tuple(args), evt)
     return evt
 
 
