@@ -6,9 +6,10 @@ and METHODS ({name: function}, bound as Tensor.<name>); the face registers them 
 from . import elementwise, pointwise, views, reduce, creation, join, inplace, index  # noqa: F401
 from . import subscript, scatter_gather  # noqa: F401
 from . import linalg, softmax, scan, shape, conv, sort, einsum, special, arrange  # noqa: F401
-from . import stats, methods, linalg_lu, linalg_decomp, scatter_reduce, top_level  # noqa: F401
+from . import stats, methods, storage, linalg_lu, linalg_decomp, scatter_reduce  # noqa: F401
+from . import top_level  # noqa: F401
 from . import numeric  # noqa: F401
 
 MODULES = [pointwise, subscript, scatter_gather, join, linalg, softmax, scan, shape, conv, sort,
-           einsum, special, arrange, stats, methods, linalg_lu, linalg_decomp, scatter_reduce,
-           top_level, numeric]
+           einsum, special, arrange, stats, methods, storage, linalg_lu, linalg_decomp,
+           scatter_reduce, top_level, numeric]
