@@ -216,6 +216,95 @@ def test_conv2d_unbatched_and_empty(device):
     assert_close(wt.grad, np.zeros(w.shape))
 
 
+def _np_int_conv(x, w, b, stride, padding, dilation, groups):
+    """An int64 convolution in numpy, wrapping on overflow as torch's integer kernels do."""
+    nd = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    ks = w.shape[2:]
+    outs = [(n - d * (k - 1) - 1) // s + 1 for n, k, d, s in
+            zip(xp.shape[2:], ks, dilation, stride)]
+    out = np.zeros((x.shape[0], w.shape[0]) + tuple(outs), dtype=np.int64)
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    with np.errstate(over="ignore"):
+        for g in range(groups):
+            for tap in np.ndindex(*ks):
+                sl = tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
+                           for t, d, o, s in zip(tap, dilation, outs, stride))
+                patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]
+                out[:, g * og:(g + 1) * og] += np.einsum(
+                    "nc...,oc->no...", patch, w[(slice(g * og, (g + 1) * og), slice(None)) + tap])
+        if b is not None:
+            out += b.reshape((1, -1) + (1,) * nd)
+    return out
+
+
+def test_integer_convolutions(device):
+    """torch computes convolutions of integer tensors on the CPU (int64: all of them; the
+    narrower integers: undilated, not transposed; bool: none, refused after the shape checks),
+    exactly and wrapping on overflow: so does clgrad, whatever the size of the sums."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-9, 10, (2, 4, 6, 7))
+    w = rng.integers(-9, 10, (6, 2, 3, 2))
+    b = rng.integers(-9, 10, (6,))
+    t = lambda a, dt=clgrad.int64: clgrad.tensor(a, dtype=dt, device=device)  # noqa: E731
+    for s, p, d in ((1, 0, 1), (2, 1, 1), (1, 1, 2), (2, 0, 2)):
+        out = F.conv2d(t(x), t(w), t(b), s, p, d, 2)
+        assert out.dtype == clgrad.int64
+        np.testing.assert_array_equal(out.numpy(), _np_int_conv(x, w, b, (s,) * 2, (p,) * 2,
+                                                                (d,) * 2, 2))
+    assert F.conv2d(t([[[[1]], [[0]]]]), t([[[[1]], [[0]]]]), dilation=2).tolist() == [[[[1]]]]
+    same = F.conv2d(t(x), t(w[:, :, :, :1]), None, padding="same", groups=2)
+    np.testing.assert_array_equal(same.numpy(), _np_int_conv(x, w[:, :, :, :1], None, (1, 1),
+                                                             (1, 0), (1, 1), 2))
+    big = rng.integers(-2 ** 40, 2 ** 40, (1, 4, 5, 5))       # sums far beyond 2 ** 53: wrap
+    wb = rng.integers(-2 ** 30, 2 ** 30, (3, 4, 3, 3))
+    np.testing.assert_array_equal(F.conv2d(t(big), t(wb)).numpy(),
+                                  _np_int_conv(big, wb, None, (1, 1), (0, 0), (1, 1), 1))
+    x1, w1 = x[0, :, 0], w[:4, :, 0]                           # unbatched conv1d
+    np.testing.assert_array_equal(F.conv1d(t(x1), t(w1), None, 2, 1, 1, 2).numpy(),
+                                  _np_int_conv(x1[None], w1, None, (2,), (1,), (1,), 2)[0])
+    x3, w3 = x[:, :, None], w[:, :, None]
+    np.testing.assert_array_equal(F.conv3d(t(x3), t(w3), None, 1, 1, 1, 2).numpy(),
+                                  _np_int_conv(x3, w3, None, (1,) * 3, (1,) * 3, (1,) * 3, 2))
+    for dt, nt in ((clgrad.int32, np.int32), (clgrad.int8, np.int8)):   # wrapped to the width
+        out = F.conv2d(t(x * 7, dt), t(w * 5, dt), None, 1, 1, 1, 2)
+        assert out.dtype == dt
+        ref = _np_int_conv(x * 7, w * 5, None, (1, 1), (1, 1), (1, 1), 2)
+        np.testing.assert_array_equal(out.numpy(), ref.astype(nt))
+    # transposed, int64: the adjoint of the convolution, checked against the float reference
+    xt, wt = x[:, :4], rng.integers(-9, 10, (4, 3, 3, 2))
+    for s, p, op, d, g in (((1, 1), (0, 0), (0, 0), (1, 1), 1), ((2, 3), (1, 0), (1, 2), (1, 1), 2),
+                           ((2, 1), (2, 1), (0, 0), (2, 1), 1)):
+        wg = wt if g == 1 else wt[:, :3]
+        out = F.conv_transpose2d(t(xt), t(wg), t(b[:wg.shape[1] * g]), s, p, op, g, d)
+        ref = np_conv_transpose2d(xt.astype(np.float64), wg.astype(np.float64),
+                                  b[:wg.shape[1] * g].astype(np.float64), s, p, op, g, d)
+        assert out.dtype == clgrad.int64
+        np.testing.assert_array_equal(out.numpy(), ref.astype(np.int64))
+    y1 = F.conv_transpose1d(t(xt[:, :, 0]), t(wt[:, :, 0]), None, 2)
+    ref = np_conv_transpose2d(xt[:, :, :1].astype(np.float64), wt[:, :, :1].astype(np.float64),
+                              None, (1, 2))[:, :, 0]
+    np.testing.assert_array_equal(y1.numpy(), ref.astype(np.int64))
+
+    def refused(match, fn, *args, **kw):
+        with pytest.raises(NotImplementedError, match=match):
+            fn(*args, **kw)
+    refused("conv2d.*'Int'", F.conv2d, t(x, clgrad.int32), t(w, clgrad.int32), groups=2,
+            dilation=2)
+    refused("conv_transpose2d.*'Char'", F.conv_transpose2d, t(xt, clgrad.int8),
+            t(wt, clgrad.int8))
+    refused("conv2d.*'Bool'", F.conv2d, t(x, clgrad.bool), t(w, clgrad.bool), groups=2)
+    refused("conv1d.*'Bool'", F.conv1d, t(x1, clgrad.bool), t(w1, clgrad.float32), groups=2)
+    with pytest.raises(RuntimeError, match="expected input"):  # the shapes come first
+        F.conv2d(t(x, clgrad.bool), t(w, clgrad.bool))
+    with pytest.raises(RuntimeError, match="weight type"):
+        F.conv2d(t(x), t(w, clgrad.int32), groups=2)
+    with pytest.raises(RuntimeError, match="strided convolutions"):   # torch: not ValueError
+        F.conv2d(t(x), t(w), stride=2, padding="same", groups=2)
+    with pytest.raises(RuntimeError, match="Invalid padding string"):
+        F.conv1d(t(x1), t(w1), padding="full", groups=2)
+
+
 # ---- conv1d --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", [(2, 3, 4, 11, 3, 1, 1, 1, 1), (1, 4, 6, 16, 5, 3, 2, 2, 2),
                                   (3, 4, 4, 7, 1, 1, 0, 1, 4), (2, 2, 3, 9, 4, 1, "same", 2, 1)])
@@ -432,8 +521,8 @@ def test_errors(device):
            F.conv2d, x, w.half())
     raises(RuntimeError, r"Input type \(float\) and bias type \(c10::Half\)", F.conv2d, x, w,
            clgrad.ones(6, dtype=clgrad.float16))
-    raises(NotImplementedError, "\"conv2d\" not implemented for 'Long'", F.conv2d,
-           x.long(), w.long())
+    raises(NotImplementedError, "\"conv2d\" not implemented for 'Bool'", F.conv2d,
+           x.bool(), w.bool())
     raises(TypeError, "must be Tensor", F.conv2d, [1.0], w)
     # transposed
     raises(RuntimeError, r"Given transposed=1, weight of size \[3, 6, 3, 3\], expected "

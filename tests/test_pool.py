@@ -272,6 +272,44 @@ def test_errors(device):
            F.adaptive_avg_pool2d, x, -1)
     raises(RuntimeError, "dimension 2 being empty", F.adaptive_avg_pool2d,
            clgrad.ones(1, 2, 0, 4), 2)
-    raises(RuntimeError, "\"max_pool2d\" not implemented for 'Bool'", F.max_pool2d,
+    raises(NotImplementedError, "\"max_pool2d\" not implemented for 'Bool'", F.max_pool2d,
            x > 0, 2)
     assert F.adaptive_avg_pool2d(x, 0).shape == (2, 4, 0, 0)
+
+
+def test_dtypes_and_windows_follow_torch(device):
+    """Which dtypes torch's CPU pooling kernels take (max: the integers, not bool; max_pool1d
+    without indices and the adaptive max pooling: floats only; avg: int64 and floats) and its
+    padding rule (at most half the kernel, whatever the dilation), with torch's classes: each
+    checked against torch 2.13."""
+    x = np.arange(2 * 3 * 6).reshape(2, 3, 6) - 9
+    t = lambda a, dt=clgrad.int64: clgrad.tensor(a, dtype=dt, device=device)  # noqa: E731
+    np.testing.assert_array_equal(F.max_pool2d(t(x), 2).numpy(),
+                                  x[:, :2].reshape(2, 1, 2, 3, 2).max((2, 4)))
+    np.testing.assert_array_equal(F.max_pool1d(t(x), 2, return_indices=True)[0].numpy(),
+                                  x.reshape(2, 3, 3, 2).max(-1))
+    np.testing.assert_array_equal(F.avg_pool1d(t(x), 2).numpy(),
+                                  np.trunc(x.reshape(2, 3, 3, 2).mean(-1)))
+
+    def refused(match, fn, *args, **kw):
+        with pytest.raises(NotImplementedError, match=match):
+            fn(*args, **kw)
+    refused("max_pool1d.*'Long'", F.max_pool1d, t(x), 2)
+    refused("max_pool1d.*'Int'", F.max_pool1d, t(x, clgrad.int32), 2)
+    refused("max_pool2d.*'Bool'", F.max_pool1d, t(x > 0, clgrad.bool), 2, return_indices=True)
+    refused("avg_pool2d.*'Bool'", F.avg_pool1d, t(x > 0, clgrad.bool), 1, 1)
+    refused("avg_pool2d.*'Bool'", F.avg_pool2d, t(x > 0, clgrad.bool), 2)
+    refused("avg_pool2d.*'Int'", F.avg_pool2d, t(x, clgrad.int32), 2)
+    refused("avg_pool3d.*'Byte'", F.avg_pool3d, t(np.abs(x)[None], clgrad.uint8), 1)
+    refused("adaptive_max_pool2d.*'Long'", F.adaptive_max_pool1d, t(x), 2)
+    refused("adaptive_max_pool2d.*'Bool'", F.adaptive_max_pool2d, t(x > 0, clgrad.bool), 2)
+    with pytest.raises(RuntimeError, match="half of"):    # the window is checked first
+        F.max_pool1d(t(x), 2, padding=2)
+    # padding at most half the kernel: 2 > 3 // 2 even though the dilated window is 5 wide
+    for f, a, d in ((F.max_pool2d, (clgrad.zeros(2, 2, 2, device=device), 3, 2, 2), 2),
+                    (F.max_pool1d, (clgrad.zeros(1, 1, 9, device=device), 2, 2, 2), 4),
+                    (F.max_pool3d, (clgrad.zeros(1, 6, 6, 6, device=device), 3, 2, 2), 2)):
+        with pytest.raises(RuntimeError, match="half of kernel size"):
+            f(*a, dilation=d)
+    assert F.max_pool2d(clgrad.zeros(1, 9, 9, device=device), 3, 2, 1, dilation=2).shape == \
+        (1, 4, 4)

@@ -172,6 +172,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Calculated padded input size per channel: ({_conv._x_str(padded)}). "
                            f"Kernel size: ({_conv._x_str(dilated)}). Kernel size can't be greater "
                            f"than actual input size")
+    _conv.check_int_conv(op, input, dilation, False)   # the depth's dilation counts too
     od = (padded[0] - dilated[0]) // stride[0] + 1
     x = input if batched else views.unsqueeze(input, 0)
     # the depth padding is applied here (the taps slice the depth); height and width padding go

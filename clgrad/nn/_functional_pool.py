@@ -45,6 +45,10 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     s = k if stride is None or stride == [] else _one(stride, "stride")
     out = _F().max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")),
                           (1, _one(dilation, "dilation")), ceil_mode, return_indices)
+    if not return_indices and not input.dtype.is_floating_point:
+        # torch's max_pool1d without indices has a kernel for floats only (it checks the
+        # window first, which the 2-d pooling above did); with indices it is max_pool2d's
+        refuse("max_pool1d", input)
     if return_indices:
         return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
@@ -115,6 +119,8 @@ def _adaptive_max(input, size, return_indices):
         raise RuntimeError(f"adaptive_max_pool{nd}d(): expected a non-empty input and a "
                            f"positive output size, got input {tuple(input.shape)} and output "
                            f"size {size}")
+    if not input.dtype.is_floating_point:
+        refuse("adaptive_max_pool2d", input)
     lead = tuple(input.shape[:-nd])
     flat_cols = []
     idx_cols = []
@@ -302,10 +308,20 @@ def _through_float(op, input, fn):
     return fn(input.to(ft))
 
 
+def refuse(kernel, input):
+    """torch's NotImplementedError for a dtype its CPU kernel does not take."""
+    from .. import dtypes
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{dtypes.TORCH_NAMES[input.dtype]}' (input of shape "
+                              f"{list(input.shape)})")
+
+
 def int_max_pool2d(input, pool, return_indices):
-    """max_pool2d of an integer tensor (no gradient: integer outputs have none)."""
+    """max_pool2d of an integer tensor (no gradient: integer outputs have none); bool has no
+    kernel in torch, refused once the window is checked (by the pooling itself), as torch."""
     if input.dtype.name == "bool":
-        raise RuntimeError('"max_pool2d" not implemented for \'Bool\'')
+        pool(input.float())
+        refuse("max_pool2d", input)
     out = _through_float("max_pool2d", input, pool)
     if return_indices:
         return out[0].to(input.dtype), out[1]
@@ -313,7 +329,10 @@ def int_max_pool2d(input, pool, return_indices):
 
 
 def int_avg_pool2d(input, pool):
-    """avg_pool2d of an integer tensor: the mean truncated toward zero, as torch's."""
-    if input.dtype.name == "bool":
-        raise RuntimeError('"avg_pool2d" not implemented for \'Bool\'')
+    """avg_pool2d of an integer tensor: the mean truncated toward zero, as torch's (int64
+    only: torch has no kernel for bool and the narrower integers, refused once the window is
+    checked, by the pooling itself, as torch)."""
+    if input.dtype.name != "int64":
+        pool(input.float())
+        refuse("avg_pool2d", input)
     return _through_float("avg_pool2d", input, pool).trunc().to(input.dtype)

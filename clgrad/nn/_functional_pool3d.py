@@ -103,8 +103,10 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     x, batched = _planes(input)
     is_int = not x.dtype.is_floating_point
     if is_int:
-        if x.dtype is dtypes.bool_:
-            raise RuntimeError('"avg_pool3d" not implemented for \'Bool\'')
+        if x.dtype is not dtypes.int64:   # torch: no kernel for bool, the narrower integers
+            raise NotImplementedError(f'"avg_pool3d" not implemented for '
+                                      f"'{dtypes.TORCH_NAMES[x.dtype]}' (input of shape "
+                                      f"{list(input.shape)})")
         # pooled in float64 (float32 without fp64) and truncated back
         x = x.to(dtypes.float64 if x._storage.device.has_fp64 else dtypes.float32)
     N, C, D, H, W = x.shape

@@ -581,11 +581,12 @@ def _string_padding(input, weight, stride, padding, dilation, nd):
     (the extra element on the right, as torch does) and returns 0."""
     if padding == "valid":
         return input, 0
-    if padding != "same":
-        raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                         f"{{'valid', 'same'}}")
+    if padding != "same":             # torch's functional raises RuntimeError (modules: ValueError)
+        raise RuntimeError(f"Invalid padding string: '{padding}' (conv{nd}d of input of shape "
+                           f"{list(input.shape)})")
     if any(s != 1 for s in _ntuple(nd)(stride)):
-        raise ValueError("padding='same' is not supported for strided convolutions")
+        raise RuntimeError(f"padding='same' is not supported for strided convolutions (conv{nd}d "
+                           f"of input of shape {list(input.shape)}, stride {stride})")
     dil = _ntuple(nd)(dilation)
     total = [d * (k - 1) for d, k in zip(dil, weight.shape[2:])]
     left = [t // 2 for t in total]

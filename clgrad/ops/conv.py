@@ -191,13 +191,14 @@ def _check_conv(op, x, w, bias, groups, nd, transposed):
         raise RuntimeError(f"{op}: expected a {nd + 2}-D weight, but got weight of size "
                            f"{size_repr(w._shape)}")
     same_device(op, [x, w, bias])
-    if w._dtype is not x._dtype:
+    if w._dtype is not x._dtype and x._dtype is not dtypes.bool_:   # bool: refused later
         raise RuntimeError(f"Input type ({_C_NAMES.get(x._dtype, x._dtype.name)}) and weight type "
                            f"({_C_NAMES.get(w._dtype, w._dtype.name)}) should be the same")
     if bias is not None and bias._dtype is not x._dtype:
         raise RuntimeError(f"Input type ({_C_NAMES.get(x._dtype, x._dtype.name)}) and bias type "
                            f"({_C_NAMES.get(bias._dtype, bias._dtype.name)}) should be the same")
-    _check_float(op, x)
+    if x._dtype in FLOATS:            # integers: check_int_conv, once the geometry is known
+        _check_float(op, x)
     if not isinstance(groups, numbers.Integral) or isinstance(groups, bool):
         raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
     if groups <= 0:
@@ -221,6 +222,21 @@ def _check_conv(op, x, w, bias, groups, nd, transposed):
                            f"1-dimensional with {cout} elements, but got bias of size "
                            f"{size_repr(bias._shape)} instead")
     return batched
+
+
+def check_int_conv(op, x, dilation, transposed):
+    """Whether x is an integer input to compute by clgrad.ops.conv_int; raises torch's
+    NotImplementedError (CPU) for the ones torch has no kernel for: bool, the integers narrower
+    than int64 in dilated or transposed convolutions. Empty inputs are computed, any dtype."""
+    if x._dtype in FLOATS:
+        return False
+    if numel_of(x._shape) and (x._dtype is dtypes.bool_ or x._dtype is not dtypes.int64 and
+                               (transposed or any(d != 1 for d in dilation))):
+        what = "transposed " if transposed else "dilated " if x._dtype is not dtypes.bool_ else ""
+        raise NotImplementedError(f'"{op}" not implemented for \'{_TORCH_NAMES[x._dtype]}\' '
+                                  f"({what}convolution of input of shape {size_repr(x._shape)}, "
+                                  f"dilation {tuple(dilation)})")
+    return True
 
 
 def _check_geometry(stride, padding, dilation):
@@ -266,6 +282,10 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
                            f"actual input size")
     out = tuple((p - k) // s + 1 for p, k, s in zip(padded, dilated, stride))
     x = input if batched else views.unsqueeze(input, 0)
+    if check_int_conv(op, x, dilation, False):
+        from .conv_int import int_conv
+        y = int_conv(x, weight, bias, stride, before, after, dilation, groups)
+        return y if batched else views.squeeze(y, 0)
     if nd == 1:
         stride, before, dilation, out = (1,) + stride, (0,) + before, (1,) + dilation, (1,) + out
     y = Convolution.apply(x, weight, bias, stride, before, dilation, False, out, groups)
@@ -333,6 +353,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(f"Given input size per channel: ({_x_str(sizes)}). Calculated output "
                            f"size per channel: ({_x_str(out)}). Output size is too small")
     x = input if batched else views.unsqueeze(input, 0)
+    if check_int_conv(op, x, dilation, True):
+        from .conv_int import int_conv_transpose
+        y = int_conv_transpose(x, weight, bias, stride, padding, output_padding, dilation, groups,
+                               out)
+        return y if batched else views.squeeze(y, 0)
     y = Convolution.apply(x, weight, bias, stride, padding, dilation, True, out, groups)
     return y if batched else views.squeeze(y, 0)
 

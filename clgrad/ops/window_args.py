@@ -81,6 +81,10 @@ def pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode):
         if pp < 0 or pp > (dd * (kk - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={pp}, kernel_size={kk} and dilation={dd}")
+    for kk, pp in zip(k, p):          # torch's second check: of the kernel itself
+        if pp > kk // 2:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got pad={pp}, kernel_size={kk} (dilation {d})")
     sizes = tuple(x._shape[-nd:])
     out = tuple(pool_size(n, *a, ceil_mode) for n, *a in zip(sizes, k, s, p, d))
     if any(o < 1 for o in out):
