@@ -63,6 +63,16 @@ def contiguous_raw(t):
     return copy_into(out, t)
 
 
+def dense_raw(t):
+    """t itself when it is contiguous from the start of its buffer, else a contiguous copy: for
+    kernels that take a bare buffer (no element offset), which would read a view's buffer from
+    element 0."""
+    if t._contig and t._offset == 0:
+        return t
+    out = empty_tensor(t._shape, t._dtype, t._storage.device)
+    return copy_into(out, t)
+
+
 def cast_raw(t, dt):
     """t converted to dtype dt, as a new contiguous tensor (t itself if it has dt already)."""
     if t._dtype is dt:

@@ -13,7 +13,7 @@ from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import group_limit
 from ..tensor import empty_tensor
-from .copy import contiguous_raw, copy_into, fill_raw
+from .copy import copy_into, dense_raw, fill_raw
 
 LINALG_DTYPES = (dtypes.float32, dtypes.float64)
 
@@ -66,8 +66,11 @@ def lu_solve_raw(LU, piv, B):
     copy_into(X, B)
     count = X.numel() // max(n * k, 1) * k if n else 0
     if count:
-        LINALG.launch(dev, dt, "lu_solve", count, contiguous_raw(LU)._storage.buf,
-                      contiguous_raw(piv)._storage.buf, X._storage.buf, n, k, count)
+        # held in names until the launch: a temporary's buffer taken with ._storage.buf goes back
+        # to the pool at once, and the next temporary may be handed the same memory
+        lu, pv = dense_raw(LU), dense_raw(piv)
+        LINALG.launch(dev, dt, "lu_solve", count, lu._storage.buf, pv._storage.buf,
+                      X._storage.buf, n, k, count)
     return X
 
 

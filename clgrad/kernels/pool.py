@@ -15,7 +15,7 @@ contiguous. Raw launches: no autograd.
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..tensor import empty_tensor, numel_of
-from .copy import contiguous_raw
+from .copy import dense_raw
 
 
 def _params(dt):
@@ -63,7 +63,7 @@ def max_pool2d_backward_raw(g, idx, x_shape, k, stride, pad, dilation):
     gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
     rows, live = _rows(x_shape)
     if rows and live:
-        g = contiguous_raw(g)
+        g, idx = dense_raw(g), dense_raw(idx)      # the backward kernels take bare buffers
         _launch("max_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
                 g._storage.buf, idx._storage.buf, *x_shape[-2:], *g._shape[-2:], *k, *stride,
                 *pad, *dilation)
@@ -87,7 +87,7 @@ def avg_pool2d_backward_raw(g, x_shape, k, stride, pad, include_pad, divisor):
     gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
     rows, live = _rows(x_shape)
     if rows and live:
-        g = contiguous_raw(g)
+        g = dense_raw(g)          # the backward kernels take bare buffers
         _launch("avg_pool_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
                 g._storage.buf, *x_shape[-2:], *g._shape[-2:], *k, *stride, *pad,
                 int(include_pad), divisor)
@@ -108,7 +108,7 @@ def adaptive_avg_pool2d_backward_raw(g, x_shape):
     gx = empty_tensor(tuple(x_shape), g._dtype, g._storage.device)
     rows, live = _rows(x_shape)
     if rows and live:
-        g = contiguous_raw(g)
+        g = dense_raw(g)          # the backward kernels take bare buffers
         _launch("adaptive_avg_bwd", g._dtype, g._storage.device, rows, gx._storage.buf,
                 g._storage.buf, *x_shape[-2:], *g._shape[-2:])
     return gx
