@@ -154,11 +154,15 @@ def test_cross_entropy_details(device, dt):
     close(F.cross_entropy(big, T([0, 2])), np.mean([0.0, np.log(3.0)]))
     # every target ignored: the mean is 0/0 = nan, as in torch
     assert np.isnan(F.cross_entropy(T([[1.0, 2.0]]), T([-100])).item())
-    # int32 class indices are accepted
-    close(F.cross_entropy(T([[1.0, 2.0]]), T([1], dtype=clgrad.int32)),
+    # class indices are int64 or uint8 (torch 2.13 refuses int32 ones)
+    close(F.cross_entropy(T([[1.0, 2.0]]), T([1], dtype=clgrad.uint8)),
           -log_softmax(np.array([[1.0, 2.0]]), 1)[0, 1])
-    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
-        F.nll_loss(T([[0.0, 0.0]]), T([0.0]))
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
+                                           "Int"):
+        F.cross_entropy(T([[1.0, 2.0]]), T([1], dtype=clgrad.int32))
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
+                                           "Float"):
+        F.nll_loss(T([[0.0, 0.0]]), T([0.0], dtype=clgrad.float32))
     with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target "
                                          r"batch_size \(3\)"):
         F.cross_entropy(T(np.zeros((2, 3))), T([0, 1, 2]))
@@ -168,7 +172,7 @@ def test_cross_entropy_details(device, dt):
     with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(T(np.zeros((2, 3))), T([0, 1]), label_smoothing=1.5)
     with pytest.raises(RuntimeError, match="Expected floating point type for target with class "
-                                           "probabilities, got Int64"):
+                                           "probabilities, got Long"):
         F.cross_entropy(T(np.zeros((2, 3))), T(np.zeros((2, 3), dtype=np.int64)))
     with pytest.raises(IndexError, match="out of"):
         F.cross_entropy(T(np.zeros((2, 3))), T([0, 3]))          # a class that does not exist
@@ -343,3 +347,82 @@ def test_regression_losses_of_bool_and_integer_operands(device):
     w = clgrad.tensor([1.0, 0.0, 3.0], device=device, requires_grad=True)
     F.mse_loss(w, b, reduction="sum").backward()
     assert w.grad.tolist() == [2.0, 0.0, 4.0]
+
+
+def test_loss_dtype_and_range_rules_are_torchs(device):
+    """Checked against torch 2.13: binary_cross_entropy takes one float dtype and checks that
+    input and target lie in [0, 1] (NaN does not); with logits, the loss is made in the target's
+    dtype (a non-float input has no log_sigmoid, a non-float target no in-place product); huber
+    needs delta > 0; nll_loss / cross_entropy refuse non-float inputs (NotImplementedError) and
+    class weights of another dtype; mse / l1 / smooth_l1 broadcast their operands first, so a
+    0-d operand promotes as a dimensioned one; the weights of bce are multiplied into the loss
+    (its shape and dtype)."""
+    p = clgrad.tensor([0.2, 0.7], device=device)
+    y = clgrad.tensor([1.0, 0.0], device=device)
+    i2 = clgrad.tensor([0, 1], device=device)
+    for x, t, what in (([1.5, 0.5], [1.0, 0.0], "input"), ([-0.5, 0.5], [1.0, 0.0], "input"),
+                      ([float("nan"), 0.5], [1.0, 0.0], "input"),
+                      ([0.5, 0.5], [1.5, 0.0], "target"),
+                      ([0.5, 0.5], [float("nan"), 0.0], "target"),
+                      ([1.5, 0.5], [1.5, 0.0], "input")):
+        with pytest.raises(RuntimeError, match=f"all elements of {what} should be between 0 and 1"):
+            F.binary_cross_entropy(clgrad.tensor(x, device=device),
+                                   clgrad.tensor(t, device=device))
+    with pytest.raises(RuntimeError, match="Found dtype Long but expected Float"):
+        F.binary_cross_entropy(p, i2)
+    for v, name in ((i2, "Long"), (i2 > 0, "Bool")):
+        with pytest.raises(NotImplementedError, match=f"\"binary_cross_entropy\" not implemented "
+                                                      f"for '{name}'"):
+            F.binary_cross_entropy(v, v)
+    want = -(np.log([0.2, 0.3]) * [1.0, 3.0])
+    r = F.binary_cross_entropy(p, y, clgrad.tensor([1, 3], device=device), reduction="none")
+    assert r.dtype is clgrad.float32 and np.allclose(r.numpy(), want, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        F.binary_cross_entropy(p, y, clgrad.ones(2, 2, device=device))
+    # with logits: the target's dtype
+    bl = F.binary_cross_entropy_with_logits
+    xv = np.array([0.2, 0.7])
+    want = np.maximum(xv, 0) - xv * [1.0, 0.0] + np.log1p(np.exp(-np.abs(xv)))
+    r = bl(p, y.to(clgrad.bfloat16), reduction="none")
+    assert r.dtype is clgrad.bfloat16 and np.allclose(r.float().numpy(), want, atol=1e-2)
+    r = bl(p.to(clgrad.bfloat16), y, reduction="none")
+    assert r.dtype is clgrad.float32 and np.allclose(r.numpy(), want, atol=1e-2)
+    with pytest.raises(NotImplementedError, match="\"log_sigmoid_cpu\" not implemented for 'Long'"):
+        bl(i2, y)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        bl(i2 > 0, y)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        bl(p, i2)
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        bl(p, i2 > 0)
+    # huber: delta > 0, after the shapes
+    for d in (0.0, -1.0):
+        with pytest.raises(RuntimeError, match="huber_loss does not support non-positive values "
+                                               "for delta"):
+            F.huber_loss(p, y, delta=d)
+        with pytest.raises(RuntimeError, match="huber_loss does not support non-positive"):
+            F.huber_loss(i2, i2, delta=d)
+    with pytest.raises(RuntimeError, match="The size of tensor a"), pytest.warns(UserWarning):
+        F.huber_loss(p, clgrad.ones(3, device=device), delta=0.0)
+    # nll / cross_entropy
+    L = clgrad.tensor([[-1.0, -2.0], [-3.0, -4.0]], device=device)
+    for x, frame in ((L.long(), "nll_loss_out_frame"), (L > -2, "nll_loss_out_frame"),
+                     (clgrad.ones(2, 2, 2, dtype=clgrad.int64, device=device),
+                      "nll_loss2d_forward_out_frame")):
+        with pytest.raises(NotImplementedError, match=f"\"{frame}\" not implemented for"):
+            F.nll_loss(x, clgrad.zeros(x.shape[:1] + x.shape[2:], dtype=clgrad.int64,
+                                        device=device), reduction="none")
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.nll_loss(L.long(), clgrad.tensor([0, 5], device=device))   # before the range
+    for f in (F.nll_loss, F.cross_entropy):
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+            f(L, i2, clgrad.ones(2, dtype=clgrad.int64, device=device))
+    if device.has_fp64:
+        s64 = clgrad.tensor(0.5, dtype=clgrad.float64, device=device)
+        for f in (F.mse_loss, F.l1_loss, F.smooth_l1_loss):
+            with pytest.warns(UserWarning):
+                assert f(s64, p).dtype is clgrad.float64
+                assert f(p, s64, reduction="none").dtype is clgrad.float64
+        assert bl(p, y.double()).dtype is clgrad.float64
+        assert bl(p.double(), y).dtype is clgrad.float32

@@ -699,6 +699,17 @@ def _warn_shapes(input, target):
                       f"to broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+def _broadcast_pair(input, target):
+    """torch.broadcast_tensors(input, target), as torch's mse, l1 and smooth_l1 losses begin:
+    a 0-d operand beside a dimensioned one is then dimensioned too, and takes part in the
+    promotion as one."""
+    if input.shape == target.shape:
+        return input, target
+    from ..ops._base import broadcast_shapes
+    shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    return input.expand(shape), target.expand(shape)
+
+
 def _float_operands(kernel, input, target):
     """torch computes mse, smooth_l1 and huber losses in one kernel over input and target
     promoted together: bool and integer operands are cast to the promoted type (a float input
@@ -723,6 +734,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """
     reduction = _reduction(size_average, reduce, reduction)
     _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
     input, target = _float_operands("mse", input, target)
     loss = (input - target).square()
     if weight is not None:
@@ -739,6 +751,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """
     reduction = _reduction(size_average, reduce, reduction)
     _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
@@ -756,6 +769,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     input, target = _float_operands("smooth_l1", input, target)
@@ -773,6 +787,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     [0.125, 4.0]
     """
     _warn_shapes(input, target)
+    from ..ops._base import broadcast_shapes
+    broadcast_shapes(tuple(input.shape), tuple(target.shape))    # torch: shapes, then delta
+    if not delta > 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta. (got "
+                           f"delta={delta}, input of shape {list(input.shape)})")
     out_dtype = input.dtype
     input, target = _float_operands("huber", input, target)
     d = (input - target).abs()
@@ -792,9 +811,10 @@ def _check_targets(input, target):
     if input.ndim >= 2 and target.shape[:1] != input.shape[:1]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
                          f"batch_size ({target.shape[0] if target.ndim else 0}).")
-    if target.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found "
-                           f"{target.dtype.name.capitalize()}")
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{dtypes.TORCH_NAMES[target.dtype]} (target of shape "
+                           f"{list(target.shape)})")
     cd = _class_dim(input)
     want = tuple(input.shape[:cd]) + tuple(input.shape[cd + 1:])
     if tuple(target.shape) != want:
@@ -805,6 +825,20 @@ def _check_weight(weight, C):
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != C):
         raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def _check_nll_dtypes(op, input, weight):
+    """torch's nll kernels: a float input (inputs of more than 2 dims go to the 2-d frame), and
+    class weights of its dtype."""
+    if input.dtype.kind != "f":
+        frame = "nll_loss_out_frame" if input.ndim <= 2 else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f'"{frame}" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[input.dtype]}' ({op}: input of shape "
+                                  f"{list(input.shape)})")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {dtypes.TORCH_NAMES[input.dtype]} but found "
+                           f"{dtypes.TORCH_NAMES[weight.dtype]} ({op}: weight of shape "
+                           f"{list(weight.shape)}, input of shape {list(input.shape)})")
 
 
 def _gather_targets(op, logp, safe, cd):
@@ -856,6 +890,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     _check_targets(input, target)
     _check_weight(weight, input.shape[_class_dim(input)])
+    _check_nll_dtypes("nll_loss", input, weight)
     picked, w, _ = _picked(input, target, weight, ignore_index, "nll_loss")
     loss = -(picked * w)
     if reduction == "none":
@@ -892,7 +927,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # class probabilities
         if not target.is_floating_point():
             raise RuntimeError(f"Expected floating point type for target with class "
-                               f"probabilities, got {target.dtype.name.capitalize()}")
+                               f"probabilities, got {dtypes.TORCH_NAMES[target.dtype]}")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
         term = logp * target
@@ -904,6 +939,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return -term.sum()
         return -term.sum() / (input.numel() / C) if input.numel() else -term.sum() * math.nan
     _check_targets(input, target)
+    _check_nll_dtypes("cross_entropy", logp, weight)
     picked, w, ignored = _picked(logp, target, weight, ignore_index, "cross_entropy")
     nll = -(picked * w)
     if reduction == "none":
@@ -957,10 +993,42 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
                          f"size ({input.size()}) is deprecated. Please ensure they have the same "
                          f"size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {dtypes.TORCH_NAMES[target.dtype]} but expected "
+                           f"{dtypes.TORCH_NAMES[input.dtype]} (binary_cross_entropy: input and "
+                           f"target of shape {list(input.shape)})")
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[input.dtype]}' (input of shape "
+                                  f"{list(input.shape)})")
+    with no_grad():             # torch's kernel checks both ranges (NaN is out): one host read
+        ok = ((input >= 0) & (input <= 1)).all().long() * 2 + \
+            ((target >= 0) & (target <= 1)).all().long()
+        ok = ok.item()
+    for name, bit in (("input", 2), ("target", 1)):
+        if not ok & bit:
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1 "
+                               f"(binary_cross_entropy: {name} of shape {list(input.shape)})")
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
-        loss = loss * weight
+        loss = _times_into(loss, weight)
     return _reduce(loss, reduction)
+
+
+def _times_into(loss, weight):
+    """loss.mul_(weight) as torch's loss kernels make it: the weight broadcasts to the loss's
+    shape, and the product keeps the loss's dtype."""
+    _check_into(loss, weight)
+    out = loss * weight
+    return out if out.dtype is loss.dtype else out.to(loss.dtype)
+
+
+def _check_into(t, other):
+    from ..ops._base import broadcast_shapes
+    shape = broadcast_shapes(tuple(t.shape), tuple(other.shape))
+    if shape != tuple(t.shape):
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -976,13 +1044,33 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
                          f"({input.size()})")
+    # torch: log_sigmoid(input), then (1 - target).mul_(input).sub_(...): the loss is made in
+    # place in the target's dtype
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[input.dtype]}' "
+                                  f"(binary_cross_entropy_with_logits: input of shape "
+                                  f"{list(input.shape)})")
+    if target.dtype is dtypes.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead. "
+                           f"(binary_cross_entropy_with_logits: 1 - target of shape "
+                           f"{list(target.shape)})")
+    if target.dtype.kind != "f":
+        raise RuntimeError(f"result type {dtypes.TORCH_NAMES[input.dtype]} can't be cast to the "
+                           f"desired output type {dtypes.TORCH_NAMES[target.dtype]} "
+                           f"(binary_cross_entropy_with_logits: (1 - target) * input)")
     sp = softplus(-input)                     # log(1 + exp(-x)), stable for any x
     if pos_weight is not None:
-        loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * sp
+        lw = (pos_weight - 1) * target + 1
+        _check_into(sp, lw)
+        loss = (1 - target) * input + lw * sp
     else:
         loss = (1 - target) * input + sp
     if weight is not None:
-        loss = loss * weight
+        loss = _times_into(loss, weight)
+    if loss.dtype is not target.dtype:
+        loss = loss.to(target.dtype)
     return _reduce(loss, reduction)
 
 
