@@ -40,7 +40,7 @@ def _run(name, param, grad, states, scalars):
     p, g = _flat(param), _flat(grad)
     # an unused state: any valid buffer will do
     OPTIM.launch(dev, dt, name, -(-n // vec_width(dev, dt)), p, g,
-                 *[p if s is None else s for s in states], *scalars, n)
+                 *[p if s is None else s for s in states], scalars=(*scalars, n))
     if p is not param:
         copy_into(param, p)
     param._vc[0] += 1                          # an in-place change, as autograd must see it

@@ -143,10 +143,11 @@ class KernelFamily:
         return prev
 
     # ---- launches ---------------------------------------------------------------------------
-    def launch(self, device, variant, name, geometry, *args, options=""):
+    def launch(self, device, variant, name, geometry, *args, options="", scalars=()):
         """Launch kernel `name` of the variant's program. `geometry` is a number of work-items
         (laid out by grid()) or (global size, local size); tensors among `args` expand to
-        buffer and offset (cl_args)."""
+        buffer and offset (cl_args). `scalars`, plain values, follow them unexamined (a kernel
+        with many scalar arguments, the optimizers', skips their per-argument test)."""
         k = self._kernels.get((device, variant, name, options))
         if k is None:
             k = self.kernel(device, variant, name, options)
@@ -161,4 +162,6 @@ class KernelFamily:
                 add(a._offset)
             else:
                 add(a)
+        if scalars:
+            out.extend(scalars)
         return launch_args(device, k, gs, ls, out)
