@@ -280,3 +280,55 @@ def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
         for a, b in zip(ins, ref):
             np.testing.assert_allclose(a.grad.float().numpy(), b.grad.numpy(), rtol=tol * 4,
                                        atol=tol * 4)
+
+
+def test_cell_ops_check_their_arguments_as_torch(device):
+    """torch's cell ops (checked in torch 2.13) ask input.size(1) and each hidden state's
+    size(0) and size(1): a 1-d input or state is an IndexError there (nn's cell modules take a
+    1-d input, unsqueezing it first), sizes that disagree a RuntimeError naming the state; and
+    lstm_cell's c promotes with the gates (a bool or int64 c computes in float32, a float64 c
+    gives float64 states)."""
+    o = clgrad.ones
+    cells = (("rnn_tanh_cell", 1), ("rnn_relu_cell", 1), ("gru_cell", 3), ("lstm_cell", 4))
+    for name, g in cells:
+        f = getattr(clgrad, name)
+        for x, h in ((o(2), o(2)), (o(3), o(1)), (o(2), o(1, 2)), (o(1, 2), o(1))):
+            with pytest.raises(IndexError, match="Dimension out of range"):
+                f(x, (h, h) if g == 4 else h, o(g * h.shape[-1], x.shape[-1]),
+                  o(g * h.shape[-1], h.shape[-1]))
+        with pytest.raises(IndexError, match="Dimension specified as 1 but tensor has no "
+                                             "dimensions"):
+            f(clgrad.tensor(1.0), (o(1, 1), o(1, 1)) if g == 4 else o(1, 1), o(g, 1), o(g, 1))
+        with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 3 "
+                                               "expected 2"):
+            f(o(1, 3), (o(1, 2), o(1, 2)) if g == 4 else o(1, 2), o(2 * g, 2), o(2 * g, 2))
+        with pytest.raises(RuntimeError, match="Input batch size 1 doesn't match hidden0 batch "
+                                               "size 2"):
+            f(o(1, 2), (o(2), o(2)) if g == 4 else o(2), o(2 * g, 2), o(2 * g, 2))
+    with pytest.raises(RuntimeError, match="hidden1 has inconsistent hidden_size: got 3, "
+                                           "expected 2"):
+        clgrad.lstm_cell(o(2, 2), (o(2, 2), o(2, 3)), o(8, 2), o(8, 2))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        clgrad.lstm_cell(o(2, 2), (o(2, 2), o(2)), o(8, 2), o(8, 2))
+    # nn's cells take an unbatched input
+    for cls, g in ((nn.RNNCell, 1), (nn.LSTMCell, 4), (nn.GRUCell, 3)):
+        out = cls(2, 3)(o(2))
+        assert all(t.shape == (3,) for t in (out if g == 4 else (out,)))
+    # lstm_cell's c of another dtype: promoted with the gates
+    rng = np.random.default_rng(5)
+    x, h = rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
+    wi, wh = rng.standard_normal((8, 2)) * 0.5, rng.standard_normal((8, 2)) * 0.5
+    cb = np.array([[True, False], [False, True]])
+    i, f_, gg, og = np.split(x @ wi.T + h @ wh.T, 4, 1)
+    c2 = _sig(f_) * cb + _sig(i) * np.tanh(gg)
+    h2 = _sig(og) * np.tanh(c2)
+    T = clgrad.tensor
+    f32 = [T(a, dtype=clgrad.float32) for a in (x, h, wi, wh)]
+    for c in (T(cb), T(cb).long()):
+        hn, cn = clgrad.lstm_cell(f32[0], (f32[1], c), f32[2], f32[3])
+        assert hn.dtype is cn.dtype is clgrad.float32
+        assert np.allclose(hn.numpy(), h2, atol=1e-5) and np.allclose(cn.numpy(), c2, atol=1e-5)
+    if device.has_fp64:
+        hn, cn = clgrad.lstm_cell(f32[0], (f32[1], T(cb).double()), f32[2], f32[3])
+        assert hn.dtype is cn.dtype is clgrad.float64
+        assert np.allclose(hn.numpy(), h2, atol=1e-5) and np.allclose(cn.numpy(), c2, atol=1e-5)

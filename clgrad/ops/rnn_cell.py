@@ -81,6 +81,10 @@ def lstm_cell(gates, c_prev):
     >>> round(h.item(), 4), c.item()
     (0.2311, 0.5)
     """
+    if c_prev._dtype is not gates._dtype:     # torch's f * c_prev + i * g promotes (bool too)
+        from .. import dtypes
+        dt = dtypes.result_type(gates, c_prev)
+        gates, c_prev = gates.to(dt), c_prev.to(dt)
     return LSTMCell.apply(gates, c_prev)
 
 
