@@ -2,6 +2,7 @@
 
     python tools/dump_kernels.py out/kernels
 """
+import argparse
 import os
 import sys
 
@@ -11,8 +12,10 @@ import clgrad  # noqa: E402,F401  (importing renders every template)
 from clgrad.runtime.kernels import ALL_PROGRAMS  # noqa: E402
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "kernels"
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?", default="kernels", help="the folder to write (kernels)")
+    out = ap.parse_args(argv).out
     os.makedirs(out, exist_ok=True)
     for p in ALL_PROGRAMS:
         path = os.path.join(out, f"{p.name}.cl")
