@@ -152,16 +152,7 @@ class KernelFamily:
         if k is None:
             k = self.kernel(device, variant, name, options)
         gs, ls = grid(device, geometry) if geometry.__class__ is int else geometry
-        # cl_args inline: this is every launch's path
-        out = []
-        add = out.append
-        tensor = TENSOR_TYPE
-        for a in args:
-            if isinstance(a, tensor):
-                add(a._storage.buf)
-                add(a._offset)
-            else:
-                add(a)
+        args = cl_args(args)
         if scalars:
-            out.extend(scalars)
-        return launch_args(device, k, gs, ls, out)
+            args.extend(scalars)
+        return launch_args(device, k, gs, ls, args)
