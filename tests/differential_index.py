@@ -150,12 +150,34 @@ def _apply(x, idx, bounds=True):
         else:
             sub.append(slice(None))
             d += 1
+    _empty_dims(v, adv)
     if bounds:
         _bounds(v, adv)
     return v, tuple(sub), adv
 
 
+def _result_size(v, adv):
+    """The number of elements of v[adv] (the index tensors broadcast; a mask: its count)."""
+    try:
+        n = int(np.prod(np.broadcast_shapes(*[(int(a.sum()),) if a.dtype == bool else a.shape
+                                              for _, a, _ in adv])))
+    except ValueError:
+        _raise(IndexError)                # torch: "indexing tensors could not be broadcast"
+    covered = {dd + j for dd, _, k in adv for j in range(k)}
+    return n, n * int(np.prod([m for d, m in enumerate(v.shape) if d not in covered]))
+
+
+def _empty_dims(v, adv):
+    """torch (before the values' dtype, in writes): a dim of size 0 indexed by a non-empty
+    broadcast index is an IndexError."""
+    n, _ = _result_size(v, adv)
+    if n and any(a.dtype != bool and v.shape[dd] == 0 for dd, a, _ in adv):
+        _raise(IndexError)
+
+
 def _bounds(v, adv):
+    if not _result_size(v, adv)[1]:       # torch checks the indices of the elements it makes
+        return
     for dd, a, _ in adv:                  # out of range: torch's IndexError, numpy's too
         if a.dtype != bool and a.size and (a.max() >= v.shape[dd] or a.min() < -v.shape[dd]):
             _raise(IndexError)
@@ -255,7 +277,8 @@ def _set_ref(x, y, idx):
             D._check_write(t, y)
     if sub is not None:                   # the index tensors' bounds: after the value's shape
         _bounds(v, adv_dims)
-        t = v[sub]
+        if not t.size:                    # nothing written, no bounds checked
+            return x
     if sub is None:
         v[...] = np.asarray(y).astype(x.dtype)
     else:
@@ -327,14 +350,17 @@ def _pick_index_put(rng, pool):
 
 def _index_put_ref(x, v, idx, acc):
     idx = ref_arr(idx)
-    if v.dtype != x.dtype:
+    adv = [(d, a, 1) for d, a in enumerate(idx)]
+    _empty_dims(x, adv)                   # torch: before the dtype, then the values' shape,
+    if v.dtype != x.dtype:                # then the bounds (where the result has elements)
         _raise(RuntimeError)
-    try:
-        t = x[idx]
-    except IndexError:
-        _raise(IndexError)
+    t = x[tuple(np.zeros(a.shape, np.int64) for a in idx)] if _result_size(x, adv)[1] else \
+        np.zeros(np.broadcast_shapes(*[a.shape for a in idx]) + x.shape[len(idx):], x.dtype)
     if D._bshape(t, v) != t.shape:
         _raise(RuntimeError)
+    _bounds(x, adv)
+    if not t.size:
+        return x.copy()
     out = x.copy()
     if acc:
         if x.dtype == bool:

@@ -145,8 +145,74 @@ def test_getitem_0d_and_empty(device):
     assert e[[]].shape == (0, 3)
     assert e[:, [2, 0]].shape == (0, 2)
     assert e[clgrad.zeros(0, 3, dtype=clgrad.bool, device=device)].shape == (0,)
-    with pytest.raises(IndexError, match="index 0 is out of bounds for dimension 0 with size 0"):
+    with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 0"):
         e[[0]]
+
+
+def test_bool_scalars_are_advanced_indices(device):
+    """torch: a Python bool (or 0-d bool tensor) adds a dim indexed by [0] (True) or []
+    (False), an advanced index that broadcasts with the others (and makes a copy)."""
+    a = np.arange(6.0).reshape(2, 3)
+    x = clgrad.tensor(a, device=device)
+    i = np.array([[1, -3], [-2, -2]])
+    it = clgrad.tensor(i, device=device)
+    z = clgrad.zeros(3, device=device)
+    assert z[True, ..., it].shape == (2, 2)
+    tt = clgrad.tensor(True, device=device)
+    assert x[tt, tt].shape == (1, 2, 3) and x[True, True].shape == (1, 2, 3)
+    assert x[tt, False].shape == (0, 2, 3)
+    np.testing.assert_array_equal(x[True, :, clgrad.tensor([0, 2], device=device)].numpy(),
+                                  a[:, [0, 2]].T)                 # (1,) and (2,) broadcast: (2,)
+    np.testing.assert_array_equal(x[0, True, clgrad.tensor([0, 2], device=device)].numpy(),
+                                  a[0, [0, 2]])
+    assert x[clgrad.tensor([False, True], device=device), ..., True].shape == (1, 3)
+    assert x[True, 0, 0, True].shape == (1,)
+    assert clgrad.zeros(4, 1, 2, device=device)[1::3, True, clgrad.tensor([[0, 0, 0]],
+                                                                            device=device)] \
+        .shape == (1, 1, 3, 2)
+    with pytest.raises(IndexError, match="could not be broadcast"):
+        x[False, clgrad.tensor([1, 0], device=device)]
+    y = x.clone()
+    y[True].add_(100)                                             # a copy, not a view
+    np.testing.assert_array_equal(y.numpy(), a)
+    y[True, 1, clgrad.tensor([0, 2], device=device)] = 5.0
+    y[False] = 7.0
+    np.testing.assert_array_equal(y.numpy(), [[0, 1, 2], [5, 4, 5]])
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        y[True] = clgrad.ones(2, 2, 3, dtype=y.dtype, device=device)
+
+
+def test_index_bounds_follow_torch(device):
+    """torch checks the bounds of the indices of the elements it makes (an empty result checks
+    none), a dim of size 0 indexed by a non-empty index at once, and in writes the values'
+    shape (and, before it, the indices' shapes and masks) before the bounds."""
+    x = clgrad.arange(9.0, device=device).view(3, 3)
+    t = lambda v: clgrad.tensor(v, device=device)  # noqa: E731
+    assert x[3:1, False, t([3])].shape == (0, 0)
+    assert x[1:1, t([3])].shape == (0, 1)
+    assert x[t([[5]])[:0], t([7])].shape == (0, 1)
+    b = clgrad.zeros(3, 4, 1, dtype=clgrad.bool, device=device)
+    b[0:0, t([[4, 1, 3]]), t([-1])] = True                        # nothing written, no error
+    assert not b.any().item()
+    with pytest.raises(IndexError, match="out of bounds for dimension 1 with size 0"):
+        clgrad.zeros(3, 0, dtype=clgrad.float64, device=device).index_put(
+            (t([-1, 1]), t([0, 0])), clgrad.tensor(1.0, device=device), accumulate=True)
+    with pytest.raises(IndexError, match="out of bounds for dimension 1 with size 0"):
+        clgrad.zeros(2, 0, device=device)[0:0, t([0])]
+    v = clgrad.tensor([1.0, 2.0, 3.0], device=device)
+    for f in (lambda: v.clone().__setitem__((t([3, -3, 2]), t(True)), v[1:]),
+              lambda: v.clone().__setitem__(t([3, -3, 2]), v[1:]),
+              lambda: v.index_put((t([3, -3, 2]),), v[1:])):
+        with pytest.raises(RuntimeError, match="shape mismatch: value tensor"):
+            f()
+    with pytest.raises(IndexError, match="out of bounds"):
+        v.clone()[t([3, -3, 2]), True] = v[:1]
+    with pytest.raises(IndexError, match="could not be broadcast"):
+        clgrad.zeros(3, 3, device=device)[t([1, 2]), t([1, 2, 0])] = \
+            clgrad.tensor(1.0, dtype=clgrad.float64, device=device)
+    with pytest.raises(IndexError, match="shape of the mask"):
+        clgrad.zeros(3, 2, device=device)[t([[True, False, True]] * 4)] = \
+            clgrad.ones(1, 2, 4, dtype=clgrad.bool, device=device)
 
 
 @settings(max_examples=100, deadline=None)

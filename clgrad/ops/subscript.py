@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.views import check_inplace_allowed
 from ..kernels.index import first_bad, nonzero_raw
-from ..tensor import Tensor
+from ..tensor import Tensor, numel_of
 from . import views
 from ._base import (broadcast_shapes, cast_raw, copy_into, full_raw, same_device, size_repr,
                     view_raw)
@@ -100,13 +100,16 @@ def _as_int(v):
 
 def _basic(x, items):
     """Apply the basic items as views; return the view and the advanced items as (dim, tensor)
-    over it (a bool mask covers as many dims as it has)."""
+    over it (a bool mask covers as many dims as it has). A Python bool (or 0-d bool tensor)
+    is torch's: a new dim of size 1, indexed by the advanced index [0] (True) or [] (False), so
+    it broadcasts with the other index tensors (x[True, idx] has idx's shape) and makes a copy."""
     res, d, advanced = x, 0, []
     for it in items:
         if it is None or isinstance(it, bool):
             res = views.unsqueeze(res, d)
-            if it is False:
-                res = views.slice_dim(res, d, 0, 0)
+            if it is not None:
+                advanced.append((d, full_raw((1,) if it else (0,), 0, dtypes.int64,
+                                             x._storage.device)))
             d += 1
         elif isinstance(it, int):
             n = res._shape[d]
@@ -138,9 +141,11 @@ def _check_masks(x, advanced):
                                      f"{size_repr(x._shape)} at index {d + j}")
 
 
-def _resolve(x, advanced):
+def _resolve(x, advanced, deferred=False):
     """Turn the advanced items over view x into (dims, int64 index tensors): masks become their
-    nonzero coordinates; shapes are broadcast and bounds checked."""
+    nonzero coordinates; shapes are broadcast and bounds checked (deferred: the check is
+    returned as a third item, to run later, as torch's index_put_ checks the values' shape
+    first)."""
     same_device("index", [x] + [t for _, t in advanced])
     _check_masks(x, advanced)
     dims, idx, checks = [], [], []
@@ -154,16 +159,31 @@ def _resolve(x, advanced):
             idx.append(cast_raw(t, dtypes.int64))
             checks.append((idx[-1], -x._shape[d], x._shape[d]))
     try:
-        broadcast_shapes(*[t._shape for t in idx])
+        shape = broadcast_shapes(*[t._shape for t in idx])
     except RuntimeError:
         raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
                          f"shapes {', '.join(size_repr(t._shape) for t in idx)}") from None
-    bad = first_bad(checks)
-    if bad is not None:
-        t = checks[bad[0]][0]
-        d = dims[next(i for i, u in enumerate(idx) if u is t)]
-        raise IndexError(f"index {bad[1]} is out of bounds for dimension {d} with size "
-                         f"{x._shape[d]}")
+    # torch's rules: a dim of size 0 indexed by a non-empty (broadcast) index raises at once;
+    # otherwise the bounds are checked only where the result has elements
+    n = numel_of(shape)
+    for d in dims:
+        if n and x._shape[d] == 0:
+            raise IndexError(f"index is out of bounds for dimension {d} with size 0 (indices "
+                             f"of shape {size_repr(shape)})")
+    n *= numel_of(tuple(m for d, m in enumerate(x._shape) if d not in dims))
+
+    def check():
+        if not n:
+            return
+        bad = first_bad(checks)
+        if bad is not None:
+            t = checks[bad[0]][0]
+            d = dims[next(i for i, u in enumerate(idx) if u is t)]
+            raise IndexError(f"index {bad[1]} is out of bounds for dimension {d} with size "
+                             f"{x._shape[d]}")
+    if deferred:
+        return tuple(dims), idx, check
+    check()
     return tuple(dims), idx
 
 
@@ -220,11 +240,13 @@ def _put(x, advanced, value, accumulate):
     """x[advanced] = value (or +=), in place, through autograd's in-place machinery."""
     from .elementwise import TABLE, run
     from .inplace import _records
-    values = _values(x, value, advanced)
-    _check_masks(x, advanced)
     d, mask = advanced[0]
-    if len(advanced) == 1 and mask._dtype is dtypes.bool_ and values.numel() == 1 and \
-            not accumulate and not _records(x, (values,)):
+    single_mask = len(advanced) == 1 and mask._dtype is dtypes.bool_
+    if not single_mask:               # torch: the indices' shapes before the values' dtype
+        resolved = _resolve(x, advanced, deferred=True)
+    _check_masks(x, advanced)         # torch: the mask's shape before the values' dtype
+    values = _values(x, value, advanced)
+    if single_mask and values.numel() == 1 and not accumulate and not _records(x, (values,)):
         # x[mask] = one value: an elementwise where, no nonzero and no host sync
         check_inplace_allowed(x)
         same_device("index_put_", [x, mask])
@@ -238,10 +260,10 @@ def _put(x, advanced, value, accumulate):
             copy_into(x, run(TABLE["where"], (m, v, x)))
         x._vc[0] += 1
         return x
-    dims, idx = _resolve(x, advanced)
+    dims, idx, check = _resolve(x, advanced, deferred=True) if single_mask else resolved
     shape = advanced_geometry(x._shape, x._strides, dims, idx)[0]
     values = _fit_values(values, shape)
-
+    check()                           # torch: the values' shape before the indices' bounds
     return _apply_(IndexPut, x, (values, dims, bool(accumulate)) + tuple(idx), "index_put_")
 
 
@@ -316,13 +338,16 @@ def index_put(input, indices, values, accumulate=False):
     [0.0, 7.0, 0.0]
     """
     advanced = _put_items(input, indices, values)
-    values = _values(input, values, advanced)
     if not advanced:
+        values = _values(input, values, advanced)
         return views.clone(input) + values if accumulate else \
             views.clone(input).copy_(values)
-    dims, idx = _resolve(input, advanced)
+    dims, idx, check = _resolve(input, advanced, deferred=True)
+    values = _values(input, values, advanced)      # torch: after the indices' shapes
     shape = advanced_geometry(input._shape, input._strides, dims, idx)[0]
-    return IndexPut.apply(input, _fit_values(values, shape), dims, bool(accumulate), *idx)
+    values = _fit_values(values, shape)
+    check()
+    return IndexPut.apply(input, values, dims, bool(accumulate), *idx)
 
 
 FUNCTIONS = {"index_put": index_put, "index_put_": index_put_}
