@@ -147,7 +147,9 @@ def _pick_conv(rng, pool):
 
 def _conv_region(x, w):
     """conv1d(x[None], w[:, :, None]...): a 1x1 convolution, in bfloat16."""
-    if x.dtype == bool:
+    if x.dtype == bool:                   # torch: the shapes first, then the bool input
+        if w.ndim == 2 and x.shape[0] != w.shape[1]:
+            _raise(RuntimeError)
         _raise(NotImplementedError)
     return _as_low(lambda x, w: _conv_ref(1)(x[None], w[..., None], 1, 0, 1, 1)[0])(x, w)
 

@@ -190,3 +190,43 @@ def test_autocast_training_reduces_the_loss():
     assert loss.dtype is clgrad.float32
     assert all(p.dtype is clgrad.float32 for p in model.parameters())
     assert losses[-1] < 0.6 * losses[0]
+
+
+def test_float64_is_never_cast_and_linear_checks_as_torch():
+    """torch's autocast casts only the eligible tensors, floats that are not float64, on every
+    list (checked in torch 2.13): a float64 product under a bfloat16 region stays float64, and
+    so does a float32-list loss of it; the promote list follows torch's prioritize (float32 once
+    any argument is float32, else every argument must be of the region's dtype). F.linear
+    dispatches as torch: a 1-d weight cannot take the fused addmm with a bias."""
+    a = np.array([[0.5, -1.25], [2.0, 0.75]])
+    x = _cpu_tensor(a, dtype=clgrad.float64)
+    with autocast("cpu", dtype=clgrad.bfloat16):
+        loss = F.mse_loss(x @ x.mT, x)
+        low = F.mse_loss(x.float() @ x.float().mT, x)          # bfloat16 product, float64 c
+        ce = F.cross_entropy(x, _cpu_tensor([0, 1]))
+        with pytest.raises(RuntimeError, match="Unexpected floating ScalarType in "
+                                               "at::autocast::prioritize"):
+            clgrad.cat([x.to(clgrad.bfloat16), x.to(clgrad.float16)])
+        assert clgrad.cat([x.to(clgrad.bfloat16), x.float()]).dtype is clgrad.float32
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            F.conv1d((x > 0)[None], x.float()[..., None])
+        with pytest.raises(RuntimeError, match="channels"):        # the shapes come first
+            F.conv1d((x > 0)[None], x.float()[:, :1, None])
+    assert loss.dtype is clgrad.float64
+    assert abs(loss.item() - ((a @ a.T - a) ** 2).mean()) < 1e-12
+    assert low.dtype is clgrad.float64
+    b = rounded(a, clgrad.bfloat16)
+    assert abs(low.item() - ((rounded(b @ b.T, clgrad.bfloat16) - a) ** 2).mean()) < 1e-6
+    assert ce.dtype is clgrad.float64
+    v = _cpu_tensor([1.0, 2.0])
+    for region in (False, True):
+        with autocast("cpu", dtype=clgrad.bfloat16, enabled=region):
+            with pytest.raises(RuntimeError, match="mat2 must be a matrix, got 1-D tensor"):
+                F.linear(v, v, v)
+            with pytest.raises(RuntimeError, match="mat2 must be a matrix, got 1-D tensor"):
+                F.linear(v[None], v, v)
+            with pytest.raises(RuntimeError, match="both arguments to linear need to be at "
+                                                   "least 1D, but they are 1D and 0D"):
+                F.linear(v, v[0])
+            assert F.linear(v, v).float().item() == 5.0
+            assert F.linear(v, v, _cpu_tensor(1.0)).float().item() == 6.0   # matmul, add_

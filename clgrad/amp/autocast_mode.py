@@ -121,9 +121,14 @@ class autocast:
         return run
 
 
+def _eligible(t):
+    """torch's is_eligible: a float tensor that is not float64 (float64 is never cast, on any
+    list: a float64 argument of a float32-list op stays float64)."""
+    return isinstance(t, Tensor) and t.is_floating_point() and t.dtype is not dtypes.float64
+
+
 def _cast(t, dt, cache):
-    if not isinstance(t, Tensor) or not t.is_floating_point() or t.dtype is dt or \
-            t.dtype is dtypes.float64 and dt is not dtypes.float32:
+    if not _eligible(t) or t.dtype is dt:
         return t
     # a leaf that requires grad (a parameter) is cast once per region
     if cache and t.requires_grad and t.grad_fn is None:
@@ -169,12 +174,19 @@ def _wrap(fn, name):
         elif name in FLOAT32[device_type]:
             dt = dtypes.float32
         elif name in PROMOTE[device_type]:
-            floats = [t.dtype for t in ts if t.is_floating_point()]
-            if not floats:
-                return fn(*args, **kwargs)
-            dt = floats[0]
-            for d in floats[1:]:
-                dt = dtypes.promote_types(dt, d)
+            # torch's prioritize, from the region's dtype over the eligible arguments: float32
+            # once any is float32, else all must be of the region's dtype
+            dt = low
+            for t in ts:
+                if not _eligible(t) or dt is dtypes.float32:
+                    continue
+                if t.dtype is dtypes.float32:
+                    dt = dtypes.float32
+                elif t.dtype is not dt:
+                    raise RuntimeError(f"Unexpected floating ScalarType in "
+                                       f"at::autocast::prioritize ({name} under autocast to "
+                                       f"{dtypes.TORCH_NAMES[low]}: an argument of dtype "
+                                       f"{dtypes.TORCH_NAMES[t.dtype]})")
         else:
             return fn(*args, **kwargs)
         f = functools.partial(_cast, dt=dt, cache=cache)
