@@ -33,7 +33,9 @@ import weakref
 from typing import NamedTuple, Optional
 
 from ..ops._base import copy_into, full_raw
-from ..ops.views import Clone, View, empty_with_layout, in_layout_of, same_layout
+from ..ops.copies import Clone
+from ..ops.view_geometry import empty_with_layout, in_layout_of, same_layout
+from ..ops.views import View
 from ..tensor import Tensor, make_tensor
 from . import function as F
 from .grad_mode import _DecoratorContextManager

@@ -256,7 +256,7 @@ class _AllowMutationOnSavedContext:
 
     def mutate(self, t):
         """t is about to change: copy every tensor saved from its memory at its current version."""
-        from ..ops.views import Clone
+        from ..ops.copies import Clone
         for ref in self.saved.pop((id(t._storage), t._vc[0]), ()):
             h = ref()
             if h is not None and h not in self.cloned and h in self.original:

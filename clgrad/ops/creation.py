@@ -12,7 +12,7 @@ from ..kernels.random import draw_raw, random_bits_raw
 from ..tensor import Tensor, empty_tensor, numel_of, upload
 from ._base import (check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
                     full_raw, scalar_for, view_raw)
-from .views import _shape_arg
+from .view_geometry import _shape_arg
 
 
 def _finish(t, requires_grad):

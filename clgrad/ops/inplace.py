@@ -81,7 +81,7 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
         # the op saved self's old value: keep a copy of it, since self is about to change
         for i, s in enumerate(node._saved):
             if s is not None and not s.is_output and s.data is self:
-                from .views import Clone
+                from .copies import Clone
                 node._saved[i] = SavedTensor(Clone.apply(self))
     if hooks.mutate is not None:
         hooks.mutate(self)          # the op may just have saved self through a pack hook

@@ -1,142 +1,24 @@
 """View ops: new shape, strides and offset over the same storage, never a copy. Each is described
 by its geometry (a function of the input's shape, strides and offset), so that the backward of
-the slicing ones is the same geometry applied to a zero tensor the input's size.
-
-Also the ops that copy on purpose: contiguous, clone, dtype casts, detach."""
+the slicing ones is the same geometry applied to a zero tensor the input's size. The geometry
+(shapes, strides, dims, forward mode's layouts) is in view_geometry.py; the ops that copy on
+purpose (contiguous, clone, dtype casts) and detach are in copies.py."""
 import builtins
 
 from .. import dtypes
-from ..autograd.op import Op, _null_ctx
-from ..autograd.grad_mode import state as _state
-from ..runtime.memory import Storage
-from ..tensor import (Tensor, alias, contiguous_strides, empty_tensor, is_contiguous_layout,
-                      make_tensor, numel_of)
-from ._base import cast_raw, contiguous_raw, copy_into, full_raw, size_repr, view_raw
+from ..autograd.op import Op
+from ..tensor import (Tensor, contiguous_strides, empty_tensor, is_contiguous_layout, make_tensor,
+                      numel_of)
+from ._base import copy_into, full_raw, size_repr, view_raw
+# the ops that copy live in copies.py, the geometry in view_geometry.py; the names below stay
+# reachable as views.<name> for the face (views.__all__) and the ops modules that use them
+from .copies import Clone, clone, contiguous, detach, detach_, to_dtype  # noqa: F401
+from .view_geometry import (_diag_geom, _select_geom, _shape_arg, _slice_geom, _wrap,  # noqa: F401
+                            infer_size, is_non_overlapping, keyword_sizes, view_jvp, view_strides)
 
 
 def _view(x, shape, strides, offset):
     return view_raw(x, shape, strides, offset)
-
-
-# ---- geometry ------------------------------------------------------------------------------------
-def infer_size(shape, numel):
-    """Resolve one -1 in a requested shape, with torch's errors."""
-    shape = list(shape)
-    infer = None
-    known = 1
-    for i, s in enumerate(shape):
-        if s == -1:
-            if infer is not None:
-                raise RuntimeError("only one dimension can be inferred")
-            infer = i
-        elif s < 0:
-            raise RuntimeError(f"invalid shape dimension {s}")
-        else:
-            known *= s
-    if infer is not None:
-        if known == 0:
-            raise RuntimeError(f"cannot reshape tensor of {numel} elements into shape "
-                               f"{size_repr(shape)} because the unspecified dimension size -1 can "
-                               f"be any value and is ambiguous")
-        if numel % known:
-            raise RuntimeError(f"shape '{size_repr(shape)}' is invalid for input of size {numel}")
-        shape[infer] = numel // known
-    elif known != numel:
-        raise RuntimeError(f"shape '{size_repr(shape)}' is invalid for input of size {numel}")
-    return tuple(shape)
-
-
-def view_strides(oldshape, oldstride, newshape):
-    """Strides that show a tensor of (oldshape, oldstride) as newshape without copying, or None
-    (torch's computeStride)."""
-    if not oldshape:
-        return tuple(1 for _ in newshape)
-    numel = numel_of(oldshape)
-    if numel == 0:
-        return contiguous_strides(newshape)
-    newstride = [0] * len(newshape)
-    view_d = len(newshape) - 1
-    chunk_base_stride = oldstride[-1]
-    tensor_numel = 1
-    view_numel = 1
-    for tensor_d in range(len(oldshape) - 1, -1, -1):
-        tensor_numel *= oldshape[tensor_d]
-        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
-                             oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
-                newstride[view_d] = view_numel * chunk_base_stride
-                view_numel *= newshape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = oldstride[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(newstride)
-
-
-def is_non_overlapping(shape, strides):
-    dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1)
-    reach = 0
-    for st, n in dims:
-        if st <= reach:
-            return False
-        reach += st * (n - 1)
-    return True
-
-
-def _wrap(dim, ndim):
-    n = builtins.max(ndim, 1)
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but "
-                         f"got {dim})")
-    return dim % n
-
-
-# ---- forward mode: a view's tangent is the same view of the input's tangent ---------------------
-def _extent(t):
-    """Elements of storage that t's view reaches (counting from element 0)."""
-    if numel_of(t._shape) == 0:
-        return t._offset
-    return t._offset + 1 + builtins.sum((n - 1) * s for n, s in zip(t._shape, t._strides) if s > 0)
-
-
-def same_layout(primal, tangent):
-    """Whether tangent is laid out like primal (shape, strides, offset, enough storage): then any
-    view of the primal, taken with the same geometry, is the same view of the tangent."""
-    return (tangent._shape == primal._shape and tangent._strides == primal._strides and
-            tangent._offset == primal._offset and
-            tangent._storage.nbytes // tangent._dtype.itemsize >= _extent(primal))
-
-
-def empty_with_layout(primal, dtype=None):
-    """An uninitialised tensor laid out like primal, over a storage as long as primal's."""
-    dt = dtype or primal._dtype
-    storage = Storage(primal._storage.device,
-                      primal._storage.nbytes // primal._dtype.itemsize * dt.itemsize)
-    return make_tensor(storage, primal._shape, primal._strides, primal._offset, dt,
-                       primal._contig)
-
-
-def in_layout_of(primal, tangent):
-    """tangent itself when it is laid out like primal, else a copy that is."""
-    if same_layout(primal, tangent):
-        return tangent
-    return copy_into(empty_with_layout(primal, tangent._dtype), tangent)
-
-
-def view_jvp(cls, args, tangents, out):
-    """The jvp rule of every view op: apply the view to the input's tangent, laid out like the
-    input so that absolute geometry (as_strided's offset, view's strides) means the same."""
-    t = tangents[0]
-    if t is None:
-        return None
-    return cls.apply(in_layout_of(args[0], t), *args[1:])
 
 
 # ---- the scatter that undoes a slicing view -------------------------------------------------------
@@ -305,30 +187,6 @@ class Unsqueeze(Op):
         return g.reshape(ctx._in_meta[0][0]), None
 
 
-def _select_geom(shape, strides, offset, dim, index):
-    return (shape[:dim] + shape[dim + 1:], strides[:dim] + strides[dim + 1:],
-            offset + index * strides[dim])
-
-
-def _slice_geom(shape, strides, offset, dim, start, stop, step):
-    n = builtins.max(0, -(-(stop - start) // step))
-    return (shape[:dim] + (n,) + shape[dim + 1:],
-            strides[:dim] + (strides[dim] * step,) + strides[dim + 1:],
-            offset + start * strides[dim] if n else offset)
-
-
-def _diag_geom(shape, strides, offset, off, d1, d2):
-    if off >= 0:
-        n = builtins.max(0, builtins.min(shape[d1], shape[d2] - off))
-        start = offset + off * strides[d2] if n else offset
-    else:
-        n = builtins.max(0, builtins.min(shape[d1] + off, shape[d2]))
-        start = offset - off * strides[d1] if n else offset
-    keep = [i for i in range(len(shape)) if i not in (d1, d2)]
-    return (tuple(shape[i] for i in keep) + (n,),
-            tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],), start)
-
-
 class _GeomView(Op):
     """A slicing view: forward applies `geom` to the input, backward scatters into zeros."""
 
@@ -449,66 +307,6 @@ class SplitWithSizes(Op):
 
 
 SplitWithSizes._backward_cls._handles_none = True
-
-
-# ---- ops that copy -------------------------------------------------------------------------------
-class Clone(Op):
-    @staticmethod
-    def forward(ctx, x):
-        out = empty_tensor(x._shape, x._dtype, x._storage.device)
-        return copy_into(out, x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return (g,)
-
-    @staticmethod
-    def jvp(args, tangents, out):
-        return Clone.apply(tangents[0])
-
-
-class ToCopy(Op):
-    @staticmethod
-    def forward(ctx, x, dtype):
-        out = empty_tensor(x._shape, dtype, x._storage.device)
-        return copy_into(out, x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g.to(ctx._in_meta[0][1]), None
-
-    @staticmethod
-    def jvp(args, tangents, out):
-        return ToCopy.apply(tangents[0], args[1])
-
-
-# ---- the functions ------------------------------------------------------------------------------
-def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    elif len(shape) == 1 and hasattr(shape[0], "__iter__") and not isinstance(shape[0], Tensor):
-        shape = tuple(shape[0])
-    out = []
-    for s in shape:
-        if isinstance(s, Tensor):
-            s = int(s.item())
-        if not isinstance(s, int) or isinstance(s, bool):
-            try:
-                s = s.__index__()
-            except AttributeError:
-                raise TypeError(f"shape must be a tuple of ints, got {type(s).__name__}") from None
-        out.append(s)
-    return tuple(out)
-
-
-def keyword_sizes(op, name, args, kw):
-    """The sizes (or dims) of a method taking them as `*args` or as torch's keyword `name=`
-    (`kw`, None when not given): both at once is torch's TypeError."""
-    if kw is None:
-        return args
-    if args:
-        raise TypeError(f"{op}() got multiple values for argument '{name}'")
-    return (kw,)
 
 
 def view(x, *shape, size=None, dtype=None):
@@ -907,55 +705,6 @@ def chunk(x, chunks, dim=0):
         return split(x, [0] * chunks, d)
     return split(x, -(-n // chunks), d)
 
-
-def contiguous(x, memory_format=None):
-    """x itself when contiguous, else a contiguous copy.
-
-    >>> import clgrad
-    >>> clgrad.zeros(2, 3).t().contiguous().is_contiguous()
-    True
-    """
-    if x._contig:
-        return x
-    return Clone.apply(x)
-
-
-def clone(x, memory_format=None):
-    """A copy with its own memory (recorded: the gradient passes through).
-
-    >>> import clgrad
-    >>> clgrad.tensor([1, 2]).clone().tolist()
-    [1, 2]
-    """
-    return Clone.apply(x)
-
-
-def to_dtype(x, dtype, copy=False):
-    dtype = dtypes.as_dtype(dtype)
-    if dtype is x._dtype and not copy:
-        return x
-    return ToCopy.apply(x, dtype)
-
-
-def detach(x):
-    """A tensor sharing x's data (and version counter) with no history.
-
-    >>> import clgrad
-    >>> clgrad.ones(2, requires_grad=True).detach().requires_grad
-    False
-    """
-    d = alias(x)
-    return d
-
-
-def detach_(x):
-    if x._base is not None and (x._base._requires_grad or x._grad_fn is not None):
-        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
-                           "DistributedDataParallel (DDP) for training ...")
-    x._grad_fn = None
-    x._requires_grad = False
-    x._output_nr = 0
-    return x
 
 
 __all__ = ["view", "reshape", "view_as", "reshape_as", "expand", "expand_as", "broadcast_to",

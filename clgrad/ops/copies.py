@@ -1,0 +1,90 @@
+"""The ops that copy on purpose: contiguous, clone, dtype casts (their gradient passes through);
+and detach, which shares the data without the history."""
+from .. import dtypes
+from ..autograd.op import Op
+from ..tensor import alias, empty_tensor
+from ._base import copy_into
+
+
+class Clone(Op):
+    @staticmethod
+    def forward(ctx, x):
+        out = empty_tensor(x._shape, x._dtype, x._storage.device)
+        return copy_into(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g,)
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return Clone.apply(tangents[0])
+
+
+class ToCopy(Op):
+    @staticmethod
+    def forward(ctx, x, dtype):
+        out = empty_tensor(x._shape, dtype, x._storage.device)
+        return copy_into(out, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx._in_meta[0][1]), None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return ToCopy.apply(tangents[0], args[1])
+
+
+# ---- the functions ------------------------------------------------------------------------------
+def contiguous(x, memory_format=None):
+    """x itself when contiguous, else a contiguous copy.
+
+    >>> import clgrad
+    >>> clgrad.zeros(2, 3).t().contiguous().is_contiguous()
+    True
+    """
+    if x._contig:
+        return x
+    return Clone.apply(x)
+
+
+def clone(x, memory_format=None):
+    """A copy with its own memory (recorded: the gradient passes through).
+
+    >>> import clgrad
+    >>> clgrad.tensor([1, 2]).clone().tolist()
+    [1, 2]
+    """
+    return Clone.apply(x)
+
+
+def to_dtype(x, dtype, copy=False):
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is x._dtype and not copy:
+        return x
+    return ToCopy.apply(x, dtype)
+
+
+def detach(x):
+    """A tensor sharing x's data (and version counter) with no history.
+
+    >>> import clgrad
+    >>> clgrad.ones(2, requires_grad=True).detach().requires_grad
+    False
+    """
+    d = alias(x)
+    return d
+
+
+def detach_(x):
+    if x._base is not None and (x._base._requires_grad or x._grad_fn is not None):
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                           "DistributedDataParallel (DDP) for training ...")
+    x._grad_fn = None
+    x._requires_grad = False
+    x._output_nr = 0
+    return x
+
+
+__all__ = ["contiguous", "clone", "to_dtype", "detach", "detach_"]
