@@ -23,7 +23,7 @@ from ..runtime.kernels import get_kernel, grid, launch, vec_width
 from ..runtime.memory import Storage
 from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
 from ._layout import (broadcast_shapes, check_dims, collapse, expand_strides, launch_walk,
-                      pack8_right, same_device)
+                      pack8_right, same_device, view_raw)
 from .copy import cast_raw, check_fp64, full_raw, scalar_for
 
 
@@ -252,11 +252,63 @@ def _run_fast(e, variant, operands, params, out):
     return out
 
 
+def _expanded(args, shape):
+    """The tensor operands broadcast to `shape` (stride 0 where they repeat), numbers as they are."""
+    return [view_raw(a, shape, expand_strides(a, shape), a._offset)
+            if isinstance(a, Tensor) and a._shape != tuple(shape) else a for a in args]
+
+
 def _one_element(t):
     for st, n in zip(t._strides, t._shape):
         if st != 0 and n != 1:
             return False
     return True
+
+
+def output_order(shape, tensors):
+    """The order of `shape`'s dims, outermost first, in which a new result is laid out so that it
+    follows its operands' memory layout (torch's TensorIterator: an op of a transposed or
+    channels-last tensor gives a result with the same layout); None for row-major. Dims are
+    ordered by the first operand whose strides tell them apart (broadcast dims tell nothing);
+    equal strides put the smaller dim inside.
+
+    >>> import clgrad
+    >>> output_order((2, 3), [clgrad.ones(3, 2).t()])
+    [1, 0]
+    """
+    nd = len(shape)
+    if nd < 2:
+        return None
+    strides = [expand_strides(t, shape) for t in tensors]
+
+    def should_swap(d0, d1):            # 1: d0 goes outside d1 (torch's should_swap)
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(nd - 1, -1, -1))          # innermost first, as torch sorts
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]
+    return None if order == list(range(nd)) else order
+
+
+def _in_order(t, order):
+    """t's view with its dims in `order` (a permutation; no copy)."""
+    return view_raw(t, [t._shape[d] for d in order], [t._strides[d] for d in order], t._offset)
 
 
 def run(e, operands, params=(), out=None, cdt=None):
@@ -299,6 +351,15 @@ def run(e, operands, params=(), out=None, cdt=None):
     else:
         shape = broadcast_shapes(*[t._shape for t in tensors])
     if out is None:
+        order = output_order(shape, tensors) if not all(t._contig for t in tensors) else None
+        if order is not None:
+            # a result laid out as its operands: computed as a row-major result of the
+            # operands' views in that order, then handed back in the dims' own order
+            res = run(e, [_in_order(a, order) if isinstance(a, Tensor) else a
+                          for a in _expanded(args, shape)], params,
+                      empty_tensor(tuple(shape[d] for d in order), odt, dev), cdt)
+            inverse = [order.index(d) for d in range(len(shape))]
+            return _in_order(res, inverse)
         out = empty_tensor(shape, odt, dev)
     n = numel_of(shape)
     if n == 0:

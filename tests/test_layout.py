@@ -1,0 +1,48 @@
+"""Results of elementwise ops are laid out as their operands, as torch's are (TensorIterator): an
+op of a transposed or permuted tensor gives a result with the same strides, so that `.view` of
+it succeeds or fails where torch's does. (Each expected layout below was checked against torch.)"""
+import numpy as np
+import pytest
+
+import clgrad
+
+
+def _permuted(shape, order):
+    n = int(np.prod(shape))
+    base = np.arange(n, dtype=np.float64).reshape([shape[d] for d in order])
+    inverse = [order.index(d) for d in range(len(shape))]
+    return clgrad.tensor(base).permute(*inverse), base.transpose(inverse)
+
+
+@pytest.mark.parametrize("shape,order", [((2, 3), [1, 0]), ((2, 3, 4), [2, 0, 1]),
+                                         ((1, 8, 3), [0, 2, 1]), ((4, 2, 2, 3), [0, 2, 3, 1])])
+def test_unary_and_binary_results_keep_a_permuted_layout(device, shape, order):
+    x, ref = _permuted(shape, order)
+    assert not x.is_contiguous()
+    for f, g in ((lambda t: t.exp(), np.exp), (lambda t: t * 2 + 1, lambda r: r * 2 + 1),
+                 (lambda t: t * t, lambda r: r * r), (lambda t: t > 3, lambda r: r > 3)):
+        y = f(x)
+        assert y.stride() == x.stride(), y.stride()
+        np.testing.assert_allclose(y.numpy(), g(ref))
+
+
+def test_the_first_operand_that_tells_dims_apart_decides(device):
+    a = clgrad.arange(6.0).reshape(2, 3).t()            # strides (1, 3)
+    c = a.contiguous()                                  # strides (2, 1)
+    assert (a + c).stride() == (1, 3)
+    assert (c + a).stride() == (2, 1)
+    # a broadcast operand tells nothing: the other one decides
+    assert (a + clgrad.ones(2)).stride() == (1, 3)
+    np.testing.assert_allclose((a + c).numpy(), 2 * a.numpy())
+
+
+def test_view_of_a_result_succeeds_and_fails_as_torch(device):
+    x = clgrad.arange(6.0).reshape(2, 3)
+    assert x.t().neg().t().view(6).tolist() == [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.t().exp().view(6)
+
+
+def test_gradients_through_permuted_results(device):
+    x = clgrad.tensor(np.arange(6.0).reshape(2, 3), dtype=clgrad.float64, requires_grad=True)
+    assert clgrad.autograd.gradcheck(lambda t: (t.t().sin() * t.t()).t().reshape(-1), (x,))
