@@ -1,15 +1,14 @@
 """`Module`, the base class of every layer: it keeps its parameters, buffers and child modules in
 ordered dicts (filled by attribute assignment), walks them recursively, converts them, saves and
 loads them as a state dict, and runs hooks around `forward` and in backward."""
-import itertools
-from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections import OrderedDict
 
-from ...autograd.function import Function, RemovableHandle
-from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ... import dtypes
-from ..parameter import Buffer, Parameter, is_lazy
+from ..parameter import Buffer, Parameter
+from . import _module_hooks, _module_state_dict
+from ._module_state_dict import _IncompatibleKeys  # noqa: F401  torch's home of the name
 
 __all__ = ["Module"]
 
@@ -28,25 +27,6 @@ def _addindent(s, spaces):
     if len(lines) == 1:
         return s
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What load_state_dict returns: the keys it missed and the ones it did not expect."""
-
-    def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-def _add_hook(table, hook, prepend):
-    handle = RemovableHandle(table)
-    table[handle.id] = hook
-    if prepend:
-        table.move_to_end(handle.id, last=False)
-    return handle
 
 
 class Module:
@@ -593,190 +573,17 @@ class Module:
         """
         return self._apply(lambda t: t.cl(device))
 
-    # ---- state dict --------------------------------------------------------------------------
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
+    # ---- state dict (clgrad/nn/modules/_module_state_dict.py) ------------------------------------
+    _save_to_state_dict = _module_state_dict._save_to_state_dict
+    state_dict = _module_state_dict.state_dict
+    _load_from_state_dict = _module_state_dict._load_from_state_dict
+    load_state_dict = _module_state_dict.load_state_dict
 
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
-        """An ordered dict of every parameter and persistent buffer by dotted name (detached
-        tensors sharing the module's data unless keep_vars).
-
-        >>> from clgrad import nn
-        >>> list(nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3)).state_dict())
-        ['0.weight', '0.bias', '1.weight', '1.bias', '1.running_mean', '1.running_var',
-         '1.num_batches_tracked']
-        """
-        if destination is None:
-            destination = OrderedDict()
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
-        return destination
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        """Load this module's own entries (torch's signature, so subclasses can override it)."""
-        assign = local_metadata.get("assign_to_params_buffers", False)
-        persistent = {k: v for k, v in self._buffers.items()
-                      if k not in self._non_persistent_buffers_set}
-        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
-                                                        persistent.items()) if v is not None}
-        for name, param in local_state.items():
-            key = prefix + name
-            if key not in state_dict:
-                missing_keys.append(key)
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected '
-                                  f'clgrad.Tensor or Tensor-like object from checkpoint but '
-                                  f'received {type(value)}')
-                continue
-            if is_lazy(param):                # still uninitialized (so is value): nothing to copy
-                continue
-            if len(param.shape) == 0 and len(value.shape) == 1:
-                value = value[0]              # checkpoints of old torch stored scalars as [1]
-            if value.shape != param.shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{value.shape} from checkpoint, the shape in current model is "
-                                  f"{param.shape}.")
-                continue
-            try:
-                with no_grad():
-                    if assign:
-                        if isinstance(param, Parameter) and not isinstance(value, Parameter):
-                            value = Parameter(value, requires_grad=param.requires_grad)
-                        else:
-                            value.requires_grad_(param.requires_grad)
-                        setattr(self, name, value)
-                    else:
-                        param.copy_(value)
-            except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions '
-                                  f'in the model are {param.size()} and whose dimensions in the '
-                                  f'checkpoint are {value.size()}, an exception occurred : '
-                                  f'{ex.args}.')
-        for key in state_dict:
-            if key.startswith(prefix):
-                head = key[len(prefix):].split(".", 1)
-                if len(head) > 1:
-                    if head[0] not in self._modules:
-                        unexpected_keys.append(key)
-                elif head[0] not in local_state:
-                    unexpected_keys.append(key)
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copy parameters and buffers from a state dict. strict=True raises on missing or
-        unexpected keys; shapes must always match. Returns (missing_keys, unexpected_keys).
-
-        >>> import clgrad
-        >>> a, b = clgrad.nn.Linear(2, 2), clgrad.nn.Linear(2, 2)
-        >>> b.load_state_dict(a.state_dict())
-        <All keys matched successfully>
-        >>> clgrad.equal(a.weight, b.weight)
-        True
-        >>> b.load_state_dict({"weight": a.weight.detach()}, strict=False)
-        _IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing, unexpected, errors = [], [], []
-        state_dict = OrderedDict(state_dict)
-
-        metadata = {"assign_to_params_buffers": assign}
-
-        def load(module, prefix):
-            module._load_from_state_dict(state_dict, prefix, metadata, True, missing, unexpected,
-                                         errors)
-            for name, child in module._modules.items():
-                if child is not None:
-                    load(child, prefix + name + ".")
-        load(self, "")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self._get_name(), "\n\t".join(errors)))
-        return _IncompatibleKeys(missing, unexpected)
-
-    # ---- hooks -------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        """hook(module, args) runs before forward and may return new args (a tuple, or a single
-        value); with_kwargs: hook(module, args, kwargs) returns None or (args, kwargs).
-
-        >>> import clgrad
-        >>> m = clgrad.nn.Identity()
-        >>> h = m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
-        >>> m(clgrad.tensor([1.0])).tolist()
-        [2.0]
-        >>> h.remove(); m(clgrad.tensor([1.0])).tolist()
-        [1.0]
-        """
-        handle = _add_hook(self._forward_pre_hooks, hook, prepend)
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs.add(handle.id)
-        return handle
-
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
-                              always_call=False):
-        """hook(module, args, output) runs after forward and may return a new output;
-        with_kwargs: hook(module, args, kwargs, output). always_call: run it even when forward
-        raises.
-
-        >>> import clgrad
-        >>> seen = []
-        >>> m = clgrad.nn.ReLU()
-        >>> _ = m.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
-        >>> _ = m(clgrad.zeros(2, 3)); seen
-        [clgrad.Size([2, 3])]
-        """
-        handle = _add_hook(self._forward_hooks, hook, prepend)
-        if with_kwargs:
-            self._forward_hooks_with_kwargs.add(handle.id)
-        if always_call:
-            self._forward_hooks_always_called.add(handle.id)
-        return handle
-
-    def register_full_backward_pre_hook(self, hook, prepend=False):
-        """hook(module, grad_output) runs when the gradients of the module's outputs are known,
-        before those of its inputs are computed; it may return a new grad_output.
-
-        >>> import clgrad
-        >>> lin = clgrad.nn.Linear(2, 1)
-        >>> _ = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
-        >>> lin(clgrad.ones(1, 2)).sum().backward(); lin.weight.grad.tolist()
-        [[0.0, 0.0]]
-        """
-        return _add_hook(self._backward_pre_hooks, hook, prepend)
-
-    def register_full_backward_hook(self, hook, prepend=False):
-        """hook(module, grad_input, grad_output) runs once the gradients w.r.t. the module's
-        inputs are computed (one entry per positional argument, None where there is none); it
-        may return a new grad_input.
-
-        >>> import clgrad
-        >>> lin = clgrad.nn.Linear(2, 1)
-        >>> got = []
-        >>> def hook(module, grad_input, grad_output):
-        ...     got.append((grad_input[0].shape, grad_output[0].shape))
-        >>> _ = lin.register_full_backward_hook(hook)
-        >>> lin(clgrad.ones(3, 2, requires_grad=True)).sum().backward()
-        >>> got
-        [(clgrad.Size([3, 2]), clgrad.Size([3, 1]))]
-        """
-        return _add_hook(self._backward_hooks, hook, prepend)
+    # ---- hooks (clgrad/nn/modules/_module_hooks.py) -----------------------------------------------
+    register_forward_pre_hook = _module_hooks.register_forward_pre_hook
+    register_forward_hook = _module_hooks.register_forward_hook
+    register_full_backward_pre_hook = _module_hooks.register_full_backward_pre_hook
+    register_full_backward_hook = _module_hooks.register_full_backward_hook
 
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
@@ -784,46 +591,7 @@ class Module:
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
-    def _call_with_hooks(self, args, kwargs):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                res = hook(self, args, kwargs)
-                if res is not None:
-                    if not (isinstance(res, tuple) and len(res) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {res}.")
-                    args, kwargs = res
-            else:
-                res = hook(self, args)
-                if res is not None:
-                    args = res if isinstance(res, tuple) else (res,)
-        relay = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            relay = _BackwardHooks(self)
-            args = relay.wrap_inputs(args)
-        try:
-            result = self.forward(*args, **kwargs)
-        except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook(self, args, kwargs, None)
-                        else:
-                            hook(self, args, None)
-                    except Exception:
-                        pass
-            raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                res = hook(self, args, kwargs, result)
-            else:
-                res = hook(self, args, result)
-            if res is not None:
-                result = res
-        if relay is not None:
-            result = relay.wrap_outputs(result)
-        return result
+    _call_with_hooks = _module_hooks._call_with_hooks
 
     # ---- printing ----------------------------------------------------------------------------
     def _get_name(self):
@@ -878,108 +646,3 @@ def _parse_to(args, kwargs):
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
     return device, dtype
-
-
-# ---- full backward hooks ---------------------------------------------------------------------
-class _GradientRelay(Function):
-    """Identity on a group of tensors. Its backward hands their gradients to `relay`, which may
-    replace them: the module's backward hooks see grad_output and grad_input through it."""
-
-    @staticmethod
-    def forward(ctx, relay, *tensors):
-        ctx.relay = relay
-        ctx.set_materialize_grads(False)          # outputs without a gradient get None
-        return tensors
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return (None,) + tuple(ctx.relay(grads))
-
-
-class _BackwardHooks:
-    """One module call's backward hooks: a relay after the outputs catches grad_output (and runs
-    the pre-hooks); a relay before the inputs catches grad_input and runs the full hooks."""
-
-    def __init__(self, module):
-        self.module = module
-        self.n_args = 0
-        self.in_pos = None
-        self.n_outputs = 0
-        self.out_pos = None
-        self.grad_outputs = None
-
-    @staticmethod
-    def _pack(positions, grads, n):
-        full = [None] * n
-        for i, g in zip(positions, grads):
-            full[i] = g
-        return tuple(full)
-
-    @staticmethod
-    def _check(res, expected, what):
-        res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-        if len(res) != expected:
-            raise RuntimeError(f"Backward {what} returned an invalid number of "
-                               f"{'grad_output' if 'pre' in what else 'grad_input'}, got "
-                               f"{len(res)}, but expected {expected}")
-        return res
-
-    def wrap_inputs(self, args):
-        self.n_args = len(args)
-        pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-        if not pos or not is_grad_enabled():
-            return args
-        self.in_pos = pos
-        wrapped = _GradientRelay.apply(self._on_grad_input, *[args[i] for i in pos])
-        args = list(args)
-        for i, t in zip(pos, wrapped):
-            args[i] = t
-        return tuple(args)
-
-    def wrap_outputs(self, result):
-        single = isinstance(result, Tensor)
-        outs = (result,) if single else result
-        if not isinstance(outs, tuple):
-            return result
-        pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
-        if not pos or not is_grad_enabled():
-            return result
-        self.n_outputs, self.out_pos = len(outs), pos
-        wrapped = _GradientRelay.apply(self._on_grad_output, *[outs[i] for i in pos])
-        if single:
-            return wrapped[0]
-        outs = list(outs)
-        for i, t in zip(pos, wrapped):
-            outs[i] = t
-        return tuple(outs)
-
-    def _on_grad_output(self, grads):
-        module = self.module
-        grad_outputs = self._pack(self.out_pos, grads, self.n_outputs)
-        for hook in list(module._backward_pre_hooks.values()):
-            res = hook(module, grad_outputs)
-            if res is not None:
-                grad_outputs = self._check(res, len(grad_outputs), "pre hook")
-        self.grad_outputs = grad_outputs
-        if self.in_pos is None:
-            # nothing that went in needs a gradient: the hooks run now, with grad_input all None
-            grad_inputs = (None,) * self.n_args
-            for hook in list(module._backward_hooks.values()):
-                res = hook(module, grad_inputs, grad_outputs)
-                if res is not None and not all(r is None for r in res):
-                    raise RuntimeError("Backward hook for Modules where no input requires "
-                                       "gradient should always return None or None for all "
-                                       "gradients.")
-        return [grad_outputs[i] for i in self.out_pos]
-
-    def _on_grad_input(self, grads):
-        module = self.module
-        grad_inputs = self._pack(self.in_pos, grads, self.n_args)
-        grad_outputs = self.grad_outputs if self.grad_outputs is not None else \
-            (None,) * max(self.n_outputs, 1)
-        for hook in list(module._backward_hooks.values()):
-            res = hook(module, grad_inputs, grad_outputs)
-            if res is not None:
-                grad_inputs = self._check(res, len(grad_inputs), "hook")
-        self.grad_outputs = None
-        return [grad_inputs[i] for i in self.in_pos]
