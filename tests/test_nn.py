@@ -1,7 +1,8 @@
 """clgrad.nn bookkeeping: Parameter, Module registration and walking, state_dict round trips and
 load_state_dict's errors, modes, conversions, hooks, repr, containers, initialisers and their
-statistics, gradient clipping. Layer numerics are in test_nn_layers.py, losses in
-test_nn_losses.py."""
+statistics, gradient clipping; the deprecated Container, DataParallel and SyncBatchNorm in one
+process (tests/distributed_checks.py runs it on 2 ranks). Layer numerics are in test_nn_layers.py,
+losses in test_nn_losses.py."""
 import copy
 import math
 from collections import OrderedDict
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import clgrad
+import clgrad.nn.functional as F
 from clgrad import nn
 from clgrad.nn import init
 from helpers import to_np
@@ -553,3 +555,26 @@ def test_clip_grad_value_and_vector_conversion():
     nn.utils.vector_to_parameters(clgrad.arange(6).float(), lin.parameters())
     assert lin.weight.tolist() == [[0.0, 1.0], [2.0, 3.0]] and lin.bias.tolist() == [4.0, 5.0]
     assert lin.weight.requires_grad
+
+
+def test_containers_parallel_and_sync_batchnorm(device):
+    lin = nn.Linear(2, 1).to(device)
+    with pytest.warns(UserWarning, match="deprecated"):
+        c = nn.Container(fc=lin)
+    assert c.fc is lin
+    dp = nn.DataParallel(lin)
+    x = clgrad.ones(4, 2, device=device)
+    np.testing.assert_array_equal(dp(x).detach().numpy(), lin(x).detach().numpy())
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]
+    with pytest.raises(NotImplementedError, match="DistributedDataParallel"):
+        nn.DataParallel(lin, device_ids=[0, 1])
+    assert nn.NLLLoss2d()(F.log_softmax(clgrad.zeros(1, 2, 2, 2, device=device), 1),
+                          clgrad.zeros(1, 2, 2, dtype=clgrad.int64, device=device)).item() > 0
+    # without a process group SyncBatchNorm is a batch norm, statistics included
+    x = clgrad.randn(4, 3, 5, device=device)
+    sbn, bn = nn.SyncBatchNorm(3).to(device), nn.BatchNorm1d(3).to(device)
+    np.testing.assert_allclose(sbn(x).detach().numpy(), bn(x).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(sbn.running_var.numpy(), bn.running_var.numpy(), rtol=1e-6)
+    net = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Conv2d(1, 2, 1), bn))
+    assert type(net[1]) is nn.SyncBatchNorm and net[1].weight is bn.weight
+    assert net[1].running_mean is bn.running_mean

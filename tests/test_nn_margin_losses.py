@@ -1,6 +1,7 @@
-"""The piecewise activations, similarities, distances and margin/likelihood losses against numpy
-formulas, gradients by finite differences (kinks avoided, and torch's kink rule checked), and the
-modules that hold them."""
+"""The similarities and distances and the losses beyond the common ones (margin ranking, hinge
+and cosine embedding, soft margin, triplet margin with and without a distance function, Poisson
+and Gaussian NLL, multilabel soft margin, KL divergence, linear_cross_entropy) against numpy
+formulas, gradients by finite differences, and the modules that hold them."""
 import math
 
 import numpy as np
@@ -9,86 +10,11 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 from clgrad import nn
-from clgrad.autograd import gradcheck, gradgradcheck
-
-SELU_A, SELU_S = 1.6732632423543772, 1.0507009873554805
-
-
-def _sp(x):
-    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
+from clgrad.autograd import gradcheck
 
 
 def _sig(x):
     return 1 / (1 + np.exp(-x))
-
-
-ACTS = {
-    "hardtanh": (F.hardtanh, lambda x: np.clip(x, -1, 1)),
-    "relu6": (F.relu6, lambda x: np.clip(x, 0, 6)),
-    "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x / 6 + 0.5, 0, 1)),
-    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
-    "selu": (F.selu, lambda x: SELU_S * np.where(x > 0, x, SELU_A * np.expm1(x))),
-    "celu": (lambda x: F.celu(x, 2.0), lambda x: np.where(x > 0, x, 2 * np.expm1(x / 2))),
-    "mish": (F.mish, lambda x: x * np.tanh(_sp(x))),
-    "softsign": (F.softsign, lambda x: x / (1 + np.abs(x))),
-    "softshrink": (F.softshrink, lambda x: np.where(x > .5, x - .5, np.where(x < -.5, x + .5, 0))),
-    "hardshrink": (F.hardshrink, lambda x: np.where(np.abs(x) > .5, x, 0)),
-    "tanhshrink": (F.tanhshrink, lambda x: x - np.tanh(x)),
-    "threshold": (lambda x: F.threshold(x, 0.2, -3.0), lambda x: np.where(x > 0.2, x, -3.0)),
-    "glu": (lambda x: F.glu(x, 0), lambda x: x[:2] * _sig(x[2:])),
-    "softmin": (lambda x: F.softmin(x, 1),
-                lambda x: np.exp(-x) / np.exp(-x).sum(1, keepdims=True)),
-    "rrelu_eval": (F.rrelu, lambda x: np.where(x >= 0, x, x * (1 / 8 + 1 / 3) / 2)),
-}
-
-
-@pytest.mark.parametrize("name", sorted(ACTS))
-def test_activations_match_numpy_and_gradcheck(device, name):
-    fn, ref = ACTS[name]
-    rng = np.random.default_rng(0)
-    # values away from the kinks (+-0.5, +-1, +-3, 0, 0.2, 6) for the finite differences
-    x = rng.uniform(-7, 7, (4, 5))
-    x = np.where(np.min(np.abs(x[..., None] - np.array([-3, -1, -.5, 0, .2, .5, 1, 3, 6])),
-                        -1) < 0.05, 2.5, x)
-    X = clgrad.tensor(x, requires_grad=True)
-    np.testing.assert_allclose(fn(X).detach().numpy(), ref(x), rtol=1e-10, atol=1e-12)
-    assert gradcheck(fn, (X,))
-    np.testing.assert_allclose(fn(clgrad.tensor(x.astype(np.float32))).numpy(), ref(x),
-                               rtol=1e-5, atol=1e-6)
-
-
-def test_kink_gradients_follow_torch():
-    """At the ends of their linear range the clamp-like activations pass no gradient (torch's
-    hardtanh_backward uses strict inequalities), and hardswish switches at -3 and 3 the same
-    way."""
-    for fn, pts, want in ((F.hardtanh, [-1.0, 1.0, 0.0], [0, 0, 1]),
-                          (F.relu6, [0.0, 6.0, 3.0], [0, 0, 1]),
-                          (F.hardswish, [-3.0, 3.0, 0.0], [0, 1, 0.5])):
-        x = clgrad.tensor(pts, dtype=clgrad.float64, requires_grad=True)
-        fn(x).sum().backward()
-        assert x.grad.tolist() == want
-
-
-def test_prelu_and_modules(device):
-    m = nn.PReLU(3)
-    assert m.weight.tolist() == [0.25] * 3 and repr(m) == "PReLU(num_parameters=3)"
-    x = clgrad.tensor([[-4.0, 2.0, -1.0]], dtype=clgrad.float64, requires_grad=True)
-    w = clgrad.tensor([0.1, 0.2, 0.3], dtype=clgrad.float64, requires_grad=True)
-    np.testing.assert_allclose(F.prelu(x, w).detach().numpy(), [[-4.0 * 0.1, 2.0, -1.0 * 0.3]])
-    assert gradcheck(F.prelu, (x, w)) and gradgradcheck(F.prelu, (x, w))
-    assert repr(nn.Hardtanh(-2.0, 2.0)) == "Hardtanh(min_val=-2.0, max_val=2.0)"
-    assert nn.Softmax2d()(clgrad.zeros(2, 4, 1, 1)).sum().item() == 2.0
-    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
-        F.glu(clgrad.ones(3))
-    with pytest.raises(RuntimeError, match="channel size = 2"):
-        F.prelu(clgrad.ones(1, 2), clgrad.ones(3))
-    # in place inside a model: autograd records it
-    seq = nn.Sequential(nn.Linear(3, 4), nn.ReLU6(inplace=True), nn.Hardswish(inplace=True))
-    seq(clgrad.randn(2, 3)).sum().backward()
-    assert seq[0].weight.grad is not None
-    rr = nn.RReLU(0.1, 0.3)
-    y = rr(-clgrad.ones(1000))                              # training: slopes in [0.1, 0.3]
-    assert -0.3 <= y.min().item() and y.max().item() <= -0.1 and y.std().item() > 0.03
 
 
 def test_similarities_and_losses_match_numpy(device):
@@ -162,3 +88,36 @@ def test_loss_modules_pass_their_options():
         F.kl_div(a, b.softmax(1))
     assert math.isclose(nn.SoftMarginLoss(reduction="sum")(a, b.sign()).item(),
                         F.soft_margin_loss(a, b.sign(), reduction="sum").item())
+
+
+def test_triplet_with_distance_and_linear_cross_entropy(device):
+    rng = np.random.default_rng(0)
+    a, p, n = (rng.normal(size=(5, 3)) for _ in range(3))
+    d = lambda u, v: np.sqrt(((u - v + 1e-6) ** 2).sum(-1))     # pairwise_distance's eps
+    want = np.maximum(d(a, p) - np.minimum(d(a, n), d(p, n)) + 1.0, 0).mean()
+    A, P, N = (clgrad.tensor(v, device=device, requires_grad=True) for v in (a, p, n))
+    got = nn.TripletMarginWithDistanceLoss(swap=True)(A, P, N)
+    np.testing.assert_allclose(got.item(), want, rtol=1e-10)
+    l1 = lambda u, v: (u - v).abs().sum(-1)
+    got = F.triplet_margin_with_distance_loss(A, P, N, distance_function=l1, margin=2.0,
+                                              reduction="sum")
+    want = np.maximum(np.abs(a - p).sum(-1) - np.abs(a - n).sum(-1) + 2.0, 0).sum()
+    np.testing.assert_allclose(got.item(), want, rtol=1e-10)
+    assert gradcheck(lambda a, p, n: F.triplet_margin_with_distance_loss(a, p, n), (A, P, N))
+    with pytest.raises(ValueError, match="margin"):
+        nn.TripletMarginWithDistanceLoss(margin=0)
+    # linear_cross_entropy is cross_entropy of the linear map's logits
+    x, W, b = rng.normal(size=(4, 3)), rng.normal(size=(5, 2, 3)), rng.normal(size=(5, 2))
+    t = np.array([[0, 4], [2, 1], [1, 1], [3, 0]])
+    logits = np.einsum("ni,cki->nck", x, W) + b
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    want = -np.take_along_axis(logp, t[:, None, :], 1).mean()
+    got = F.linear_cross_entropy(clgrad.tensor(x, device=device), clgrad.tensor(W, device=device),
+                                 clgrad.tensor(t, device=device),
+                                 linear_bias=clgrad.tensor(b, device=device))
+    np.testing.assert_allclose(got.item(), want, rtol=1e-10)
+    m = nn.LinearCrossEntropyLoss(3, 5, out_features=(2,), bias=True).double().to(device)
+    m.linear.weight.data.copy_(clgrad.tensor(W.reshape(10, 3)))
+    m.linear.bias.data.copy_(clgrad.tensor(b.reshape(10)))
+    np.testing.assert_allclose(m(clgrad.tensor(x, device=device),
+                                 clgrad.tensor(t, device=device)).item(), want, rtol=1e-10)
