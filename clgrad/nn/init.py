@@ -17,7 +17,7 @@ from ..ops.pointwise import where
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_"]
+           "kaiming_normal_", "orthogonal_"]
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -239,3 +239,33 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill `tensor` (2 or more dims, flattened to rows x the rest) with a (semi-)orthogonal
+    matrix times `gain`: Q of the QR of a normal matrix, its columns' signs fixed by R's diagonal
+    so that Q is uniform over the orthogonal group, as torch's (Saxe et al. 2013).
+
+    >>> import clgrad
+    >>> w = clgrad.nn.init.orthogonal_(clgrad.empty(3, 5))
+    >>> bool(((w @ w.t()) - clgrad.eye(3)).abs().max() < 1e-5)
+    True
+    """
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor                       # no-op, as torch's
+    from ..linalg import qr
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+        if rows < cols:
+            flattened = flattened.t()
+        q, r = qr(flattened)
+        q = q * r.diagonal().sign()
+        if rows < cols:
+            q = q.t()
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
