@@ -131,8 +131,9 @@ def broadcast_tensors(*tensors):
 from . import func, linalg, nn, optim, special, testing, utils  # noqa: E402
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
-# torch's top-level forms of nn.functional ops (ATen's argument lists)
+# torch's top-level forms of nn.functional ops (ATen's argument lists) and its RNN cell ops
 from ._nn_top_level import *  # noqa: E402,F401,F403
+from .nn._rnn_cell_ops import *  # noqa: E402,F401,F403
 # torch's constants, its smaller namespaces and samplers (issue 23)
 from math import e, inf, nan, pi  # noqa: E402  (Python floats, as torch's)
 from . import _inductor, accelerator, random, version  # noqa: E402

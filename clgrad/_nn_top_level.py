@@ -5,11 +5,11 @@ The top-level names are ATen's schemas, not nn.functional's: no defaults where A
 reductions as ints (0 none, 1 mean, 2 sum), `cudnn_enable(d)` flags accepted and ignored (clgrad
 has one implementation), `weight` first in `embedding`. Each computes with the same code as its
 nn.functional counterpart. Imported by clgrad/__init__.py after nn (this module sits above it).
+The RNN cell ops (rnn_tanh_cell, lstm_cell, ...) are in clgrad/nn/_rnn_cell_ops.py, beside the
+step functions of nn.modules.rnn they run.
 """
 from . import dtypes
 from .nn import functional as F
-from .nn.modules.rnn import _gru_step, _lstm_step, _rnn_step
-from .tensor import Tensor
 
 __all__ = [
     "celu", "celu_", "selu", "selu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_",
@@ -22,9 +22,8 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "kl_div", "margin_ranking_loss",
     "hinge_embedding_loss", "poisson_nll_loss", "triplet_margin_loss", "cosine_embedding_loss",
     "ctc_loss", "binary_cross_entropy_with_logits", "grid_sampler", "grid_sampler_2d",
-    "grid_sampler_3d", "affine_grid_generator", "gru_cell", "lstm_cell", "rnn_tanh_cell",
-    "rnn_relu_cell", "native_layer_norm", "native_batch_norm", "native_group_norm",
-    "native_dropout", "conv_tbc", "embedding_renorm_",
+    "grid_sampler_3d", "affine_grid_generator", "native_layer_norm", "native_batch_norm",
+    "native_group_norm", "native_dropout", "conv_tbc", "embedding_renorm_",
 ]
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -690,94 +689,6 @@ def affine_grid_generator(theta, size, align_corners):
     clgrad.Size([1, 2, 2, 2])
     """
     return F.affine_grid(theta, list(size), align_corners)
-
-
-# ---- one step of each RNN kind: ATen's (input, hx, w_ih, w_hh, b_ih, b_hh) -----------------------
-def _size(name, what, t, d):
-    """t.size(d), with torch's IndexError where t has no dim d (the cells' 1-d inputs)."""
-    if t.ndim == 0:
-        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions ({name}: "
-                         f"{what} of shape [])")
-    if d >= t.ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-t.ndim}, "
-                         f"{t.ndim - 1}], but got {d}) ({name}: {what} of shape "
-                         f"{list(t.shape)})")
-    return t.shape[d]
-
-
-def _proj(name, input, hx, w_ih, b_ih, w_hh, c=None):
-    """torch's checks of a cell's input and hidden states (the op's: a 1-d input has no dim 1,
-    an IndexError; nn's cell modules unsqueeze it first), then the input's projection."""
-    if _size(name, "input", input, 1) != _size(name, "w_ih", w_ih, 1):
-        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
-                           f"{w_ih.shape[1]} ({name}: input of shape {list(input.shape)}, w_ih "
-                           f"of shape {list(w_ih.shape)})")
-    H = _size(name, "w_hh", w_hh, 1)
-    for k, h in enumerate((hx,) if c is None else (hx, c)):
-        if input.shape[0] != _size(name, f"hidden{k}", h, 0):
-            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{k} "
-                               f"batch size {h.shape[0]} ({name}: input of shape "
-                               f"{list(input.shape)}, hidden{k} of shape {list(h.shape)})")
-        if _size(name, f"hidden{k}", h, 1) != H:
-            raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, "
-                               f"expected {H} ({name}: hidden{k} of shape {list(h.shape)}, w_hh "
-                               f"of shape {list(w_hh.shape)})")
-    if input.ndim != 2 or hx.ndim != 2 or c is not None and c.ndim != 2:
-        raise RuntimeError(f"{name}: expected 2-D input and hidden state, got input "
-                           f"{list(input.shape)} and hx {list(hx.shape)}")
-    return F.linear(input, w_ih, b_ih)
-
-
-def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """tanh(input W_ihᵀ + b_ih + hx W_hhᵀ + b_hh).
-
-    >>> import clgrad
-    >>> clgrad.rnn_tanh_cell(clgrad.zeros(1, 3), clgrad.zeros(1, 2), clgrad.ones(2, 3),
-    ...                      clgrad.ones(2, 2)).tolist()
-    [[0.0, 0.0]]
-    """
-    x_proj = _proj("rnn_tanh_cell", input, hx, w_ih, b_ih, w_hh)
-    return _rnn_step(Tensor.tanh, x_proj, hx, w_hh, b_hh)[0]
-
-
-def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """relu(input W_ihᵀ + b_ih + hx W_hhᵀ + b_hh).
-
-    >>> import clgrad
-    >>> clgrad.rnn_relu_cell(clgrad.ones(1, 3), clgrad.zeros(1, 2), clgrad.ones(2, 3),
-    ...                      clgrad.ones(2, 2)).tolist()
-    [[3.0, 3.0]]
-    """
-    x_proj = _proj("rnn_relu_cell", input, hx, w_ih, b_ih, w_hh)
-    return _rnn_step(Tensor.relu, x_proj, hx, w_hh, b_hh)[0]
-
-
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One LSTM step: hx is (h, c); returns (h', c'). Gate order i, f, g, o as torch's.
-
-    >>> import clgrad
-    >>> h, c = clgrad.lstm_cell(clgrad.zeros(1, 3), (clgrad.zeros(1, 2), clgrad.zeros(1, 2)),
-    ...                         clgrad.ones(8, 3), clgrad.ones(8, 2))
-    >>> h.tolist(), c.tolist()
-    ([[0.0, 0.0]], [[0.0, 0.0]])
-    """
-    if len(hx) != 2:
-        raise RuntimeError(f"lstm_cell expects two hidden states (got {len(hx)})")
-    h, c = hx
-    return _lstm_step(_proj("lstm_cell", input, h, w_ih, b_ih, w_hh, c), (h, c), w_hh, b_hh,
-                      None)[1]
-
-
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One GRU step (gate order r, z, n as torch's; b_hn inside r * (...)).
-
-    >>> import clgrad
-    >>> clgrad.gru_cell(clgrad.zeros(1, 3), clgrad.zeros(1, 2), clgrad.ones(6, 3),
-    ...                 clgrad.ones(6, 2)).tolist()
-    [[0.0, 0.0]]
-    """
-    return _gru_step(_proj("gru_cell", input, hx, w_ih, b_ih, w_hh), hx, w_hh, b_hh)[0]
-
 
 
 # ---- ATen's native_* forms: the result and the statistics backward would save ------------------
