@@ -139,11 +139,26 @@ def _pick_matmul(rng, pool):
     return ([i, j], ())
 
 
+def _bmm_path(a, b):
+    """Whether torch's matmul runs bmm rather than dot/mv/mm on these operands (no gradient):
+    a batch that folds into rows without a copy (torch's should_fold) runs mm / mv."""
+    if a.ndim <= 2 and b.ndim <= 2:
+        return False
+    larger = a.ndim >= b.ndim
+    big, small = (a, b) if larger else (b, a)
+    if not (big.ndim >= 3 and small.ndim <= 2) or a.ndim == 2:
+        return True
+    if not big.size:
+        return False
+    shape, strides = list(big.shape), [s // big.itemsize for s in big.strides]
+    if not larger:                        # the larger one is b, seen transposed
+        shape[-2:], strides[-2:] = shape[-1:-3:-1], strides[-1:-3:-1]
+    return not all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
 def _matmul_ref(a, b):
     if a.ndim == 0 or b.ndim == 0:
         _raise(RuntimeError)
-    if a.dtype == bool and b.dtype == bool:
-        _raise(NotImplementedError)       # before the shapes are compared
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if ka != kb:
@@ -151,10 +166,15 @@ def _matmul_ref(a, b):
     if a.ndim > 2 or b.ndim > 2:
         D._bshape(np.empty(a.shape[:-2] if a.ndim > 2 else ()),
                   np.empty(b.shape[:-2] if b.ndim > 2 else ()))
+    empty = not (a.size and b.size)       # torch needs no kernel then (checked with torch)
     if a.dtype != b.dtype:
-        _raise(RuntimeError)
-    if a.dtype == bool:
-        _raise(NotImplementedError)
+        if not _bmm_path(a, b):           # dot / mv / mm: "expected ... the same dtype"
+            _raise(RuntimeError)
+        if not empty:                     # bmm: dispatched on a's dtype, then compared
+            _raise(NotImplementedError if a.dtype == bool else RuntimeError)
+        return np.zeros(np.matmul(np.zeros(a.shape), np.zeros(b.shape)).shape, b.dtype)
+    if a.dtype == bool and (a.ndim == b.ndim == 1 or not empty):
+        _raise(NotImplementedError)       # no bool kernel (dot: not even for empty vectors)
     r = np.matmul(a.astype(np.float64) if a.dtype.kind == "f" else a,
                   b.astype(np.float64) if b.dtype.kind == "f" else b)
     return np.asarray(r).astype(a.dtype)

@@ -245,3 +245,64 @@ def test_norm_dims_and_orders_as_torch(device):
                (np.abs(a) ** 3).sum() ** (1 / 3)) < 1e-4
     assert clgrad.norm(x, "fro", keepdim=True).shape == (1, 1, 1)
     assert abs(clgrad.norm(x[0], "nuc").item() - np.linalg.norm(a[0], "nuc")) < 1e-4
+
+
+def _np_cofactors(a):
+    n = a.shape[-1]
+    c = np.zeros_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, -2), j, -1)
+            c[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor) if n > 1 else 1.0
+    return c
+
+
+def test_linalg_edges_follow_torch(device):
+    """The linalg family's findings (issue 22), each checked against torch 2.13: det's gradient
+    at singular matrices (the cofactors), matrix_norm of integer and empty matrices, solve of a
+    singular matrix or a 0-d B, the negative and infinite vector norms of empty tensors."""
+    t = lambda a, dt=clgrad.float64: clgrad.tensor(a, dtype=dt, device=device)  # noqa: E731
+    for a in (np.zeros((1, 1)), np.array([[1.0, 2.0], [2.0, 4.0]]), np.zeros((3, 3)),
+              np.array([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]],
+                        [[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]])):
+        A = t(a).requires_grad_()
+        LA.det(A).sum().backward()                   # was: LinAlgError from inv
+        np.testing.assert_allclose(_np(A.grad), _np_cofactors(a), atol=1e-12)
+    A = t([[1.0, 2.0], [2.0, 4.0]]).requires_grad_()
+    gr, = clgrad.autograd.grad(LA.det(A), A, create_graph=True)
+    gg, = clgrad.autograd.grad(gr.sum(), A)          # twice: through the minors' det
+    np.testing.assert_allclose(_np(gg), [[1.0, -1.0], [-1.0, 1.0]], atol=1e-12)
+    ints = t([[[1, 0], [1, 1]]], clgrad.int64)
+    for o in ("fro", "nuc", 2, 1, -math.inf, math.inf):
+        with pytest.raises(RuntimeError, match="Expected a floating point"):
+            LA.matrix_norm(ints, o, dtype=clgrad.float64)    # A's dtype, before the cast
+    for shape in ((0, 0), (0, 3), (3, 0), (2, 3, 0), (2, 0, 3)):
+        e = clgrad.zeros(shape, device=device)
+        for o in (1, math.inf, 2, "nuc", "fro"):     # the largest of nothing is 0
+            r = LA.matrix_norm(e, o)
+            assert r.shape == shape[:-2] and not r.any().item()
+        with pytest.raises(IndexError):
+            LA.matrix_norm(clgrad.zeros(3, 0, device=device), -1)
+    assert LA.matrix_norm(clgrad.zeros(0, 3, device=device), math.inf, keepdim=True).shape == \
+        (1, 1)
+    with pytest.raises(LA.LinAlgError, match="singular"):
+        LA.solve(clgrad.zeros(2, 2, device=device), clgrad.ones(2, device=device))
+    with pytest.raises(LA.LinAlgError, match=r"singular \(batch element 1\)"):
+        LA.solve(clgrad.stack([clgrad.eye(2, device=device), clgrad.zeros(2, 2, device=device)]),
+                 clgrad.ones(2, 2, 1, device=device))
+    with pytest.raises(LA.LinAlgError, match="singular"):
+        LA.solve(clgrad.zeros(2, 2, device=device), clgrad.ones(1, 2, device=device), left=False)
+    assert LA.solve_ex(clgrad.zeros(2, 2, device=device), clgrad.ones(2, device=device)) \
+        .info.item() == 1                            # solve_ex reports, as torch's
+    x = LA.solve_triangular(clgrad.zeros(2, 2, device=device), clgrad.ones(2, 1, device=device),
+                            upper=True)
+    assert not np.isfinite(_np(x)).all()             # torch: inf / nan, no error
+    with pytest.raises(RuntimeError, match="B must have at least 2 dimensions"):
+        LA.solve(t(np.ones((2, 1, 1, 1))), t(np.array(1.0)))
+    for o in (-1, -0.5, -math.inf, math.inf):
+        with pytest.raises(RuntimeError, match="does not have an identity"):
+            LA.vector_norm(clgrad.zeros(0, device=device), o)
+        with pytest.raises(RuntimeError, match="dimension 1"):
+            LA.vector_norm(clgrad.zeros(2, 0, device=device), o, dim=1)
+        assert LA.vector_norm(clgrad.zeros(0, 3, device=device), o, dim=1).shape == (0,)
+    assert LA.vector_norm(clgrad.zeros(2, 0, device=device), 0, dim=1).tolist() == [0.0, 0.0]

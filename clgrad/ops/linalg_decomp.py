@@ -565,7 +565,9 @@ def singular_norm(A, ord, d0, d1, keepdim):
     smallest), over dims d0, d1 (non-negative, distinct)."""
     M = A.movedim((d0, d1), (-2, -1))
     S = svdvals(M)
-    r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+    # torch: the largest of no singular values (an empty matrix) is 0, the smallest an error
+    r = S.sum(-1) if ord == "nuc" or ord == 2 and not S.shape[-1] else \
+        S.amax(-1) if ord == 2 else S.amin(-1)
     if keepdim:
         for d in sorted((d0, d1)):
             r = r.unsqueeze(d)

@@ -231,8 +231,10 @@ class Solve(Op):
     """X = A^-1 B for matrices B [..., n, k] (batch dims already broadcast)."""
 
     @staticmethod
-    def forward(ctx, A, B):
+    def forward(ctx, A, B, check=None):
         lu, piv, info = lu_factor_raw(A)
+        if check:                         # torch.linalg.solve's error (one host read)
+            _raise_info(check, info, "The solver failed because the input matrix is singular")
         batch = tuple(A.shape[:-2])
         n, k = B.shape[-2], B.shape[-1]
         c = _count(batch)
@@ -246,8 +248,8 @@ class Solve(Op):
     @staticmethod
     def backward(ctx, g):
         A, X = ctx.saved_tensors
-        gB = solve(_mT(A), g)
-        return -(gB @ _mT(X)), gB
+        gB = solve(_mT(A), g, _check=None)
+        return -(gB @ _mT(X)), gB, None
 
 
 def _as_matrix_rhs(A, B, left):
@@ -256,7 +258,7 @@ def _as_matrix_rhs(A, B, left):
     return vector
 
 
-def solve(A, B, *, left=True, out=None):
+def solve(A, B, *, left=True, out=None, _check="solve"):
     """X with A @ X = B (or X @ A = B with left=False), batched and broadcast, as
     torch.linalg.solve; B may be a vector (or a batch of them).
 
@@ -272,8 +274,11 @@ def solve(A, B, *, left=True, out=None):
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A.dtype.name.capitalize()} and B of type "
                            f"{B.dtype.name.capitalize()} instead")
+    if B.dim() == 0:
+        raise RuntimeError(f"linalg.solve: The input tensor B must have at least 2 dimensions "
+                           f"(a 0-d B, A of shape {list(A.shape)}).")
     if not left:
-        return _mT(solve(_mT(A), _mT(B)))
+        return _mT(solve(_mT(A), _mT(B), _check=_check))
     vector = _as_matrix_rhs(A, B, left)
     Bm = B.unsqueeze(-1) if vector else B
     n = A.shape[-1]
@@ -284,8 +289,8 @@ def solve(A, B, *, left=True, out=None):
     batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
     A_ = A.expand(batch + (n, n))
     B_ = Bm.expand(batch + tuple(Bm.shape[-2:]))
-    X = Solve.apply(A_, B_)
-    X = X.squeeze(-1) if vector else X
+    X = Solve.apply(A_, B_, _check)       # _check None: the callers that report info or
+    X = X.squeeze(-1) if vector else X    # have checked (solve_ex, inv, ...) or give inf
     if out is not None:
         out.copy_(X)
         return out
@@ -299,7 +304,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     >>> clgrad.linalg.solve_ex(clgrad.eye(2), clgrad.ones(2)).info.tolist()
     0
     """
-    X = solve(A, B, left=left)
+    X = solve(A, B, left=left, _check=None)
     info = lu_factor_raw(A.detach())[2]
     if check_errors:
         _raise_info("solve_ex", info, "The solver failed because the input matrix is singular")
@@ -320,7 +325,7 @@ def inv(A, *, out=None):
                              "completed because the input matrix is singular")
     from .creation import eye
     n = A.shape[-1]
-    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)))
+    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)), _check=None)
     if out is not None:
         out.copy_(X)
         return out
@@ -341,7 +346,7 @@ def inv_ex(A, *, check_errors=False, out=None):
                                     "be completed because the input matrix is singular")
     from .creation import eye
     n = A.shape[-1]
-    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)))
+    X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)), _check=None)
     return InvEx(X, info)
 
 
@@ -415,24 +420,46 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return X
 
 
+def _cofactors(A):
+    """The cofactor matrix of each square matrix (the adjugate's transpose), from the
+    determinants of its (n-1) x (n-1) minors: defined at singular matrices too, and
+    differentiable again (through det). O(n^5): for the singular case only."""
+    import numpy as np
+    from .creation import tensor
+    n = A.shape[-1]
+    keep = tensor(np.array([[r for r in range(n) if r != i] for i in range(n)],
+                           dtype=np.int64).reshape(n, n - 1), device=A.device)
+    minors = A[..., keep[:, None, :, None], keep[None, :, None, :]]   # [..., n, n, n-1, n-1]
+    sign = tensor(np.array([[(-1.0) ** (i + j) for j in range(n)] for i in range(n)]),
+                  dtype=A.dtype, device=A.device)
+    return det(minors) * sign
+
+
 class Det(Op):
     @staticmethod
     def forward(ctx, A):
-        lu, piv, _ = lu_factor_raw(A)
+        lu, piv, info = lu_factor_raw(A)
         d = lu.diagonal(0, -2, -1).prod(-1) * _swaps_sign(piv).to(A.dtype)
         ctx.save_for_backward(A, d)
+        ctx.info = info
         return d
 
     @staticmethod
     def backward(ctx, g):
         A, d = ctx.saved_tensors
-        # d det / dA = det * A^-T (A invertible)
+        with no_grad():                   # one host read (inv would make it anyway)
+            singular = A.numel() and bool((ctx.info != 0).any().item())
+        if singular:                      # the cofactors: det's derivative everywhere
+            return g.unsqueeze(-1).unsqueeze(-1) * _cofactors(A)
+        # d det / dA = det * A^-T (A invertible): the cofactor matrix
         return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
 
 
 def det(A, *, out=None):
     """The determinant of each square matrix (from its LU factors), as torch.linalg.det. The
-    gradient is det * A^-T, defined where A is invertible.
+    gradient is the cofactor matrix: det * A^-T where A is invertible, from the minors where it
+    is singular (there torch 2.13 returns zeros for n >= 2, which its own gradcheck rejects;
+    clgrad gives the derivative, as finite differences do).
 
     >>> import clgrad
     >>> round(clgrad.linalg.det(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 5)
@@ -578,9 +605,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     >>> clgrad.linalg.matrix_norm(A, ord=1).item(), clgrad.linalg.matrix_norm(A, float("inf")).item()
     (6.0, 7.0)
     """
+    d0, d1 = _check_matrix_dims("matrix_norm", A, dim, ord)   # torch: A's dtype, not dtype's
     if dtype is not None:
         A = A.to(dtypes.as_dtype(dtype))
-    d0, d1 = _check_matrix_dims("matrix_norm", A, dim, ord)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
@@ -589,7 +616,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord in (math.inf, -math.inf, 1, -1):
         rows, cols = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
         s = A.abs().sum(rows, keepdim=True)
-        r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
+        if ord > 0 and not s.shape[cols]:     # torch: the largest sum of none is 0
+            r = s.sum(cols, keepdim=True)
+        else:
+            r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
         return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
@@ -704,7 +734,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         n = A.shape[-1]
         I = eye(n, dtype=A.dtype, device=A.device)
         T = T * (1 - I) + I
-    return solve(T, B, left=left)
+    return solve(T, B, left=left, _check=None)      # torch: inf where T is singular
 
 
 def cholesky_solve(B, L, upper=False, *, out=None):
@@ -716,7 +746,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     [[0.5], [1.0]]
     """
     A = _mT(L) @ L if upper else L @ _mT(L)
-    return solve(A, B)
+    return solve(A, B, _check=None)
 
 
 def cholesky_inverse(L, upper=False, *, out=None):

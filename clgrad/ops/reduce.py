@@ -709,6 +709,13 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro" or p == 2 or p is None:
         return Norm2.apply(x, dims, bool(keepdim))
     p = float(p)
+    if (p < 0 or p == math.inf) and not numel_of(x._shape):     # torch: no identity to give
+        empty = [d for d in dims if not x._shape[d]] if dim is not None and dims else None
+        if empty is None or empty:
+            where = "an empty tensor" if empty is None else f"the dimension {empty[0]} (empty)"
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on {where} "
+                               f"because the operation does not have an identity (input of "
+                               f"shape {size_repr(x._shape)})")
     a = x.abs()
     if p == math.inf:
         return a.amax(dims, keepdim)
