@@ -27,15 +27,20 @@ ops = _OpsHook()
 
 
 class RemovableHandle:
-    """Returned by hook registrations; `remove()` unregisters the hook."""
+    """Returned by hook registrations; `remove()` unregisters the hook (from `table` and from
+    each of `extra_dict`, a dict or a list of them, as torch.utils.hooks.RemovableHandle)."""
 
-    def __init__(self, table):
+    def __init__(self, table, *, extra_dict=None):
         self.id = next(_handle_ids)
         self._table = table
+        self._extra = () if extra_dict is None else \
+            tuple(extra_dict) if isinstance(extra_dict, (list, tuple)) else (extra_dict,)
 
     def remove(self):
         if self._table is not None:
             self._table.pop(self.id, None)
+        for d in self._extra:
+            d.pop(self.id, None)
 
     def __enter__(self):
         return self
