@@ -13,17 +13,10 @@ import differential as D
 
 # Known findings of issue 22 that CI's examples would meet, each kept away from by a switch of
 # the generator (differential.SWITCHES) until its fix lands: take its name out then.
-AVOID = ("setitem_none", "unique_dim",
-         # found by the wider campaign, not fixed yet (see tools/fuzz.py --families ...)
-         "index_bool_scalar", "matrix_norm_edges", "det_singular")
+AVOID = ()
 # Families whose clgrad disagreements are still open (findings of the wider campaign, each
 # reproduced by `tools/fuzz.py --families NAME`): CI draws from the others until they are fixed.
-OPEN_FAMILIES = {
-    "sort": "topk of a 0-d tensor has shape (1,); topk/kthvalue of bool and kthvalue's k out "
-            "of range raise another class than torch",
-    "conv": "conv of int64 refused (torch computes); max/avg pool of int64/bool and strided "
-            "padding='same' raise another class",
-}
+OPEN_FAMILIES = {}
 FAMILIES = [f for f in D.FAMILIES if f not in OPEN_FAMILIES]
 
 
