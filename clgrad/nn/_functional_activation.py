@@ -1,13 +1,21 @@
-"""torch.nn.functional's activations beyond the fused ones of clgrad/nn/functional.py: the
-piecewise activations, the shrinks and thresholds, prelu/rrelu, softmin, the in-place forms
-(elu_, selu_, celu_, rrelu_) and gumbel_softmax, composed of clgrad ops (so they differentiate to
-any order). At the kinks the gradients are torch's: a clamp-like activation passes the gradient
-only strictly inside its linear range, as torch's hardtanh_backward does.
+"""torch.nn.functional's activations: the fused ones (relu, leaky_relu, elu, gelu, silu,
+softplus, logsigmoid, sigmoid, tanh: kernels of the elementwise table), softmax and
+log_softmax; and, composed of clgrad ops (so they differentiate to any order), the piecewise
+activations, the shrinks and thresholds, prelu/rrelu, softmin, the in-place forms (elu_, selu_,
+celu_, rrelu_) and gumbel_softmax. At the kinks the gradients are torch's: a clamp-like
+activation passes the gradient only strictly inside its linear range, as torch's
+hardtanh_backward does.
 """
-from ..ops.pointwise import where
+import warnings
+
+from ..ops import softmax as _softmax
+from ..ops.elementwise import apply_ew
+from ..ops.pointwise import inplace as _inplace, where
 from ..tensor import Tensor
 
-__all__ = ["hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "selu", "celu", "mish",
+__all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", "softplus",
+           "logsigmoid", "sigmoid", "tanh", "softmax", "log_softmax",
+           "hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "selu", "celu", "mish",
            "glu", "softsign", "softshrink", "hardshrink", "tanhshrink", "threshold", "threshold_",
            "prelu", "rrelu", "softmin", "gumbel_softmax", "elu_", "selu_", "celu_", "rrelu_"]
 
@@ -21,6 +29,160 @@ def _inplace_result(input, fn, inplace):
     """fn(input), or with inplace, fn of a copy written back into input: an in-place op that
     autograd records, whose backward still sees the values from before (as torch's)."""
     return input.copy_(fn(input.clone())) if inplace else fn(input)
+
+
+# ---- the fused activations, softmax and log_softmax ---------------------------------------------
+def _act(name, input, inplace, *params):
+    if inplace:
+        return _inplace(name, input, (), params)
+    return apply_ew(name, input, *params)
+
+
+def relu(input, inplace=False):
+    """max(input, 0).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.relu(clgrad.tensor([-2.0, 0.5])).tolist()
+    [0.0, 0.5]
+    """
+    return _act("relu", input, inplace)
+
+
+def relu_(input):
+    """relu in place.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> x = clgrad.tensor([-1.0, 1.0])
+    >>> F.relu_(x) is x, x.tolist()
+    (True, [0.0, 1.0])
+    """
+    return _act("relu", input, True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """input where positive, negative_slope * input elsewhere.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.leaky_relu(clgrad.tensor([-2.0, 3.0]), 0.5).tolist()
+    [-1.0, 3.0]
+    """
+    return _act("leaky_relu", input, inplace, float(negative_slope))
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """leaky_relu in place.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.leaky_relu_(clgrad.tensor([-2.0]), 0.5).tolist()
+    [-1.0]
+    """
+    return _act("leaky_relu", input, True, float(negative_slope))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """input where positive, alpha * (exp(input) - 1) elsewhere.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> round(F.elu(clgrad.tensor([-1.0])).item(), 4)
+    -0.6321
+    """
+    return _act("elu", input, inplace, float(alpha))
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x), exactly (approximate='none') or with torch's tanh approximation.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> [round(v, 4) for v in F.gelu(clgrad.tensor([1.0, -1.0])).tolist()]
+    [0.8413, -0.1587]
+    """
+    if approximate == "none":
+        return apply_ew("gelu", input)
+    if approximate == "tanh":
+        return apply_ew("gelu_tanh", input)
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> round(F.silu(clgrad.tensor([1.0])).item(), 4)
+    0.7311
+    """
+    return _act("silu", input, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> round(F.softplus(clgrad.tensor([0.0])).item(), 4)
+    0.6931
+    """
+    return apply_ew("softplus", input, float(beta), float(threshold))
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed without overflow.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.logsigmoid(clgrad.tensor([-200.0])).item()
+    -200.0
+    """
+    if input.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid" not implemented for \'{input.dtype.name}\'')
+    return -softplus(-input)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x)).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.sigmoid(clgrad.tensor([0.0])).tolist()
+    [0.5]
+    """
+    return apply_ew("sigmoid", input)
+
+
+def tanh(input):
+    """Hyperbolic tangent.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.tanh(clgrad.tensor([0.0])).tolist()
+    [0.0]
+    """
+    return apply_ew("tanh", input)
+
+
+def _softmax_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.softmax(clgrad.tensor([[0.0, 0.0]]), dim=1).tolist()
+    [[0.5, 0.5]]
+    """
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return _softmax.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along dim, computed without overflow.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> [round(v, 4) for v in F.log_softmax(clgrad.tensor([1.0, 1.0]), dim=0).tolist()]
+    [-0.6931, -0.6931]
+    """
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return _softmax.log_softmax(input, dim, dtype=dtype)
 
 
 # ---- piecewise activations -----------------------------------------------------------------------

@@ -1,8 +1,42 @@
-"""torch.nn.functional's bilinear (linear is in clgrad/nn/functional.py), composed of clgrad
-ops."""
+"""torch.nn.functional's linear (one GEMM, torch's addmm / matmul dispatch) and bilinear,
+composed of clgrad ops."""
+from ..ops import linalg
 from ..tensor import Tensor
+from ._functional_loss import _check_into
 
-__all__ = ["bilinear"]
+__all__ = ["linear", "bilinear"]
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, over any leading dimensions.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.linear(clgrad.ones(2, 3), clgrad.ones(4, 3), clgrad.zeros(4)).tolist()[0]
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    if input.ndim == 0 or weight.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{input.ndim}D and {weight.ndim}D")
+    # torch's dispatch: addmm for a 2-d input with a bias, and for any contiguous input with a
+    # bias of one dim (after squeeze); else matmul and the bias added in place
+    if bias is not None and (input.ndim == 2 or (bias.ndim == 1 or bias.squeeze().ndim == 1)
+                             and bias.is_contiguous() and input.is_contiguous()):
+        wt = weight.t()
+        if wt.ndim != 2:
+            raise RuntimeError(f"mat2 must be a matrix, got {wt.ndim}-D tensor (linear: input of "
+                               f"shape {list(input.shape)}, weight of shape "
+                               f"{list(weight.shape)}, bias of shape {list(bias.shape)})")
+        # one GEMM with the bias folded in; leading dims are flattened (a view when contiguous)
+        if input.ndim == 2:
+            return linalg.addmm(bias, input, wt)
+        flat = linalg.addmm(bias, input.reshape(-1, input.shape[-1]), wt)
+        return flat.reshape(tuple(input.shape[:-1]) + (weight.shape[0],))
+    out = linalg.matmul(input, weight.t())
+    if bias is None:
+        return out
+    _check_into(out, bias)                    # output.add_(bias): out's shape and dtype
+    r = out + bias
+    return r if r.dtype is out.dtype else r.to(out.dtype)
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -1,5 +1,6 @@
-"""torch.nn.functional's losses beyond the common ones of clgrad/nn/functional.py (mse, l1,
-smooth l1, huber, nll, cross entropy, binary cross entropy): divergence, margin, embedding,
+"""torch.nn.functional's losses but the class-target ones (nll, cross entropy, binary cross
+entropy: clgrad/nn/_functional_loss_class.py): the reduction helpers, the regression losses
+(mse, l1, smooth l1, huber), divergence, margin, embedding,
 likelihood and multi-class margin losses, CTC, and linear_cross_entropy's reference form, with
 torch's arguments, composed of clgrad ops (so they differentiate to any order).
 """
@@ -15,7 +16,8 @@ from ..ops.pointwise import minimum, where
 from ..tensor import Tensor
 from ._functional_distance import cosine_similarity, pairwise_distance
 
-__all__ = ["kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
            "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "linear_cross_entropy"]
@@ -26,6 +28,164 @@ def _F():
     return functional
 
 
+# ---- reductions and the regression losses ----------------------------------------------------
+def _legacy_reduction(size_average, reduce):
+    """The reduction the deprecated size_average / reduce arguments ask for."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", stacklevel=3)
+    return ret
+
+
+def _reduction(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _warn_shapes(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
+                      f"size ({input.size()}). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _broadcast_pair(input, target):
+    """torch.broadcast_tensors(input, target), as torch's mse, l1 and smooth_l1 losses begin:
+    a 0-d operand beside a dimensioned one is then dimensioned too, and takes part in the
+    promotion as one."""
+    if input.shape == target.shape:
+        return input, target
+    from ..ops._base import broadcast_shapes
+    shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    return input.expand(shape), target.expand(shape)
+
+
+def _float_operands(kernel, input, target):
+    """torch computes mse, smooth_l1 and huber losses in one kernel over input and target
+    promoted together: bool and integer operands are cast to the promoted type (a float input
+    with a bool target works, where input - target would refuse the bool), and a promoted type
+    that is not floating has no kernel (l1_loss, composed of - and abs, is not one of these)."""
+    dt = dtypes.result_type(input, target)
+    if kernel == "huber" and not dtypes.can_cast(dt, input.dtype):   # its result is input's
+        raise RuntimeError(f"result type {dtypes.TORCH_NAMES[dt]} can't be cast to the desired "
+                           f"output type {dtypes.TORCH_NAMES[input.dtype]}")
+    if dt.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[dt]}'")
+    return input.to(dt), target.to(dt)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error, (input - target)^2 reduced.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.mse_loss(clgrad.tensor([1.0, 3.0]), clgrad.tensor([0.0, 0.0])).item()
+    5.0
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
+    input, target = _float_operands("mse", input, target)
+    loss = (input - target).square()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error, |input - target| reduced.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.l1_loss(clgrad.tensor([1.0, -3.0]), clgrad.tensor([0.0, 0.0])).item()
+    2.0
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.smooth_l1_loss(clgrad.tensor([0.5, 3.0]), clgrad.zeros(2), reduction="none").tolist()
+    [0.125, 2.5]
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_shapes(input, target)
+    input, target = _broadcast_pair(input, target)
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+    input, target = _float_operands("smooth_l1", input, target)
+    d = (input - target).abs()
+    loss = where(d < beta, d.square() * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> x = clgrad.tensor([0.5, 3.0])
+    >>> F.huber_loss(x, clgrad.zeros(2), reduction="none", delta=2.0).tolist()
+    [0.125, 4.0]
+    """
+    _warn_shapes(input, target)
+    from ..ops._base import broadcast_shapes
+    broadcast_shapes(tuple(input.shape), tuple(target.shape))    # torch: shapes, then delta
+    if not delta > 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta. (got "
+                           f"delta={delta}, input of shape {list(input.shape)})")
+    out_dtype = input.dtype
+    input, target = _float_operands("huber", input, target)
+    d = (input - target).abs()
+    loss = where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta).to(out_dtype)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _times_into(loss, weight):
+    """loss.mul_(weight) as torch's loss kernels make it: the weight broadcasts to the loss's
+    shape, and the product keeps the loss's dtype."""
+    _check_into(loss, weight)
+    out = loss * weight
+    return out if out.dtype is loss.dtype else out.to(loss.dtype)
+
+
+def _check_into(t, other):
+    from ..ops._base import broadcast_shapes
+    shape = broadcast_shapes(tuple(t.shape), tuple(other.shape))
+    if shape != tuple(t.shape):
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+
+
+# ---- the other losses -------------------------------------------------------------------------
 def _reduced(loss, size_average, reduce, reduction):
     F = _F()
     return F._reduce(loss, F._reduction(size_average, reduce, reduction))

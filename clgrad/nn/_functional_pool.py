@@ -1,4 +1,5 @@
-"""The 1-d pooling functions, adaptive max pooling, the shuffles and embedding_bag (a pooling
+"""The 2-d pooling functions (kernels in clgrad.ops.conv; integer inputs through
+int_max_pool2d / int_avg_pool2d), the 1-d ones, adaptive max pooling, the shuffles and embedding_bag (a pooling
 of embeddings), torch's arguments and results. The 1-d
 ones run the 2-d kernels on a height-1 view ([N, C, L] -> [N, C, 1, L]); adaptive max pooling
 takes the max of each of torch's adaptive windows (start floor(i * L / out), end
@@ -6,9 +7,12 @@ ceil((i + 1) * L / out)), one window per output position, so it suits small outp
 """
 import math
 
+from ..ops import conv as _conv
 from ..ops.join import stack
+from ..tensor import Tensor
 
-__all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+           "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
            "native_channel_shuffle", "embedding_bag"]
 
@@ -30,6 +34,45 @@ def _check_1d(op, input):
     if input.dim() not in (2, 3):
         raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) tensor for input, got "
                            f"{input.dim()}D with shape {tuple(input.shape)}")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-D max pooling (integer tensors too, without gradient).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.max_pool2d(clgrad.arange(16).reshape(1, 1, 4, 4), 2).reshape(-1).tolist()
+    [5, 7, 13, 15]
+    """
+    def pool(x):
+        return _conv.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        from ._functional_pool import int_max_pool2d
+        return int_max_pool2d(input, pool, return_indices)
+    return pool(input)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """2-D average pooling (of integer tensors: the mean truncated toward zero, as torch's).
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> F.avg_pool2d(clgrad.arange(16).reshape(1, 1, 4, 4), 2).reshape(-1).tolist()
+    [2, 4, 10, 12]
+    """
+    def pool(x):
+        return _conv.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        from ._functional_pool import int_avg_pool2d
+        return int_avg_pool2d(input, pool)
+    return pool(input)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """2-D average pooling to a given output size."""
+    return _conv.adaptive_avg_pool2d(input, output_size)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
