@@ -15,7 +15,7 @@ __all__ = ["current_accelerator", "current_device_index", "current_device_idx", 
            "device_index", "is_available", "set_device_index", "set_device_idx", "synchronize",
            "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
-           "reset_accumulated_memory_stats"]
+           "reset_accumulated_memory_stats", "current_stream"]
 
 _NONE = "Cannot access accelerator device when none is available."
 
@@ -146,3 +146,14 @@ def empty_cache():
     """
     _check()
     _cuda.empty_cache()
+
+
+def current_stream(device=None, /):
+    """The accelerator device's stream (its one in-order OpenCL queue, as clgrad.cuda's).
+
+    >>> import clgrad
+    >>> not clgrad.accelerator.is_available() or clgrad.accelerator.current_stream() is not None
+    True
+    """
+    _check()
+    return _cuda.current_stream(device)

@@ -36,8 +36,8 @@ def main():
     segments = max(1, int(round(args.depth ** 0.5)))
     modes = [("plain", None), ("checkpoint_sequential reentrant", True),
              ("checkpoint_sequential non-reentrant", False)]
-    print(f"device {dev} ({clgrad.cl.get_device_name(dev)}): MLP depth {args.depth}, width {args.width}, batch {args.batch}, "
-          f"{segments} segments")
+    print(f"device {dev} ({clgrad.cl.get_device_name(dev)}): MLP depth {args.depth}, "
+          f"width {args.width}, batch {args.batch}, {segments} segments")
     print(f"{'mode':38s} {'before MiB':>10s} {'peak MiB':>9s} {'peak-before':>12s} {'s/step':>7s}")
     for name, reentrant in modes:
         for step in range(args.steps):

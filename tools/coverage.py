@@ -1,5 +1,8 @@
 """List torch's public names that clgrad lacks: functions of torch, Tensor's methods and
-properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, torch.special.
+properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, torch.special,
+torch.optim, and the functions and classes of torch.random, torch.accelerator,
+torch.utils.checkpoint, torch.utils.hooks, torch.utils._pytree, torch.nn.utils.prune and
+torch.nn.utils.stateless.
 
 Needs torch installed beside clgrad (`pip install torch`); it only reads torch's namespaces.
 
@@ -50,6 +53,27 @@ def namespaces(torch, clgrad):
         "optim": (_public(torch.optim, lambda n, v: inspect.isclass(v) and n[0].isupper()),
                   getattr(clgrad, "optim", None)),
     }
+    # the smaller namespaces of issue 23: their public functions and classes (not the names
+    # they import, such as typing's)
+    import importlib
+
+    def own(mod):
+        def want(n, v):
+            return (inspect.isclass(v) or inspect.isfunction(v)) and \
+                getattr(v, "__module__", None) == mod.__name__
+        return want
+
+    for ns in ("random", "accelerator", "utils.checkpoint", "utils.hooks", "utils._pytree",
+               "nn.utils.prune", "nn.utils.stateless"):
+        try:
+            theirs = importlib.import_module("torch." + ns)
+        except ImportError:
+            continue
+        try:
+            ours = importlib.import_module("clgrad." + ns)
+        except ImportError:
+            ours = None
+        out[ns] = (_public(theirs, own(theirs)), ours)
     return out
 
 
@@ -62,7 +86,7 @@ def missing(torch_names, ours):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", help="one namespace: torch, tensor, nn, nn.functional, linalg, "
-                                  "cuda, special, optim")
+                                  "cuda, special, optim, random, utils.checkpoint, ...")
     p.add_argument("--json", help="also write {namespace: [missing names]} to this file")
     args = p.parse_args(argv)
     try:

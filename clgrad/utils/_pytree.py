@@ -16,7 +16,8 @@ import dataclasses
 
 __all__ = ["TreeSpec", "LeafSpec", "SUPPORTED_NODES", "register_pytree_node", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_map_",
-           "tree_map_only", "tree_iter", "tree_all", "tree_any", "tree_is_leaf"]
+           "tree_map_only", "tree_iter", "tree_all", "tree_any", "tree_is_leaf", "tree_all_only",
+           "tree_any_only", "is_namedtuple", "is_namedtuple_class", "is_namedtuple_instance"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +53,27 @@ _register_pytree_node = register_pytree_node
 
 def _is_namedtuple(obj_type):
     return issubclass(obj_type, tuple) and hasattr(obj_type, "_fields")
+
+
+def is_namedtuple_class(cls):
+    """Whether cls is a namedtuple class.
+
+    >>> import collections
+    >>> from clgrad.utils._pytree import is_namedtuple_class
+    >>> is_namedtuple_class(collections.namedtuple("P", "x")), is_namedtuple_class(tuple)
+    (True, False)
+    """
+    return isinstance(cls, type) and _is_namedtuple(cls)
+
+
+def is_namedtuple_instance(obj):
+    """Whether obj is a namedtuple."""
+    return is_namedtuple_class(type(obj))
+
+
+def is_namedtuple(obj):
+    """Whether obj is a namedtuple class or instance."""
+    return is_namedtuple_class(obj if isinstance(obj, type) else type(obj))
 
 
 register_pytree_node(tuple, lambda t: (list(t), None), lambda c, _: tuple(c))
@@ -274,3 +296,26 @@ def tree_any(pred, tree, is_leaf=None):
     True
     """
     return any(map(pred, tree_iter(tree, is_leaf)))
+
+
+def tree_all_only(type_or_types, pred, tree, is_leaf=None):
+    """Whether pred holds for every leaf of the given type(s).
+
+    >>> from clgrad.utils._pytree import tree_all_only
+    >>> tree_all_only(int, lambda v: v > 0, [1, "a", (2,)])
+    True
+    """
+    check = _type_check(type_or_types)
+    return all(pred(x) for x in tree_iter(tree, is_leaf) if check(x))
+
+
+def tree_any_only(type_or_types, pred, tree, is_leaf=None):
+    """Whether pred holds for some leaf of the given type(s).
+
+    >>> from clgrad.utils._pytree import tree_any_only
+    >>> tree_any_only(str, lambda v: v == "a", [1, "a"])
+    True
+    """
+    check = _type_check(type_or_types)
+    return any(pred(x) for x in tree_iter(tree, is_leaf) if check(x))
+

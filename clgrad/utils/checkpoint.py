@@ -24,7 +24,9 @@ from ..ops.creation import get_rng_state, set_rng_state
 from ..tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
-           "detach_variable", "noop_context_fn"]
+           "detach_variable", "noop_context_fn", "check_backward_validity", "get_device_states",
+           "set_device_states", "set_checkpoint_early_stop", "set_checkpoint_debug_enabled",
+           "DefaultDeviceType"]
 
 
 class CheckpointError(RuntimeError):
@@ -58,6 +60,104 @@ def detach_variable(inputs):
         else:
             out.append(x)
     return tuple(out)
+
+
+def check_backward_validity(inputs):
+    """Warn, as torch, when no tensor of `inputs` requires grad.
+
+    >>> import clgrad, warnings
+    >>> from clgrad.utils.checkpoint import check_backward_validity
+    >>> check_backward_validity((clgrad.ones(1, requires_grad=True),))
+    """
+    if not any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+def get_device_states(*args):
+    """(devices, states) of the generators of the devices of the tensors in args. clgrad has
+    one generator for every device: the devices, and its state once for each.
+
+    >>> import clgrad
+    >>> from clgrad.utils.checkpoint import get_device_states
+    >>> devices, states = get_device_states(clgrad.ones(1)); len(devices) == len(states) == 1
+    True
+    """
+    devices = []
+    for a in args:
+        if isinstance(a, Tensor) and a.device not in devices:
+            devices.append(a.device)
+    return devices, [get_rng_state() for _ in devices]
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Put back what get_device_states gave (the one generator's state).
+
+    >>> import clgrad
+    >>> from clgrad.utils.checkpoint import get_device_states, set_device_states
+    >>> set_device_states(*get_device_states(clgrad.ones(1)))
+    """
+    for state in states:
+        set_rng_state(state)
+
+
+class DefaultDeviceType:
+    """The device type whose generator checkpoint saves (torch's; clgrad's one generator serves
+    every device).
+
+    >>> from clgrad.utils.checkpoint import DefaultDeviceType
+    >>> DefaultDeviceType.get_device_type()
+    'cuda'
+    """
+    _default_device_type = "cuda"
+
+    @staticmethod
+    def set_device_type(device="cuda"):
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type():
+        return DefaultDeviceType._default_device_type
+
+
+class _flag_context:
+    """A global flag that is set for the duration of a with block, or for good when called."""
+
+    def __init__(self, name, enabled):
+        self.name, self.enabled = name, enabled
+        self.prev = _FLAGS[name]
+        _FLAGS[name] = enabled
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _FLAGS[self.name] = self.prev
+        return False
+
+
+_FLAGS = {"early_stop": True, "debug": False}
+
+
+def set_checkpoint_early_stop(enable):
+    """Accepted as torch's (a context manager or a call): clgrad's non-reentrant rerun always
+    runs the whole function.
+
+    >>> from clgrad.utils.checkpoint import set_checkpoint_early_stop
+    >>> with set_checkpoint_early_stop(False):
+    ...     pass
+    """
+    return _flag_context("early_stop", enable)
+
+
+def set_checkpoint_debug_enabled(enabled):
+    """Accepted as torch's (a context manager or a call); clgrad records no debug trace.
+
+    >>> from clgrad.utils.checkpoint import set_checkpoint_debug_enabled
+    >>> with set_checkpoint_debug_enabled(True):
+    ...     pass
+    """
+    return _flag_context("debug", enabled)
 
 
 class _rng_as(object):
