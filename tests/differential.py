@@ -188,8 +188,15 @@ def bf16(x):
     return np.asarray(out).reshape(np.shape(x)).view(Bf16)
 
 
+class Inexact(np.ndarray):
+    """A result whose last bits depend on the algorithm (a factorisation's pivoting and order of
+    sums: solve, inv): exact zeros in one library are 1e-17 in another. Steps never take one as
+    an argument, where a discontinuous op (logical_not, sign, atan2, an ord-0 norm) would turn
+    that rounding into another answer."""
+
+
 def _any(rng, pool, pred=lambda v: True):
-    ids = [i for i, v in enumerate(pool) if not isinstance(v, Bf16) and pred(v)]
+    ids = [i for i, v in enumerate(pool) if not isinstance(v, (Bf16, Inexact)) and pred(v)]
     return int(rng.choice(ids)) if ids else None
 
 
@@ -832,8 +839,13 @@ def run_clgrad(T, prog, device, requires_grad=False):
 
 
 def check(T, prog, device, grads=True):
-    """Run prog in clgrad and in the reference and raise Mismatch on any difference."""
-    ref_pool, ref_out = run_reference(prog)
+    """Run prog in clgrad and in the reference and raise Mismatch on any difference. A program
+    the reference cannot judge (Unsure: a shrunk or re-run program whose inverse is now of a
+    nearly singular matrix) passes."""
+    try:
+        ref_pool, ref_out = run_reference(prog)
+    except Unsure:
+        return
     # a float32 value anywhere: float64 results downstream carry its rounding
     loose = any(v.dtype == np.float32 for v in ref_pool)
     _, pool, out = run_clgrad(T, prog, device)

@@ -76,6 +76,8 @@ def _pick_linear(rng, pool):
 def _linear_ref(x, w, b=None):
     if w.ndim > 2 or w.ndim < 2 and b is not None:
         _raise(RuntimeError)              # a 1-d weight with a bias: addmm's "mat2 must be a matrix"
+    if b is not None and x.ndim == 2 and b.dtype != w.dtype:
+        _raise(RuntimeError)              # addmm(bias, x, w.t()) checks the dtypes first
     y = _matmul_ref(x, w.T)
     if b is not None:
         if b.dtype != y.dtype:

@@ -59,7 +59,11 @@ def _conditioned(a):
     if np.any(np.all(v == 0, axis=-1)) or np.any(np.all(v == 0, axis=-2)):
         _raise(LinAlgError)
     with np.errstate(all="ignore"):
-        if not np.all(np.linalg.cond(v) < (1e4 if a.dtype == np.float32 else 1e8)):
+        try:
+            cond = np.linalg.cond(v)
+        except np.linalg.LinAlgError:         # non-finite entries: no SVD to judge by
+            raise D.Unsure() from None
+        if not np.all(cond < (1e4 if a.dtype == np.float32 else 1e8)):
             raise D.Unsure()
 
 
@@ -68,7 +72,7 @@ def _inv_ref(a):
     _float_only(a)
     v = a.astype(np.float64)
     _conditioned(a)
-    return np.linalg.inv(v).astype(a.dtype) if a.size else a.copy()
+    return (np.linalg.inv(v).astype(a.dtype) if a.size else a.copy()).view(D.Inexact)
 
 
 def _det_ref(a):
@@ -121,7 +125,7 @@ def _solve_ref(a, b):
     B = np.broadcast_to(bm, batch + bm.shape[-2:]).astype(np.float64)
     _conditioned(a)
     x = np.linalg.solve(A, B) if A.size and B.size else np.zeros(B.shape)
-    return (x[..., 0] if vector else x).astype(a.dtype)
+    return (x[..., 0] if vector else x).astype(a.dtype).view(D.Inexact)
 
 
 op("solve", _pick_solve, lambda T, a, b: T.linalg.solve(a, b), _solve_ref,

@@ -187,13 +187,13 @@ def _bce_ref(logits):
         if x.dtype.kind != "f" or y.dtype.kind != "f" or (not logits and x.dtype != y.dtype):
             _raise(NotImplementedError if not logits and x.dtype == y.dtype else RuntimeError)
         v, t = x.astype(np.float64), y.astype(np.float64)
-        if not logits and np.any((t < 0) | (t > 1)):
+        if not logits and not np.all((t >= 0) & (t <= 1)):        # NaN is outside too
             _raise(RuntimeError)
         with np.errstate(all="ignore"):
             if logits:
                 loss = np.maximum(v, 0) - v * t + np.log1p(np.exp(-np.abs(v)))
             else:
-                if np.any((v < 0) | (v > 1)):
+                if not np.all((v >= 0) & (v <= 1)):
                     _raise(RuntimeError)
                 loss = -(t * np.maximum(np.log(v), -100) + (1 - t) * np.maximum(np.log1p(-v),
                                                                                  -100))

@@ -112,11 +112,13 @@ def _conv_ref(nd):
             _raise(NotImplementedError)   # after the shapes, before the weight's dtype
         if x.dtype != w.dtype:
             _raise(RuntimeError)
-        xp = np.pad(xb.astype(np.float64), [(0, 0), (0, 0)] + pads)
-        out = np.zeros((n, o) + tuple(outs))
+        # integers as torch computes them: in int64, wrapping on overflow
+        acc = np.int64 if x.dtype.kind in "iu" else np.float64
+        xp = np.pad(xb.astype(acc), [(0, 0), (0, 0)] + pads)
+        out = np.zeros((n, o) + tuple(outs), dtype=acc)
         cg, og = c // groups, o // groups
         for g in range(groups):
-            wg = w[g * og:(g + 1) * og].astype(np.float64)
+            wg = w[g * og:(g + 1) * og].astype(acc)
             for kpos in np.ndindex(*ks):
                 sl = tuple(slice(kk * dil, kk * dil + (m - 1) * stride + 1, stride)
                            for kk, m in zip(kpos, outs))
@@ -124,7 +126,7 @@ def _conv_ref(nd):
                 out[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", patch,
                                                          wg[(Ellipsis,) + kpos])
         if b is not None:
-            out += b.astype(np.float64).reshape((o,) + (1,) * nd)
+            out += b.astype(acc).reshape((o,) + (1,) * nd)
         return (out[0] if unbatched else out).astype(x.dtype)
     return r
 
@@ -339,7 +341,12 @@ def _batch_norm_ref(x, *rest):
     b = ps.pop(0) if hb else None
     c = x.shape[1]
     if x.size == 0:
-        return x.copy()
+        # torch: the input's copy, times weight[0] plus bias[0] (0-d operands: promotion)
+        out = x.copy()
+        for how, p in (("mul", w), ("add", b)):
+            if p is not None:
+                out = D.reference(how, [out, np.asarray(p[0])], ())
+        return out
     if rm.a.shape != (c,) or any(p is not None and p.shape != (c,) for p in (w, b)):
         _raise(RuntimeError)
     if x.dtype.kind != "f":

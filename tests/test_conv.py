@@ -560,3 +560,16 @@ def test_forward_mode_through_convolution_and_pooling(device):
             tangent = fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
         fd = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
         np.testing.assert_allclose(tangent.numpy(), fd.numpy(), atol=tol, rtol=tol)
+
+
+def test_weights_without_kernel_or_out_channels_raise(device):
+    """torch's checks: a kernel size of 0 and fewer output channels than groups (found by the
+    differential test: both computed here before)."""
+    x = clgrad.ones(2, 2, 3)
+    with pytest.raises(RuntimeError, match="kernel size should be greater than zero"):
+        F.conv1d(x, clgrad.ones(2, 2, 0))
+    with pytest.raises(RuntimeError, match="kernel_height: 0 kernel_width: 1"):
+        F.conv2d(clgrad.ones(1, 2, 3, 3), clgrad.ones(2, 2, 0, 1))
+    with pytest.raises(RuntimeError, match=r"expected weight to be at least 1 at dimension 0, but "
+                                           r"got weight of size \[0, 2, 1\]"):
+        F.conv1d(x, clgrad.ones(0, 2, 1))

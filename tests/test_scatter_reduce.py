@@ -119,3 +119,13 @@ def test_mean_of_bool_is_refused_as_torch(device):
     with pytest.raises(NotImplementedError, match="reduce_mean\" not implemented for 'Bool'"):
         b.scatter_reduce(0, clgrad.tensor([0]), b, "mean", include_self=False)
     assert b.scatter_reduce(0, clgrad.tensor([0]), b, "sum").tolist() == [True, False]
+
+
+def test_bool_mean_and_bounds_in_torchs_order(device):
+    """torch zeroes the targets first without self (index_fill_, which checks the bounds), and
+    picks the kernel by dtype before its loop checks them with self."""
+    b = clgrad.tensor([True, False, True])
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        b[3:3].scatter_reduce(0, clgrad.tensor([0, 0, 0]), b, "mean", include_self=False)
+    with pytest.raises(NotImplementedError, match="reduce_mean"):
+        clgrad.tensor(True).scatter_reduce(0, clgrad.tensor(1), clgrad.tensor(True), "mean")

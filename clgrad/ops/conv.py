@@ -203,9 +203,17 @@ def _check_conv(op, x, w, bias, groups, nd, transposed):
         raise TypeError(f"{op}(): argument 'groups' must be int, not {type(groups).__name__}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    if 0 in w._shape[2:]:
+        ks = w._shape[2:]
+        raise RuntimeError("kernel size should be greater than zero, but got " + (
+            f"kernel_height: {ks[0]} kernel_width: {ks[1]}" if len(ks) == 2 else
+            f"kernel size {size_repr(ks)}") + f" ({op}: weight of size {size_repr(w._shape)})")
+    if not transposed and w._shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {size_repr(w._shape)} instead")
     if w._shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{size_repr(w._shape)}] "
+                           f"at dimension 0, but got weight of size {size_repr(w._shape)} "
                            f"instead")
     batched = x.ndim == nd + 2
     shape = x._shape if batched else (1,) + tuple(x._shape)

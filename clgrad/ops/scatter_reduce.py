@@ -155,11 +155,17 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype "
                            f"(got {input.dtype} and {src.dtype}): self {size_repr(input._shape)}")
     _gather_shapes("scatter_reduce", input, d, index, src)
-    if reduce == "mean" and input._dtype is dtypes.bool_:
+    # torch's order: without self, its targets are zeroed first (index_fill_, which checks the
+    # bounds), then the reduction's kernel is picked by dtype, then its loop checks the bounds
+    bool_mean = reduce == "mean" and input._dtype is dtypes.bool_
+    if bool_mean and include_self:
         raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
                                   "'Bool'")
     _ix._check_range("scatter_reduce", index, input._shape[d] if input._shape else 1, d, False,
                      RuntimeError)
+    if bool_mean:
+        raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
+                                  "'Bool'")
     if index._shape != src._shape:
         src = src[tuple(slice(0, n) for n in index._shape)]
     return ScatterReduce.apply(input, d, index, src, reduce, include_self)
