@@ -46,3 +46,15 @@ def test_view_of_a_result_succeeds_and_fails_as_torch(device):
 def test_gradients_through_permuted_results(device):
     x = clgrad.tensor(np.arange(6.0).reshape(2, 3), dtype=clgrad.float64, requires_grad=True)
     assert clgrad.autograd.gradcheck(lambda t: (t.t().sin() * t.t()).t().reshape(-1), (x,))
+
+
+def test_clone_and_casts_keep_the_layout_as_torchs_preserve_format(device):
+    x = clgrad.arange(24.0).reshape(2, 3, 4)
+    for y, strides in ((x.permute(2, 0, 1), (1, 12, 4)), (x[:, ::2], (8, 4, 1)),
+                       (x.transpose(0, 1)[:, :, 1:], (3, 9, 1))):
+        for c in (y.clone(), y.to(clgrad.float64)):
+            assert c.stride() == strides and c.storage_offset() == 0
+            np.testing.assert_array_equal(c.numpy(), y.numpy())
+    assert y.contiguous().is_contiguous()
+    t = clgrad.arange(6.0).reshape(2, 3).t().clone()
+    assert t.t().view(6).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

@@ -2,30 +2,44 @@
 and detach, which shares the data without the history."""
 from .. import dtypes
 from ..autograd.op import Op
+from ..kernels._layout import view_raw
+from ..kernels.elementwise import output_order
 from ..tensor import alias, empty_tensor
 from ._base import copy_into
 
 
+def empty_preserving(x, dtype):
+    """An uninitialised tensor of x's shape laid out as x is (torch's preserve_format: a
+    transposed or permuted x gives the same strides; dims ordered as the elementwise results'),
+    at the start of its own storage."""
+    order = None if x._contig else output_order(x._shape, [x])
+    if order is None:
+        return empty_tensor(x._shape, dtype, x._storage.device)
+    t = empty_tensor(tuple(x._shape[d] for d in order), dtype, x._storage.device)
+    inverse = [order.index(d) for d in range(len(order))]
+    return view_raw(t, [t._shape[i] for i in inverse], [t._strides[i] for i in inverse], 0)
+
+
 class Clone(Op):
     @staticmethod
-    def forward(ctx, x):
-        out = empty_tensor(x._shape, x._dtype, x._storage.device)
+    def forward(ctx, x, preserve=False):
+        out = empty_preserving(x, x._dtype) if preserve else \
+            empty_tensor(x._shape, x._dtype, x._storage.device)
         return copy_into(out, x)
 
     @staticmethod
     def backward(ctx, g):
-        return (g,)
+        return g, None
 
     @staticmethod
     def jvp(args, tangents, out):
-        return Clone.apply(tangents[0])
+        return Clone.apply(tangents[0], *args[1:])
 
 
 class ToCopy(Op):
     @staticmethod
     def forward(ctx, x, dtype):
-        out = empty_tensor(x._shape, dtype, x._storage.device)
-        return copy_into(out, x)
+        return copy_into(empty_preserving(x, dtype), x)
 
     @staticmethod
     def backward(ctx, g):
@@ -50,13 +64,16 @@ def contiguous(x, memory_format=None):
 
 
 def clone(x, memory_format=None):
-    """A copy with its own memory (recorded: the gradient passes through).
+    """A copy with its own memory (recorded: the gradient passes through), laid out as x is, as
+    torch's default (preserve_format) does.
 
     >>> import clgrad
     >>> clgrad.tensor([1, 2]).clone().tolist()
     [1, 2]
+    >>> clgrad.zeros(2, 3).t().clone().stride()
+    (1, 3)
     """
-    return Clone.apply(x)
+    return Clone.apply(x, True)
 
 
 def to_dtype(x, dtype, copy=False):
