@@ -58,3 +58,14 @@ def test_clone_and_casts_keep_the_layout_as_torchs_preserve_format(device):
     assert y.contiguous().is_contiguous()
     t = clgrad.arange(6.0).reshape(2, 3).t().clone()
     assert t.t().view(6).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_put_on_a_tensor_not_viewable_as_1d(device):
+    """put / put_ index the row-major order of any layout (a transposed clone kept its layout,
+    and put_ refused such a tensor)."""
+    x = clgrad.arange(6.0).reshape(2, 3).t()
+    assert clgrad.put(x, clgrad.tensor([0, 4]), clgrad.tensor([10.0, 20.0])).tolist() == \
+        [[10.0, 3.0], [1.0, 4.0], [20.0, 5.0]]
+    y = x.clone()
+    y.put_(clgrad.tensor([1]), clgrad.tensor([7.0]))
+    assert y.tolist() == [[0.0, 7.0], [1.0, 4.0], [2.0, 5.0]] and x.tolist()[0] == [0.0, 3.0]

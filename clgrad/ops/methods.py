@@ -264,10 +264,13 @@ def put_(input, index, source, accumulate=False):
     idx = index.reshape(-1).long()
     idx = idx + (idx < 0).long() * n
     flat = input.reshape(-1)
-    if flat._storage is not input._storage:
-        raise RuntimeError("put_(): the tensor must be viewable as 1-d (use put on a copy)")
-    flat.index_put_((idx,), source.reshape(-1).to(input.dtype), accumulate=accumulate)
-    return input
+    values = source.reshape(-1).to(input.dtype)
+    if flat._storage is input._storage:
+        flat.index_put_((idx,), values, accumulate=accumulate)
+        return input
+    # not viewable as 1-d (a transposed tensor): through a row-major copy, written back
+    flat = flat.index_put((idx,), values, accumulate=accumulate)
+    return input.copy_(flat.view(input.shape))
 
 
 def put(input, index, source, accumulate=False):

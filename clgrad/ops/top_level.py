@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..tensor import Tensor
 from . import creation, join, views
+from .copies import Clone
 
 __all__ = ["fill", "scalar_tensor", "asarray", "range", "frobenius_norm", "nuclear_norm",
            "is_storage", "is_distributed", "ldexp_", "empty_strided"]
@@ -254,8 +255,9 @@ def nuclear_norm(input, dim=None, keepdim=False):
 
 # ---- ATen's *_copy ops: the view op, then a copy (what functionalisation produces) --------------
 def _clone_all(out):
-    return tuple(views.clone(t) for t in out) if isinstance(out, (tuple, list)) else \
-        views.clone(out)
+    # torch's *_copy results are contiguous (clone's contiguous format, not preserve_format)
+    return tuple(Clone.apply(t) for t in out) if isinstance(out, (tuple, list)) else \
+        Clone.apply(out)
 
 
 def _slice(input, dim=0, start=None, end=None, step=1):
