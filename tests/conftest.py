@@ -38,6 +38,12 @@ def _selected():
 
 
 DEVICES = _selected()
+if len(DEVICES) == 1 and DEVICES[0].is_cpu and not os.environ.get("CLGRAD_DEVICE") and \
+        DEVICES[0] is not _device.cpu_device():
+    # One CPU device under test that is not the one "cpu" names (Intel's runtime beside PoCL):
+    # make it "cpu" too, as CLGRAD_DEVICE would for a user of it, so that programs mixing
+    # .cpu() / legacy types with default tensors meet one device (subprocesses inherit it)
+    os.environ["CLGRAD_DEVICE"] = f"cl:{DEVICES[0].index}"
 if not DEVICES:
     _broken = "; ".join(f"cl:{d.index}: {d.unusable}" for d in clgrad.cl.devices() if d.unusable)
     raise pytest.UsageError("no OpenCL device to test on: install one (pip install "
