@@ -12,6 +12,7 @@ from ..kernels._layout import (MAX_DIMS, broadcast_shapes, check_dims,  # noqa: 
 from ..kernels.copy import (COPY, cast_raw, check_fp64, contiguous_raw, copy_into,  # noqa: F401
                             fill_raw, full_raw, scalar_for)
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
+from ..autograd.engine import grad
 
 
 
@@ -144,7 +145,6 @@ def recorded_grads(ins, outs, grads):
     and differentiated with create_graph: what a fused op's backward returns when it is itself
     recorded (double backward), so that its gradient differentiates again. Entries of grads may
     be None (outputs without a gradient)."""
-    from ..autograd.engine import grad
     pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
     want = [x for x in ins if x is not None and x.requires_grad]
     got = iter(grad([o for o, _ in pairs], want, [g for _, g in pairs], create_graph=True,

@@ -3,6 +3,8 @@ tril_indices, triu_indices, vander, logspace. Written in other clgrad ops (views
 so the differentiable ones get their gradients from those.
 """
 from .. import dtypes
+from .join import cat, stack
+from .creation import tensor, linspace
 
 
 def _dims(t, dims):
@@ -92,7 +94,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> clgrad.tensor([1, 3, 6, 10]).diff().tolist()
     [2, 3, 4]
     """
-    from .join import cat
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     d = input._wrap_dim(dim)
@@ -146,7 +147,6 @@ def cartesian_prod(*tensors):
     >>> clgrad.cartesian_prod(clgrad.tensor([1, 2]), clgrad.tensor([3, 4])).tolist()
     [[1, 3], [1, 4], [2, 3], [2, 4]]
     """
-    from .join import stack
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -154,7 +154,6 @@ def cartesian_prod(*tensors):
 
 
 def _tri_indices(row, col, offset, upper, dtype, device):
-    from .creation import tensor
     pairs = [(r, c) for r in range(row) for c in range(col)
              if (c - r >= offset if upper else c - r <= offset)]
     rows = [p[0] for p in pairs]
@@ -190,7 +189,6 @@ def vander(x, N=None, increasing=False):
     >>> clgrad.vander(clgrad.tensor([1, 2, 3]), N=3).tolist()
     [[1, 1, 1], [4, 2, 1], [9, 3, 1]]
     """
-    from .join import stack
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
@@ -215,7 +213,6 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     >>> clgrad.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
-    from .creation import linspace
     exps = linspace(start, end, steps, dtype=dtypes.float64 if dtype is dtypes.float64 else
                     dtypes.float32, device=device)
     out = exps.new_full((), float(base)).pow(exps)

@@ -23,6 +23,11 @@ from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..kernels.attention import attn_bwd_raw, attn_fwd_raw, dropout_mask_raw, lse_dtype
 from ..tensor import Tensor
 from ._base import broadcast_shapes, contiguous_raw, recorded_grads
+from .creation import ones, zeros
+from .pointwise import where
+from .join import cat
+from .linalg import matmul
+from . import softmax as _softmax, creation
 
 
 # The forms F.scaled_dot_product_attention may take, set by clgrad.nn.attention.sdpa_kernel as
@@ -96,8 +101,6 @@ def _repeat_heads(t, groups):
 def additive_mask(attn_mask, is_causal, L, S, dtype, device):
     """The float mask that is added to the scores: 0 where attention is allowed, -inf where not
     (a bool mask says True = attend; a float mask is used as given). None when there is none."""
-    from .creation import ones, zeros
-    from .pointwise import where
 
     if is_causal:
         attn_mask = ones(L, S, dtype=dtypes.bool_, device=device).tril()
@@ -118,8 +121,6 @@ CAUSAL_BLOCK_ROWS = 256
 def _causal_blocked(query, key, value, scale, dropout_p):
     """The composed causal attention over blocks of CAUSAL_BLOCK_ROWS query rows (L >= 2 blocks,
     no attn_mask)."""
-    from .join import cat
-    from .linalg import matmul
     L, S = query.shape[-2], key.shape[-2]
     n = L // CAUSAL_BLOCK_ROWS
     bounds = [L * i // n for i in range(n + 1)]
@@ -131,6 +132,7 @@ def _causal_blocked(query, key, value, scale, dropout_p):
         scores = matmul(q[..., r0:r1, :], key[..., :keys, :].transpose(-2, -1))
         weights = _softmax_last(scores + mask[r0:r1, :keys])
         if dropout_p > 0.0:
+            # function-level: points up the layer map on purpose: dropout is nn's
             from ..nn.functional import dropout
             weights = dropout(weights, dropout_p)
         outs.append(matmul(weights, value[..., :keys, :]))
@@ -138,15 +140,12 @@ def _causal_blocked(query, key, value, scale, dropout_p):
 
 
 def _softmax_last(scores):
-    from . import softmax as _softmax
     return _softmax.softmax(scores, -1)
 
 
 def _safe_softmax(scores):
     """softmax over the last dim, with zeros for rows whose every score is -inf (torch's
     _safe_softmax: a fully masked row attends to nothing)."""
-    from . import softmax as _softmax
-    from .pointwise import where
     dead = (scores == -math.inf).all(-1, keepdim=True)
     zero = scores.new_zeros(())
     # The dead rows' scores are replaced before the softmax too: a softmax of all -inf is NaN,
@@ -159,7 +158,6 @@ def _composed_flat(q, k, v, mask, causal, scale, groups, z):
     """The fused op's result in clgrad ops on its flat operands (what double backward
     differentiates): q [N, L, E], k and v [N / groups, S, *], mask (No, Hq, L, S) or None, z the
     dropout factors or None."""
-    from .linalg import matmul
     N, L, S = q.shape[0], q.shape[1], k.shape[1]
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=0), v.repeat_interleave(groups, dim=0)
@@ -182,7 +180,6 @@ class FusedAttention(Op):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, causal, scale, groups, Hq, p):
-        from . import creation
         # The inputs themselves are saved (double backward differentiates through them); the
         # kernels read contiguous copies where an input is a strided view.
         given = (q, k, v)
@@ -260,7 +257,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, k, v, is_causal=True).shape
     clgrad.Size([1, 2, 3, 4])
     """
-    from .linalg import matmul
 
     _check(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
@@ -288,6 +284,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # key): the plain softmax spares the safe one's three extra passes
     weights = _safe_softmax(scores) if attn_mask is not None else _softmax_last(scores)
     if dropout_p > 0.0:
+        # function-level: points up the layer map on purpose: dropout is nn's
         from ..nn.functional import dropout
         weights = dropout(weights, dropout_p)
     return matmul(weights, value)

@@ -36,6 +36,8 @@ from ..tensor import Tensor, numel_of
 from . import views
 from .window_args import adaptive_size, conv_ints as _ints, pool_geometry
 from ._base import check_fp64, full_raw, same_device, size_repr, view_raw
+from .conv_int import int_conv, int_conv_transpose
+from .scatter_gather import gather
 
 _TORCH_NAMES = dtypes.TORCH_NAMES
 _C_NAMES = dtypes.C_NAMES
@@ -291,7 +293,6 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
     out = tuple((p - k) // s + 1 for p, k, s in zip(padded, dilated, stride))
     x = input if batched else views.unsqueeze(input, 0)
     if check_int_conv(op, x, dilation, False):
-        from .conv_int import int_conv
         y = int_conv(x, weight, bias, stride, before, after, dilation, groups)
         return y if batched else views.squeeze(y, 0)
     if nd == 1:
@@ -362,7 +363,6 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"size per channel: ({_x_str(out)}). Output size is too small")
     x = input if batched else views.unsqueeze(input, 0)
     if check_int_conv(op, x, dilation, True):
-        from .conv_int import int_conv_transpose
         y = int_conv_transpose(x, weight, bias, stride, padding, output_padding, dilation, groups,
                                out)
         return y if batched else views.squeeze(y, 0)
@@ -415,7 +415,6 @@ class MaxPool2DWithIndicesBackward(Op):
         if numel_of(idx._shape) == 0:
             picked = full_raw(idx._shape, 0, ggx._dtype, ggx._storage.device)
         else:
-            from .scatter_gather import gather
             picked = views.reshape(gather(flat, -1, views.reshape(idx, lead + (oh * ow,))),
                                    idx._shape)
         return picked, None, None, None, None, None, None

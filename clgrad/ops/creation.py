@@ -13,6 +13,7 @@ from ..tensor import Tensor, empty_tensor, numel_of, upload
 from ._base import (check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
                     full_raw, scalar_for, view_raw)
 from .view_geometry import _shape_arg
+from .inplace import raw_inplace
 
 
 def _finish(t, requires_grad):
@@ -451,32 +452,27 @@ def randint_like(t, low, high=None, *, dtype=None, device=None, **kw):
 
 def uniform_(t, a=0.0, b=1.0, generator=None):
     """Fill t in place with uniform numbers in [a, b)."""
-    from .inplace import raw_inplace
     return raw_inplace(t, lambda: _draw("uniform", t, generator, float(a), float(b)))
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
     """Fill t in place with normal numbers."""
-    from .inplace import raw_inplace
     return raw_inplace(t, lambda: _draw("normal", t, generator, float(mean), float(std)))
 
 
 def bernoulli_(t, p=0.5, generator=None):
-    from .inplace import raw_inplace
     return raw_inplace(t, lambda: _draw("bernoulli", t, generator, float(p)))
 
 
 def random_(t, low=0, high=None, generator=None):
     if high is None:
         low, high = 0, low if low else 2 ** 24
-    from .inplace import raw_inplace
     return raw_inplace(t, lambda: _draw("randint", t, generator, int(low), int(high - low)))
 
 
 def _transformed_uniform_(t, generator, transform):
     """Fill t in place with transform(u) of uniform draws u in [0, 1), computed in float32 or
     float64 and cast to t's dtype (the inverse-CDF samplers below)."""
-    from .inplace import raw_inplace
     work = dtypes.float64 if t._dtype is dtypes.float64 else dtypes.float32
 
     def write():
@@ -527,7 +523,6 @@ def log_normal_(t, mean=1.0, std=2.0, *, generator=None):
         raise RuntimeError(f"log_normal_ not implemented for '{dtypes.TORCH_NAMES[t._dtype]}'")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    from .inplace import raw_inplace
     work = dtypes.float64 if t._dtype is dtypes.float64 else dtypes.float32
 
     def write():

@@ -15,7 +15,9 @@ import string
 
 from .. import dtypes
 from ..tensor import Tensor
-from ._base import size_repr
+from ._base import size_repr, broadcast_shapes
+from .join import stack, cat
+from .creation import eye, empty
 
 _LETTERS = string.ascii_letters
 
@@ -279,7 +281,6 @@ def cross(input, other, dim=None):
     >>> clgrad.cross(clgrad.tensor([1.0, 0, 0]), clgrad.tensor([0.0, 1, 0])).tolist()
     [0.0, 0.0, 1.0]
     """
-    from ._base import broadcast_shapes
     shape = broadcast_shapes(tuple(input.shape), tuple(other.shape))
     a, b = input.expand(shape), other.expand(shape)
     if dim is None:
@@ -293,7 +294,6 @@ def cross(input, other, dim=None):
                            f"{other.shape[d] if other.dim() > d else '?'}")
     a0, a1, a2 = a.unbind(d)
     b0, b1, b2 = b.unbind(d)
-    from .join import stack
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
 
 
@@ -342,7 +342,6 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 def _pad_last(t, before, after):
-    from .join import cat
     parts = []
     if before:
         parts.append(t.new_zeros(tuple(t.shape[:-1]) + (before,)))
@@ -354,7 +353,6 @@ def _pad_last(t, before, after):
 
 def _eye_like(t, n, offset):
     """An n x n 0/1 matrix in t's dtype with ones at (i, i + offset)."""
-    from .creation import eye
     e = eye(n, dtype=t.dtype if t.dtype.kind == "f" else dtypes.float32, device=t.device)
     if offset > 0:
         e = _pad_last(e[:, :n - offset], offset, 0)
@@ -395,7 +393,6 @@ def block_diag(*tensors):
     >>> clgrad.block_diag(clgrad.ones(1, 1), clgrad.ones(2)).tolist()
     [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
     """
-    from .join import cat
     mats = []
     for t in tensors:
         if t.dim() > 2:
@@ -404,7 +401,6 @@ def block_diag(*tensors):
         mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1
                     else t)
     if not mats:
-        from .creation import empty
         return empty(1, 0)
     dt = mats[0].dtype
     for m in mats[1:]:

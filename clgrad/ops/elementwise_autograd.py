@@ -363,5 +363,6 @@ def ones_like_(t):
 
 def sum_to(t, shape):
     """Sum t down to `shape` (the reverse of broadcasting); recorded by autograd."""
+    # function-level: import cycle: reduce imports elementwise, which imports this module
     from .reduce import sum_to as _sum_to
     return _sum_to(t, shape)

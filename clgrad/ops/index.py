@@ -29,7 +29,9 @@ from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
 from . import views
 from ._base import (broadcast_shapes, cast_raw, contiguous_raw, copy_into, expand_strides,
                     full_raw, size_repr, view_raw)
-from .elementwise import TABLE, run
+from .elementwise import TABLE, run, masked_fill
+from .reduce import sum_to
+from .inplace import apply_inplace
 
 
 def fit_slots(slots, shape):
@@ -194,7 +196,6 @@ class IndexPut(_Writer):
 
     @staticmethod
     def backward(ctx, g):
-        from .reduce import sum_to
         idx = ctx.saved_tensors
         gx = gv = None
         if ctx.needs_input_grad[0]:
@@ -323,6 +324,7 @@ def _src_grad(g, ctx, index):
     gs = Gather.apply(g, ctx.dim, index)
     shape = ctx._in_meta[2][0]
     if gs._shape != shape and shape:
+        # function-level: import cycle: shape imports index
         from .shape import constant_pad_nd
         pad = []
         for have, want in zip(reversed(gs._shape), reversed(shape)):
@@ -389,7 +391,6 @@ class MaskedSelect(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .reduce import sum_to
         nz, = ctx.saved_tensors
         cols = _columns(nz)
         full = IndexPut.apply(_zeros(ctx.shape, g), g, tuple(range(len(cols))), False, *cols)
@@ -429,7 +430,7 @@ class MaskedScatter(_Writer):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import masked_fill
+        # function-level: import cycle: join imports index
         from .join import cat
         mask, nz = ctx.saved_tensors
         gx = gs = None
@@ -532,7 +533,6 @@ def _value_tensor(x, value):
 def _apply_(op, self, args, name):
     """self <- op(self, *args) in place: written straight into self when autograd does not
     record (operands that share self's memory are copied first), else through apply_inplace."""
-    from .inplace import apply_inplace
 
     def fast():
         op.write(self, *[_clone_raw(a) if isinstance(a, Tensor) and a._storage is self._storage

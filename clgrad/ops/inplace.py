@@ -8,8 +8,13 @@ from .. import dtypes
 from ..autograd.node import SavedTensor, hooks
 from ..autograd.views import _check_inplace, check_inplace_allowed, rebase_history
 from ..autograd.grad_mode import state as _state
-from ..tensor import Tensor, alias
-from ._base import check_inplace_overlap, copy_into, full_raw, size_repr
+from ..tensor import Tensor, alias, empty_tensor
+from ._base import (
+    check_inplace_overlap, copy_into, full_raw, size_repr, fill_raw, broadcast_shapes, check_fits)
+from ..autograd.op import _null_ctx
+from .copies import Clone
+from .views import expand
+from .reduce import sum_to
 
 
 def _records(self, args):
@@ -46,7 +51,6 @@ def raw_inplace(t, write):
         # the data no longer depends on the old history
         t._grad_fn = None
     if t._fw is not None and hooks.forward_ad is not None:
-        from ._base import fill_raw
         fill_raw(t._fw, 0)          # nor on the old tangent
     return t
 
@@ -66,7 +70,6 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
     check_inplace_allowed(self)
     if not _records(self, args):
         if fast is None or fast() is False:
-            from ..autograd.op import _null_ctx
             result = op_cls.forward(_null_ctx, self, *args)
             check_result(name or op_cls.__name__.lower(), self, result._dtype, result._shape)
             copy_into(self, result)
@@ -81,7 +84,6 @@ def apply_inplace(op_cls, self, *args, fast=None, name=None):
         # the op saved self's old value: keep a copy of it, since self is about to change
         for i, s in enumerate(node._saved):
             if s is not None and not s.is_output and s.data is self:
-                from .copies import Clone
                 node._saved[i] = SavedTensor(Clone.apply(self))
     if hooks.mutate is not None:
         hooks.mutate(self)          # the op may just have saved self through a pack hook
@@ -106,13 +108,12 @@ def copy_(self, src, non_blocking=False):
     >>> clgrad.zeros(2, 2).copy_(clgrad.tensor([1, 2])).tolist()
     [[1.0, 2.0], [1.0, 2.0]]
     """
-    from .views import expand
     if not isinstance(src, Tensor):
+        # function-level: import cycle: creation imports inplace
         from .creation import tensor
         src = tensor(src, device=self.device)
     if src._shape != self._shape:
         try:
-            from ._base import broadcast_shapes
             if broadcast_shapes(self._shape, src._shape) != self._shape:
                 raise RuntimeError
         except RuntimeError:
@@ -139,13 +140,11 @@ class CopyFrom(Op):
 
     @staticmethod
     def forward(ctx, self, src):
-        from ..tensor import empty_tensor
         out = empty_tensor(self._shape, self._dtype, self._storage.device)
         return copy_into(out, src)
 
     @staticmethod
     def backward(ctx, g):
-        from .reduce import sum_to
         meta = ctx._in_meta
         gs = sum_to(g, meta[1][0]).to(meta[1][1]) if len(meta) > 1 else None
         return g * 0, gs
@@ -164,9 +163,7 @@ class Fill(Op):
 
     @staticmethod
     def forward(ctx, self, value):
-        from ._base import full_raw
         if isinstance(value, Tensor):
-            from ..tensor import empty_tensor
             out = empty_tensor(self._shape, self._dtype, self._storage.device)
             return copy_into(out, value)
         return full_raw(self._shape, value, self._dtype, self._storage.device)
@@ -194,7 +191,6 @@ def fill_(self, value):
     >>> clgrad.zeros(2).fill_(3).tolist()
     [3.0, 3.0]
     """
-    from ._base import check_fits, fill_raw
     if isinstance(value, Tensor) and value.numel() != 1:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{len(value._shape)} dimensions.")

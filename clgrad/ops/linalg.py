@@ -12,7 +12,10 @@ from ..autograd.op import Op
 from ..kernels.gemm import GEMM_DTYPES, compute_dtype, gemm
 from ..tensor import Tensor, contiguous_strides, make_tensor, numel_of
 from . import views
-from ._base import broadcast_shapes, cast_raw, expand_strides, same_device, size_repr, view_raw
+from ._base import (
+    broadcast_shapes, cast_raw, expand_strides, same_device, size_repr, view_raw, contiguous_raw)
+from .elementwise import TABLE, run
+from .reduce import reduce_raw, sum_to
 
 # On GPUs, dot products longer than this run as a parallel reduction of the products: one
 # work-item per output is slow for a GPU thread (a CPU core streams even millions at full
@@ -49,8 +52,6 @@ def _dot_raw(a, b):
     if limit is None or a._shape[0] <= limit:
         return _reshaped(gemm(_row(a), _col(b)), ())
     # long vectors: products then a parallel sum, in float32 for 16-bit types
-    from .elementwise import TABLE, run
-    from .reduce import reduce_raw
     cdt = compute_dtype(a._dtype)
     prod = run(TABLE["mul"], (cast_raw(a, cdt), cast_raw(b, cdt)))
     return reduce_raw("sum", prod, (0,), False, out_dtype=a._dtype)
@@ -351,7 +352,6 @@ class UnsafeView(Op):
     @staticmethod
     def forward(ctx, x, shape):
         if not x._contig:
-            from ._base import contiguous_raw
             x = contiguous_raw(x)
         return make_tensor(x._storage, shape, contiguous_strides(shape), x._offset, x._dtype,
                            True)
@@ -366,7 +366,6 @@ class UnsafeView(Op):
 
 
 def _sum_to(g, shape):
-    from .reduce import sum_to
     return sum_to(g, shape)
 
 

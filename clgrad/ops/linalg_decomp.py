@@ -14,8 +14,11 @@ from ..autograd.op import Op
 from ..autograd.grad_mode import no_grad
 from ..kernels.linalg_decomp import eigh_jacobi_raw, householder_qr_raw, svd_jacobi_raw
 from ..tensor import Tensor, empty_tensor
-from ._base import check_fp64, copy_into
-from .linalg_lu import _count, solve_triangular
+from ._base import check_fp64, copy_into, broadcast_shapes
+from .linalg_lu import _count, solve_triangular, inv_ex, matrix_norm
+from .creation import eye, ones, zeros, full, randn
+from .join import cat
+from .pointwise import maximum, where
 
 QRResult = collections.namedtuple("linalg_qr", ["Q", "R"])
 LegacyQR = collections.namedtuple("qr", ["Q", "R"])
@@ -90,7 +93,6 @@ def qr_raw(A, mode="reduced"):
     want_q = mode != "r"
     Q = householder_qr_raw(a, mq, want_q)
     if count and want_q and mq and not (m and n):     # n == 0: Q is the identity's first columns
-        from .creation import eye
         copy_into(Q, eye(m, mq, dtype=dt, device=dev).expand((count, m, mq)))
     rows = m if mode == "complete" else k
     R = a[:, :rows, :].triu()
@@ -138,8 +140,6 @@ def _orthonormal(US, full):
     d = R.diagonal(0, -2, -1)
     sign = 1 - 2 * (d < 0).to(US.dtype)
     if Q.shape[-1] > k:
-        from .join import cat
-        from .creation import ones
         sign = cat([sign, ones(tuple(sign.shape[:-1]) + (Q.shape[-1] - k,), dtype=US.dtype,
                                 device=US.device)], -1)
     return Q * sign.unsqueeze(-2)
@@ -202,7 +202,6 @@ class QR(Op):
         R1, R2 = R[..., :m], R[..., m:]
         Y = Q @ R2
         gX = _qr_backward_tall(gQ + Y @ _mT(gR[..., m:]), gR[..., :m], Q, R1)
-        from .join import cat
         return cat([gX, Q @ gR[..., m:]], -1), None
 
 
@@ -251,7 +250,6 @@ class Eigh(Op):
         VgV = _mT(V) @ gV
         E = w.unsqueeze(-2) - w.unsqueeze(-1)
         n = w.shape[-1]
-        from .creation import eye
         I = eye(n, dtype=w.dtype, device=w.device)
         inner = 0.5 * (VgV - _mT(VgV)) / (E + I) * (1 - I) + gw.diag_embed()
         return V @ inner @ _mT(V), None
@@ -306,7 +304,6 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     """torch's gradient of the reduced SVD (U [m, k], S [k], Vh [k, n])."""
     m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
     V, gV = _mT(Vh), _mT(gVh)
-    from .creation import eye
     I = eye(k, dtype=S.dtype, device=S.device)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I            # E_jk = S_k^2 - S_j^2, 1 on the diagonal
@@ -391,7 +388,6 @@ def _legacy_svd(A, some=True, compute_uv=True, *, out=None):
     """
     _matrix("svd", A)
     if not compute_uv:
-        from .creation import zeros
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
         S = svdvals(A)
@@ -410,7 +406,6 @@ def _as_tol(x, like):
     """A Python number or tensor tolerance, as a tensor that broadcasts over the batch."""
     if isinstance(x, Tensor):
         return x.to(like.dtype)
-    from .creation import full
     return full((), float(x), dtype=like.dtype, device=like.device)
 
 
@@ -424,7 +419,6 @@ def _threshold(S_max, atol, rtol, m, n):
             rtol = 0.0
     if atol is None:
         atol = 0.0
-    from .pointwise import maximum
     return maximum(_as_tol(atol, S_max), _as_tol(rtol, S_max) * S_max)
 
 
@@ -440,10 +434,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         what = f"{A.dtype.name.capitalize()}{list(A.shape)}" if isinstance(A, Tensor) else "?"
         raise RuntimeError(f"linalg.pinv({what}): expected a tensor with 2 or more dimensions "
                            f"of float, double, cfloat or cdouble types")
-    from .pointwise import where
     m, n = A.shape[-2], A.shape[-1]
     if A.numel() == 0:
-        from .creation import zeros
         return _out(zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device), out)
     if hermitian:
         _square("pinv", A)
@@ -479,7 +471,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
         else:
             S = svdvals(A.detach())
         if S.shape[-1] == 0:
-            from .creation import zeros
             return _out(zeros(tuple(A.shape[:-2]), dtype=dtypes.int64, device=A.device), out)
         thr = _threshold(S.amax(-1, keepdim=True), atol, rtol, m, n)
         return _out((S > thr).sum(-1).to(dtypes.int64), out)
@@ -520,11 +511,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A.shape[-2], A.shape[-1]
     if Bm.shape[-2] != m:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    from ._base import broadcast_shapes
     batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
     A = A.expand(batch + (m, n))
     Bm = Bm.expand(batch + tuple(Bm.shape[-2:]))
-    from .creation import zeros
     empty_f = zeros((0,), dtype=A.dtype, device=A.device)
     rank, S = zeros((0,), dtype=dtypes.int64, device=A.device), empty_f
     if driver == "gels":
@@ -542,7 +531,6 @@ def lstsq(A, B, rcond=None, *, driver=None):
             keep = S > tol * S[..., :1]
         else:
             keep = S > 0
-        from .pointwise import where
         Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)
         X = (_mT(Vh) * Sinv.unsqueeze(-2)) @ (_mT(U) @ Bm)
         rank = keep.sum(-1).to(dtypes.int64)
@@ -590,8 +578,6 @@ def cond(A, p=None, *, out=None):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
                            f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
-    from .linalg_lu import inv_ex, matrix_norm
-    from .pointwise import where
     Ainv, info = inv_ex(A)
     c = matrix_norm(A, p) * matrix_norm(Ainv, p)
     return _out(where(info > 0, math.inf, c), out)
@@ -624,7 +610,6 @@ def householder_product(A, tau, *, out=None):
     if n < k:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
                            "than or equal to tau.shape[-1]")
-    from .creation import eye
     V = A.tril(-1) + eye(m, n, dtype=A.dtype, device=A.device)   # column i is v_i
     Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, n))
     # Q = H_1 (H_2 (... (H_k I[:, :n]))): apply the last reflector first
@@ -646,7 +631,6 @@ def vander(x, *, N=None):
     N = n if N is None else N
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")
-    from .join import cat
     ones = x.unsqueeze(-1).new_ones(tuple(x.shape) + (1,))
     return cat([ones, x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)], -1)
 
@@ -655,7 +639,6 @@ def _approximate_basis(A, q, niter):
     """An orthonormal basis Q (m x q) of A's dominant column space by randomized subspace
     iteration (Halko, Martinsson and Tropp, algorithm 4.4): Q of A R for a Gaussian R, then
     niter rounds of Q of A^T Q and Q of A Q."""
-    from .creation import randn
     R = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
     Q = qr(A @ R).Q
     for _ in range(niter):

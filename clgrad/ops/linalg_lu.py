@@ -11,12 +11,15 @@ import math
 
 from .. import dtypes
 from ..autograd.op import Op
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, is_grad_enabled
 from ..kernels.linalg import cholesky_inplace_raw, lu_factor_inplace_raw, lu_solve_raw
 from ..tensor import Tensor, empty_tensor
-from ._base import check_fp64, contiguous_raw, copy_into
+from ._base import check_fp64, contiguous_raw, copy_into, broadcast_shapes
 # the norms live by themselves; torch.linalg's namespace takes them from here too
 from .linalg_norm import _check_matrix_dims, matrix_norm, norm, vector_norm  # noqa: F401
+from .creation import arange, tensor, eye
+from .pointwise import where
+from .methods import matrix_power as _power
 
 LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -90,7 +93,6 @@ def cholesky_raw(A):
 def _swaps_sign(piv):
     """(-1) ** (number of row swaps) of each pivot row, as piv's float dtype is not known: int."""
     n = piv.shape[-1]
-    from .creation import arange
     moved = (piv != arange(1, n + 1, dtype=dtypes.int32, device=piv.device)).sum(-1)
     return 1 - 2 * (moved % 2)
 
@@ -133,7 +135,6 @@ def _permutation(pivots, dtype):
     """The permutation matrices P of LAPACK-style 1-based row swaps (row i was swapped with row
     pivots[i] - 1, in order), so that A = P L U. Built on the host: pivots are n small ints."""
     import numpy as np
-    from .creation import tensor
     piv = np.asarray(pivots.detach().cpu().numpy(), dtype=np.int64).reshape(-1, pivots.shape[-1])
     n = piv.shape[-1]
     P = np.zeros((piv.shape[0], n, n))
@@ -159,7 +160,6 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     >>> (P @ L @ U).tolist(), P.tolist()
     ([[1.0, 2.0], [3.0, 4.0]], [[0.0, 1.0], [1.0, 0.0]])
     """
-    from .creation import eye
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     L = U = P = None
@@ -287,7 +287,6 @@ def solve(A, B, *, left=True, out=None, _check="solve"):
     if Bm.shape[-2] != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = "
                            f"B ({tuple(A.shape[-2:])} and {tuple(Bm.shape[-2:])})")
-    from ._base import broadcast_shapes
     batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
     A_ = A.expand(batch + (n, n))
     B_ = Bm.expand(batch + tuple(Bm.shape[-2:]))
@@ -325,7 +324,6 @@ def inv(A, *, out=None):
         info = lu_factor_raw(A.detach())[2]
     _raise_info("inv", info, "The diagonal element {} is zero, the inversion could not be "
                              "completed because the input matrix is singular")
-    from .creation import eye
     n = A.shape[-1]
     X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)), _check=None)
     if out is not None:
@@ -346,7 +344,6 @@ def inv_ex(A, *, check_errors=False, out=None):
     if check_errors:
         _raise_info("inv_ex", info, "The diagonal element {} is zero, the inversion could not "
                                     "be completed because the input matrix is singular")
-    from .creation import eye
     n = A.shape[-1]
     X = solve(A, eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)), _check=None)
     return InvEx(X, info)
@@ -394,7 +391,6 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     >>> clgrad.linalg.lu_solve(LU, piv, clgrad.tensor([[9.0], [8.0]])).tolist()
     [[2.0], [3.0]]
     """
-    from ..autograd.grad_mode import is_grad_enabled
     if not left or adjoint or (is_grad_enabled() and (LU.requires_grad or B.requires_grad)):
         # through the triangular solves in ops (differentiable): A = P L U, so
         # A^-1 B = U^-1 L^-1 P^T B and A^-T B = P L^-T U^-T B; X A = B is A^T X^T = B^T
@@ -410,7 +406,6 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
             return solve_with(B, adjoint)
         return _mT(solve_with(_mT(B), not adjoint))
     n = LU.shape[-1]
-    from ._base import broadcast_shapes
     batch = broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2]))
     k = B.shape[-1]
     with no_grad():
@@ -427,7 +422,6 @@ def _cofactors(A):
     determinants of its (n-1) x (n-1) minors: defined at singular matrices too, and
     differentiable again (through det). O(n^5): for the singular case only."""
     import numpy as np
-    from .creation import tensor
     n = A.shape[-1]
     keep = tensor(np.array([[r for r in range(n) if r != i] for i in range(n)],
                            dtype=np.int64).reshape(n, n - 1), device=A.device)
@@ -509,7 +503,6 @@ def logdet(A):
     1.7918
     """
     sign, logabs = slogdet(A)
-    from .pointwise import where
     return where(sign < 0, logabs * math.nan, logabs)
 
 
@@ -602,7 +595,6 @@ def matrix_power(A, n, *, out=None):
     >>> clgrad.linalg.matrix_power(clgrad.tensor([[2.0, 0.0], [0.0, 4.0]]), -1).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    from .methods import matrix_power as _power
     if n < 0:
         return _power(inv(A), -n)
     return _power(A, n)
@@ -621,7 +613,6 @@ def matrix_exp(A):
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, got "
                            f"shape {tuple(A.shape)}")
-    from .creation import eye
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
@@ -650,7 +641,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """
     T = A.triu() if upper else A.tril()
     if unitriangular:
-        from .creation import eye
         n = A.shape[-1]
         I = eye(n, dtype=A.dtype, device=A.device)
         T = T * (1 - I) + I

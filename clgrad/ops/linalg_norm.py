@@ -4,6 +4,7 @@ torch's order) and norm, which picks one of them as torch.linalg.norm does."""
 import math
 
 from .. import dtypes
+from .reduce import norm as _norm
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -14,8 +15,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     >>> clgrad.linalg.vector_norm(clgrad.tensor([3.0, -4.0]), ord=float("inf")).item()
     4.0
     """
-    from .reduce import norm
-    return norm(x, 2 if ord == 2 else ord, dim, keepdim, dtype)
+    return _norm(x, 2 if ord == 2 else ord, dim, keepdim, dtype)
 
 
 def _check_matrix_dims(op, A, dim, ord="fro"):
@@ -53,6 +53,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
+        # function-level: import cycle: linalg_decomp imports linalg_lu, which imports this module
         from .linalg_decomp import singular_norm
         return singular_norm(A, ord, d0, d1, keepdim)
     if ord in (math.inf, -math.inf, 1, -1):

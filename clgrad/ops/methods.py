@@ -13,6 +13,7 @@ import builtins
 from .. import dtypes
 from ..tensor import Tensor
 from ._base import size_repr
+from .creation import eye
 
 # in-place variant name -> out-of-place method name
 INPLACE_OF = {
@@ -169,9 +170,9 @@ def matrix_power(input, n):
                            f"they are {input.shape[-2] if input.dim() > 1 else '?'} by "
                            f"{input.shape[-1] if input.dim() else '?'} matrices")
     if n < 0:
+        # function-level: import cycle: linalg_lu imports methods
         from .linalg_lu import inv
         return matrix_power(inv(input), -n)
-    from .creation import eye
     result, base = None, input
     while n:
         if n & 1:

@@ -6,9 +6,12 @@ import numbers
 from .. import dtypes
 from ..autograd.op import Op
 from ..tensor import Tensor
-from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run
-from ._base import broadcast_shapes, check_fits, check_inplace_overlap
+from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run, _check_bool_sub
+from ._base import broadcast_shapes, check_fits, check_inplace_overlap, full_raw
 from .inplace import apply_inplace
+from .reduce import all as _all
+from .creation import full, full_like
+from .scatter_gather import nonzero
 
 _NUMBER = (numbers.Number,)
 
@@ -152,7 +155,6 @@ def _times_alpha(op, input, other, alpha):
     promotion: the product is made in the dtype of input op other (a float64 0-d x minus an
     integer tensor times 0.5 is float64, as torch's, not the float32 of int_tensor * 0.5)."""
     if op == "sub":
-        from .elementwise import _check_bool_sub
         _check_bool_sub((input, other))
     dt = dtypes.result_type(input, other)
     if isinstance(alpha, bool) and dt is not dtypes.bool_:
@@ -307,7 +309,6 @@ def pow(input, exponent, *, out=None):
 
 
 def _full_like_number(v, ref):
-    from ._base import full_raw
     return full_raw((), v, dtypes.result_type(v, ref), ref._storage.device)
 
 
@@ -404,7 +405,6 @@ def equal(input, other):
     """
     if input._shape != other._shape:
         return False
-    from .reduce import all as _all
     return bool(_all(eq(input, other)).item())
 
 
@@ -416,7 +416,6 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (infinities equal themselves)."""
     if not isinstance(other, Tensor):
-        from .creation import full
         other = full((), other, dtype=input.dtype, device=input.device)
     dt = dtypes.promote_types(input._dtype, other._dtype)
     a, b = input.to(dt), other.to(dt)
@@ -452,7 +451,6 @@ def where(condition, input=None, other=None):
     [1, 0]
     """
     if input is None and other is None:
-        from .scatter_gather import nonzero
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
@@ -469,7 +467,6 @@ def where(condition, input=None, other=None):
         else:
             dt = dtypes.result_type(input, other)
             dev = ref._storage.device
-        from ._base import full_raw
         if not isinstance(input, Tensor):
             input = full_raw((), input, dt, dev)
         if not isinstance(other, Tensor):
@@ -487,7 +484,6 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        from .creation import full_like
         dt = dtypes.result_type(input, *[v for v in (min, max) if v is not None])
         x = input.to(dt)
         lo = min.to(dt) if isinstance(min, Tensor) else \
@@ -617,7 +613,6 @@ def _binary_(name):
         _check_operand(name + "_", other)
         if name in ("add", "sub") and (type(alpha) is not int or alpha != 1):
             if name == "sub":           # torch's order: bools, the cast, then alpha
-                from .elementwise import _check_bool_sub
                 _check_bool_sub((self, other))
             dt = dtypes.result_type(self, other)
             if not dtypes.can_cast(dt, self._dtype):

@@ -13,6 +13,8 @@ from ..autograd.op import Op, _null_ctx
 from ..kernels.reduce import out_shape, reduce_raw
 from ..tensor import Tensor, contiguous_strides, numel_of
 from ._base import cast_raw, full_raw, size_repr, view_raw
+from .elementwise import where, run, TABLE
+from . import elementwise
 
 # ---- dims ----------------------------------------------------------------------------------------
 def wrap_dims(op, dim, ndim):
@@ -140,7 +142,6 @@ def _prod_partials(x, out, dims, keepdim):
 
 
 def where_(c, a, b):
-    from .elementwise import where
     return where(c, a, b)
 
 
@@ -225,6 +226,7 @@ class MaxDim(Op):
 def _chosen(idx, shape, dim, keepdim):
     """Mask of the elements that max/min along dim picked (idx: their indices)."""
     n = shape[dim]
+    # function-level: import cycle: creation imports inplace, which imports reduce
     from .creation import arange_raw
     pos = arange_raw(n, dtypes.int64, idx._storage.device)
     pos = view_raw(pos, tuple(n if i == dim else 1 for i in range(len(shape))),
@@ -241,7 +243,6 @@ class Var(Op):
         n = 1
         for d in dims:
             n *= x._shape[d]
-        from .elementwise import run, TABLE
         if n > 1:
             # shift by each row's first element: a constant row then has variance exactly 0, as
             # torch's Welford pass gives, where the float mean alone is off by an ulp
@@ -298,7 +299,6 @@ def _div_std(g, std):
 class LogSumExp(Op):
     @staticmethod
     def forward(ctx, x, dims, keepdim):
-        from .elementwise import run, TABLE
         if x._dtype.kind != "f":
             x = cast_raw(x, dtypes.get_default_dtype())
         m = reduce_raw("max", x, dims, True) if numel_of(x._shape) else \
@@ -336,7 +336,6 @@ class Norm2(Op):
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):
-        from .elementwise import run, TABLE
         sq = run(TABLE["mul"], (x, x))
         out = run(TABLE["sqrt"], (reduce_raw("sum", sq, dims, keepdim),))
         ctx.dims, ctx.keepdim = dims, keepdim
@@ -499,7 +498,6 @@ def _check_empty_extreme(name, x, dim, dims):
 
 def _minmax(which, x, dim, keepdim, other):
     if other is not None:
-        from . import elementwise
         return elementwise.OPS["maximum" if which == "max" else "minimum"].apply(x, other)
     if dim is None:
         _check_empty_extreme(which, x, None, ())
@@ -597,7 +595,6 @@ def argmin(x, dim=None, keepdim=False):
 def _as_bool(x):
     if x._dtype is dtypes.bool_:
         return x
-    from .elementwise import run, TABLE
     return run(TABLE["ne"], (x, 0))
 
 
@@ -700,6 +697,7 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
                                                    len(dim) <= 2)):
         # torch.norm hands 'nuc', 'fro' over more than two dims and unknown names to
         # linalg.matrix_norm, which takes them or raises its errors
+        # function-level: import cycle: linalg_lu imports pointwise, which imports reduce
         from .linalg_lu import matrix_norm
         return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
     if x._dtype.kind != "f":

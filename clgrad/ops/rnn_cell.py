@@ -21,10 +21,11 @@ from ..kernels.rnn import (gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw,
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, full_raw, recorded_grads, view_raw
 from .linalg import gemm
+from .join import cat, stack
+from .. import dtypes
 
 def _cell_formula(gates, c_prev, dh, dc):
     """The cell's gradient written in clgrad ops (for create_graph)."""
-    from .join import cat
     i, f, g, o = gates.chunk(4, -1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     cn = f * c_prev + i * g
@@ -82,7 +83,6 @@ def lstm_cell(gates, c_prev):
     (0.2311, 0.5)
     """
     if c_prev._dtype is not gates._dtype:     # torch's f * c_prev + i * g promotes (bool too)
-        from .. import dtypes
         dt = dtypes.result_type(gates, c_prev)
         gates, c_prev = gates.to(dt), c_prev.to(dt)
     return LSTMCell.apply(gates, c_prev)
@@ -124,7 +124,6 @@ def _weight_grad(dg, out, h0, reverse):
 
 def _composed(proj, w_hh, h0, c0, reverse):
     """lstm_layer in clgrad ops (recorded): what create_graph differentiates."""
-    from .join import stack
     T = proj.shape[0]
     h, c, outs = h0, c0, [None] * T
     w_t = w_hh.t()
@@ -220,7 +219,6 @@ def lstm_layer(proj, w_hh, h0, c0, reverse=False):
 
 def _gru_composed(proj, w_hh, b_hh, h0, reverse):
     """gru_layer in clgrad ops (recorded): what create_graph differentiates."""
-    from .join import stack
     h, outs, w_t = h0, [None] * proj.shape[0], w_hh.t()
     for t in _order(proj.shape[0], reverse):
         gh = h.matmul(w_t) if b_hh is None else h.matmul(w_t) + b_hh
@@ -313,7 +311,6 @@ def gru_layer(proj, w_hh, b_hh, h0, reverse=False):
 
 def _rnn_composed(proj, w_hh, h0, reverse, nonlinearity):
     """rnn_layer in clgrad ops (recorded): what create_graph differentiates."""
-    from .join import stack
     h, outs, w_t = h0, [None] * proj.shape[0], w_hh.t()
     for t in _order(proj.shape[0], reverse):
         pre = proj[t] + h.matmul(w_t)

@@ -129,6 +129,7 @@ def _scatter_args(input, dim, index, src=None, value=None, reduce=None):
         if not isinstance(src, Tensor):
             src = full_raw(index._shape, src, input._dtype, input._storage.device)
         if reduce == "multiply":
+            # function-level: import cycle: scatter_reduce imports scatter_gather
             from .scatter_reduce import ScatterMultiply
             return ScatterMultiply, _scatter_add_args(input, dim, index, src)[1]
         return _scatter_add_args(input, dim, index, src)

@@ -19,6 +19,7 @@ from . import views
 from ._base import MAX_DIMS, collapse, contiguous_raw, full_raw, size_repr, view_raw
 from .index import linear_jvp
 from .scatter_gather import index_select
+from .inplace import apply_inplace
 
 
 def _ints(args, what):
@@ -385,7 +386,6 @@ def triu(input, diagonal=0):
 
 def _tri_(op, name):
     def f_(self, diagonal=0):
-        from .inplace import apply_inplace
         _tri_check(name, self)
         d = int(diagonal)
         return apply_inplace(op, self, d, fast=lambda: tri_raw(self, self, d, op.upper),

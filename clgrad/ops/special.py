@@ -12,7 +12,9 @@ from .. import dtypes
 from ..autograd.op import Op, _null_ctx
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
-from .pointwise import where
+from .pointwise import where, inplace
+from .elementwise import apply_ew, TABLE, run
+from .inplace import copy_
 
 
 def _tensors(op, a, b):
@@ -221,7 +223,6 @@ def polygamma(n, input):
     1.64493
     """
     _check_n(n)
-    from .elementwise import apply_ew
     return apply_ew("polygamma", input, float(n))
 
 
@@ -230,7 +231,6 @@ def _polygamma_method(self, n):
 
 
 def _polygamma_(self, n):
-    from .pointwise import inplace
     _check_n(n)
     return inplace("polygamma", self, (), (float(n),))
 
@@ -248,7 +248,6 @@ def mvlgamma(input, p):
     x = _float("mvlgamma", input)
     if x.numel() and not bool((x > (p - 1) / 2).all()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
-    from .elementwise import apply_ew
     total = apply_ew("lgamma", x)
     for i in range(1, p):
         total = total + apply_ew("lgamma", x - i / 2)
@@ -256,7 +255,6 @@ def mvlgamma(input, p):
 
 
 def _mvlgamma_(self, p):
-    from .inplace import copy_
     return copy_(self, mvlgamma(self, p))
 
 
@@ -270,12 +268,10 @@ def i0(input):
     if not isinstance(input, Tensor):
         raise TypeError(f"i0(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    from .elementwise import apply_ew
     return apply_ew("i0", input)
 
 
 def _i0_(self):
-    from .pointwise import inplace
     return inplace("i0", self, ())
 
 
@@ -284,7 +280,6 @@ class SpecialZeta(Op):
 
     @staticmethod
     def forward(ctx, x, q):
-        from .elementwise import TABLE, run
         ctx.x = x
         if isinstance(q, Tensor):
             ctx.save_for_backward(q)
@@ -317,7 +312,6 @@ class _Igamma(Op):
 
     @classmethod
     def forward(cls, ctx, a, x):
-        from .elementwise import TABLE, run
         if ctx is not _null_ctx and ctx.needs_input_grad[1]:
             ctx.save_for_backward(a, x)
         return run(TABLE["igammac" if cls.upper else "igamma"], (a, x))
@@ -376,12 +370,10 @@ def igammac(input, other):
 
 
 def _igamma_(self, other):
-    from .inplace import copy_
     return copy_(self, igamma(self, other))
 
 
 def _igammac_(self, other):
-    from .inplace import copy_
     return copy_(self, igammac(self, other))
 
 

@@ -7,6 +7,8 @@ from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .pointwise import where
+from .sort import sort_indices
+from .join import stack
 
 AminmaxReturn = collections.namedtuple("aminmax", ["min", "max"])
 
@@ -70,7 +72,6 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
-    from .sort import sort_indices
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor")
     if input.dtype not in (dtypes.float32, dtypes.float64):
@@ -116,7 +117,6 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
         bad = (valid == 0) if ignore_nan else (nans > 0)      # all NaN / any NaN: NaN
         v = where(bad, x.new_full((), float("nan")), v)
         outs.append(v if keepdim and dim is not None else v.squeeze(d))
-    from .join import stack
     out = outs[0] if scalar_q else stack(outs, 0)
     if dim is None and keepdim:
         out = out.reshape(((len(outs),) if not scalar_q else ()) + (1,) * input.dim())

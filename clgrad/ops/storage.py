@@ -7,7 +7,12 @@ nothing to do on an OpenCL device (pin_memory, share_memory_, record_stream, ...
 import builtins
 
 from ..kernels.index import copy_raw
-from ..tensor import Tensor
+from ..tensor import (
+    Tensor, contiguous_strides, empty_tensor, is_contiguous_layout, alias, layout_of)
+from .creation import empty, tensor as _tensor
+from ._base import view_raw
+from .inplace import copy_
+from ..autograd.grad_mode import no_grad
 
 
 def _same(self):
@@ -71,7 +76,6 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     >>> y.set_(x, 1, (2,), (2,)).tolist()
     [1.0, 3.0]
     """
-    from ..tensor import contiguous_strides, empty_tensor, is_contiguous_layout
     if source is None:
         source = empty_tensor((0,), self._dtype, self._storage.device)
     if not isinstance(source, Tensor):
@@ -96,7 +100,6 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 def as_subclass(self, cls):
     """This tensor's data (shared, no history) as an instance of the Tensor subclass cls."""
-    from ..tensor import alias
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"as_subclass(): expected a Tensor subclass, got {cls!r}")
     out = alias(self)
@@ -113,7 +116,6 @@ def is_set_to(self, tensor):
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       **kw):
     """An uninitialised tensor with the given size and strides (elements)."""
-    from .creation import empty
     span = 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     base = empty(span, dtype=dtype or self.dtype, device=device or self.device)
     out = base.as_strided(tuple(size), tuple(stride))
@@ -128,7 +130,6 @@ def new(self, *args, device=None):
     >>> clgrad.zeros(2).new(3, 4).shape
     clgrad.Size([3, 4])
     """
-    from .creation import empty, tensor as _tensor
     dev = device or self.device
     if len(args) == 1 and not isinstance(args[0], int):
         a = args[0]
@@ -151,7 +152,6 @@ def resize_(self, *sizes, memory_format=None):
     tensor([[0., 1.],
             [2., 3.]])
     """
-    from ..tensor import empty_tensor, layout_of
     if len(sizes) == 1 and not isinstance(sizes[0], int):
         sizes = tuple(sizes[0])
     sizes = tuple(int(n) for n in sizes)
@@ -167,7 +167,6 @@ def resize_(self, *sizes, memory_format=None):
         keep = min(n, self._storage.nbytes // itemsize - self._offset)
         new = empty_tensor(sizes, self._dtype, self._storage.device)
         if keep > 0:
-            from ._base import view_raw
             copy_raw(view_raw(new, (keep,), (1,), 0), view_raw(self, (keep,), (1,), self._offset))
         self._storage, self._offset = new._storage, 0
     self._shape, self._strides = sizes, strides
@@ -193,9 +192,6 @@ def _host_map(self, name, fn, others):
     out = np.empty(vals[0].shape, vals[0].dtype)
     for i in np.ndindex(out.shape):
         out[i] = fn(*(v[i].item() for v in vals))
-    from .inplace import copy_
-    from ..autograd.grad_mode import no_grad
-    from .creation import tensor as _tensor
     with no_grad():
         copy_(self, _tensor(out, dtype=self.dtype, device=self.device))
     return self

@@ -17,6 +17,9 @@ from . import views
 from ._base import (broadcast_shapes, cast_raw, copy_into, full_raw, same_device, size_repr,
                     view_raw)
 from .index import Index, IndexPut, _apply_, _columns, _tname, advanced_geometry
+from .creation import tensor
+from .elementwise import TABLE, run
+from .inplace import _records
 
 
 # ---- x[index] and x[index] = value ---------------------------------------------------------------
@@ -54,7 +57,6 @@ def _convert(item, x):
     if isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype.kind in "biu":
         return item.item()                   # a 0-d array indexes like a number, as in torch
     if isinstance(item, (list, tuple, np.ndarray)):
-        from .creation import tensor
         arr = np.asarray(item)
         if arr.dtype == np.bool_:
             return tensor(arr, dtype=dtypes.bool_, device=x.device)
@@ -238,8 +240,6 @@ def _fit_values(values, shape):
 
 def _put(x, advanced, value, accumulate):
     """x[advanced] = value (or +=), in place, through autograd's in-place machinery."""
-    from .elementwise import TABLE, run
-    from .inplace import _records
     d, mask = advanced[0]
     single_mask = len(advanced) == 1 and mask._dtype is dtypes.bool_
     if not single_mask:               # torch: the indices' shapes before the values' dtype

@@ -18,6 +18,9 @@ from .. import dtypes
 from ..tensor import Tensor
 from . import creation, join, views
 from .copies import Clone
+from ..runtime.memory import Storage
+from ..runtime.device import get_device
+from .linalg_lu import vector_norm, matrix_norm
 
 __all__ = ["fill", "scalar_tensor", "asarray", "range", "frobenius_norm", "nuclear_norm",
            "is_storage", "is_distributed", "ldexp_", "empty_strided"]
@@ -110,7 +113,6 @@ def is_storage(obj):
     >>> clgrad.is_storage(clgrad.zeros(1))
     False
     """
-    from ..runtime.memory import Storage
     return isinstance(obj, Storage)
 
 
@@ -153,7 +155,6 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """
     if isinstance(obj, Tensor):
         dt = obj.dtype if dtype is None else dtypes.as_dtype(dtype)
-        from ..runtime.device import get_device
         dev = obj._storage.device if device is None else get_device(device)
         if copy is False and dt is not obj.dtype:
             raise ValueError(f"can't alias tensor with dtype {obj.dtype} into dtype {dt}.")
@@ -234,7 +235,6 @@ def frobenius_norm(input, dim, keepdim=False):
     if len(dims) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
                            f"instead.")
-    from .linalg_lu import vector_norm
     return vector_norm(input, 2, dims, keepdim)
 
 
@@ -248,7 +248,6 @@ def nuclear_norm(input, dim=None, keepdim=False):
     """
     if isinstance(dim, bool):                              # nuclear_norm(input, keepdim)
         dim, keepdim = None, dim
-    from .linalg_lu import matrix_norm
     return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
 
@@ -358,7 +357,6 @@ def norm_except_dim(v, pow=2, dim=0):
     >>> n.shape, [round(v, 4) for v in n.flatten().tolist()]
     (clgrad.Size([2, 1]), [3.4641, 3.4641])
     """
-    from .linalg_lu import vector_norm
     if dim == -1:
         return vector_norm(v, pow)
     dims = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)

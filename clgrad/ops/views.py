@@ -15,6 +15,7 @@ from ._base import copy_into, full_raw, size_repr, view_raw
 from .copies import Clone, clone, contiguous, detach, detach_, to_dtype  # noqa: F401
 from .view_geometry import (_diag_geom, _select_geom, _shape_arg, _slice_geom, _wrap,  # noqa: F401
                             infer_size, is_non_overlapping, keyword_sizes, view_jvp, view_strides)
+from .reduce import sum_to
 
 
 def _view(x, shape, strides, offset):
@@ -96,7 +97,6 @@ class Expand(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .reduce import sum_to
         return sum_to(g, ctx._in_meta[0][0]), None
 
 
@@ -241,6 +241,7 @@ class AsStrided(Op):
         if in_strides == contiguous_strides(in_shape) or numel_of(in_shape) == 0:
             if is_non_overlapping(shape, strides):
                 return _scatter_back(g, in_shape, shape, strides, offset), None, None, None
+            # function-level: import cycle: index imports views
             from .index import as_strided_backward_overlapping
             return (as_strided_backward_overlapping(g, in_shape, shape, strides, offset), None,
                     None, None)
@@ -250,6 +251,7 @@ class AsStrided(Op):
         if is_non_overlapping(shape, strides):
             flat = _scatter_back(g, (span,), shape, strides, offset)
         else:
+            # function-level: import cycle: index imports views
             from .index import as_strided_backward_overlapping
             flat = as_strided_backward_overlapping(g, (span,), shape, strides, offset)
         return AsStrided.apply(flat, in_shape, in_strides, flat._offset), None, None, None
@@ -267,6 +269,7 @@ class Unbind(Op):
 
     @staticmethod
     def backward(ctx, *grads):
+        # function-level: import cycle: join imports views
         from .join import stack
         shape, dt, dev = ctx._in_meta[0]
         piece = shape[:ctx.dim] + shape[ctx.dim + 1:]
@@ -296,6 +299,7 @@ class SplitWithSizes(Op):
 
     @staticmethod
     def backward(ctx, *grads):
+        # function-level: import cycle: join imports views
         from .join import cat
         shape, dt, dev = ctx._in_meta[0]
         gs = []
