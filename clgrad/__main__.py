@@ -5,6 +5,7 @@ import sys
 import time
 
 import numpy as np
+from clgrad.runtime.device import compile_target, NO_DEVICE_HELP
 
 
 def _fmt_bytes(n):
@@ -15,7 +16,6 @@ def _pocl_build(d):
     """Which PoCL a device is: its release, its LLVM, whose build (pip's wheel or a distribution's
     package) and the CPU it compiles for; two PoCLs can sit side by side (docs/implementations.md)."""
     import re
-    from clgrad.runtime.device import compile_target
     llvm = re.search(r"LLVM ([\d.]+)", d.platform.version)
     distro = re.search(r"debian|ubuntu|fedora|suse", d.driver_version, re.I)
     who = "a distribution's package" if distro else "pip's wheel or a local build"
@@ -25,10 +25,10 @@ def _pocl_build(d):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    # function-level: the clgrad namespace, imported when the command runs
     import clgrad
     devs = clgrad.cl.devices()
     if not devs:
-        from clgrad.runtime.device import NO_DEVICE_HELP
         print(NO_DEVICE_HELP.format(why=""))
         return 1
     print(f"clgrad {clgrad.__version__}: {len(devs)} OpenCL device(s)")

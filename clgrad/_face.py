@@ -10,9 +10,12 @@ from .autograd import engine
 from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops import methods as _methods
-from .ops.elementwise import OPS
+from .ops.elementwise import OPS, TABLE, run
 from . import tensor as _tensor_layer
-from .tensor import Tensor
+from .tensor import Tensor, make_tensor, upload, empty_tensor
+from .runtime.device import get_device
+from ._legacy import NAMES
+from .ops._base import copy_into
 
 FUNCTIONS = {}
 METHODS = {}
@@ -53,7 +56,6 @@ Tensor.data = property(lambda self: _data(self), lambda self, v: _set_data(self,
 
 
 def _data(t):
-    from .tensor import make_tensor
     d = make_tensor(t._storage, t._shape, t._strides, t._offset, t._dtype, t._contig)
     return d
 
@@ -102,7 +104,6 @@ def to(self, *args, **kwargs):
                 raise TypeError(f"to() received an invalid combination of arguments: {a!r}") from None
     out = self
     if device is not None:
-        from .runtime.device import get_device
         dev = get_device(device)
         if dev is not self._storage.device:
             out = _to_device(out, dev)
@@ -121,7 +122,6 @@ def _cuda_spec(device):
 
 
 def _to_device(t, dev):
-    from .tensor import upload
     host = t._read_host()
     res = upload(host, t._dtype, dev) if t._dtype is not dtypes.bfloat16 else \
         _upload_bits(host, dev)
@@ -132,7 +132,6 @@ def _to_device(t, dev):
 
 def _upload_bits(bits, dev):
     import pyopencl as cl
-    from .tensor import empty_tensor
     out = empty_tensor(bits.shape, dtypes.bfloat16, dev)
     if bits.size:
         cl.enqueue_copy(dev.queue, out._storage.buf, bits, is_blocking=True)
@@ -151,7 +150,6 @@ def type_(self, dtype=None, non_blocking=False):
     """torch's Tensor.type: with no argument the legacy type name ('torch.FloatTensor', as torch
     prints it, 'torch.cuda.FloatTensor' on a GPU); otherwise a cast to a dtype or a legacy type
     (a class such as clgrad.LongTensor, or its name)."""
-    from ._legacy import NAMES
     if dtype is None:
         name = next(n for n, d in NAMES.items() if d is self._dtype)
         return f"torch.{'cuda.' if self.is_cuda else ''}{name}"
@@ -285,6 +283,7 @@ register(methods={"copy_": inplace.copy_, "fill_": inplace.fill_, "zero_": inpla
 def _nn_method(name):
     """Tensor.<name> for an nn.functional op (imported on first use: nn sits above ops)."""
     def method(self, *args, **kwargs):
+        # function-level: points up the layer map on purpose: nn sits above the face
         from .nn import functional as F
         return getattr(F, name)(self, *args, **kwargs)
     method.__name__ = name
@@ -453,11 +452,9 @@ _h.clone = lambda t: views.Clone.apply(t)
 
 
 def _add_inplace_raw(old, g):
-    from .ops.elementwise import TABLE, run
     if old._contig and old._dtype is g._dtype and not (g._storage is old._storage):
         run(TABLE["add"], (old, g), (), out=old, cdt=old._dtype)
     else:
-        from .ops._base import copy_into
         copy_into(old, run(TABLE["add"], (old, g)))
     old._vc[0] += 1
 

@@ -3,6 +3,7 @@ it, summarised with '...' past 1000 elements, and the suffixes torch prints."""
 import numpy as np
 
 from . import dtypes
+from .runtime.device import default_device
 
 PRECISION = 4
 THRESHOLD = 1000
@@ -99,7 +100,6 @@ def _str(a, fmt, indent, summarize):
 
 
 def format_tensor(t):
-    from .runtime.device import default_device
     dt = t._dtype
     suffixes = []
     shape = t._shape

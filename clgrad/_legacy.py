@@ -16,7 +16,8 @@ clgrad.Size([2, 3])
 import numbers
 
 from . import dtypes
-from .tensor import Tensor
+from .tensor import Tensor, Size
+from .ops import creation
 
 NAMES = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64,
          "HalfTensor": dtypes.float16, "BFloat16Tensor": dtypes.bfloat16,
@@ -33,8 +34,6 @@ class _LegacyType(type):
     def __call__(cls, *args, device=None):
         """XTensor(data) copies data, XTensor(*sizes) or XTensor(clgrad.Size) is uninitialised,
         XTensor(tensor) converts."""
-        from .ops import creation
-        from .tensor import Size
         device = device if device is not None else ("cuda" if cls.is_cuda else None)
         if len(args) == 1 and isinstance(args[0], Tensor):
             return args[0].to(dtype=cls.dtype, device=device)

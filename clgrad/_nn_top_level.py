@@ -10,6 +10,7 @@ step functions of nn.modules.rnn they run.
 """
 from . import dtypes
 from .nn import functional as F
+from .autograd.grad_mode import is_grad_enabled
 
 __all__ = [
     "celu", "celu_", "selu", "selu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_",
@@ -300,7 +301,6 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     >>> [round(v, 4) for v in clgrad.embedding_renorm_(w, clgrad.tensor([0]), 1.0, 2.0)[0].tolist()]
     [0.6, 0.8]
     """
-    from .autograd.grad_mode import is_grad_enabled
     if input.requires_grad and input.grad_fn is None and is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")

@@ -171,6 +171,7 @@ def set_default_tensor_type(t, /):
         raise TypeError("only floating-point types are supported as the default type")
     dtypes.set_default_dtype(dt)
     if cuda:
+        # function-level: the clgrad namespace, which imports this module
         from . import set_default_device
         set_default_device("cuda")
 

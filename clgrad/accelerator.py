@@ -10,6 +10,7 @@ True
 True
 """
 from . import cuda as _cuda
+from .tensor import device
 
 __all__ = ["current_accelerator", "current_device_index", "current_device_idx", "device_count",
            "device_index", "is_available", "set_device_index", "set_device_idx", "synchronize",
@@ -54,7 +55,6 @@ def current_accelerator(check_available=False):
     >>> a is None or str(a) == "cuda"
     True
     """
-    from .tensor import device
     return device("cuda") if _cuda.is_available() else None
 
 

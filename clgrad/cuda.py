@@ -115,6 +115,7 @@ def synchronize(device=None):
 def manual_seed(seed):
     """Seed the generator. clgrad has one counter-based generator for every device (the same
     numbers on any vendor), so this is clgrad.manual_seed."""
+    # function-level: points up the layer map on purpose: the generator lives in ops
     from .ops.creation import manual_seed as _seed
     _seed(seed)
 
@@ -123,6 +124,7 @@ manual_seed_all = manual_seed
 
 
 def seed():
+    # function-level: points up the layer map on purpose: the generator lives in ops
     from .ops.creation import seed as _seed
     return _seed()
 
@@ -131,6 +133,7 @@ seed_all = seed
 
 
 def initial_seed():
+    # function-level: points up the layer map on purpose: the generator lives in ops
     from .ops.creation import initial_seed as _initial
     return _initial()
 
@@ -168,12 +171,14 @@ def set_per_process_memory_fraction(fraction, device=None):
 
 def get_rng_state(device="cuda"):
     """The generator's state (one generator serves every device, as clgrad.get_rng_state)."""
+    # function-level: points up the layer map on purpose: the generator lives in ops
     from .ops.creation import get_rng_state as _get
     _gpu(None if device == "cuda" else device)
     return _get()
 
 
 def set_rng_state(new_state, device="cuda"):
+    # function-level: points up the layer map on purpose: the generator lives in ops
     from .ops.creation import set_rng_state as _set
     _gpu(None if device == "cuda" else device)
     _set(new_state)

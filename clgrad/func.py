@@ -18,6 +18,8 @@ from . import autograd
 from .autograd.grad_mode import enable_grad
 from .ops.join import stack
 from .tensor import Tensor
+from .ops.creation import get_rng_state, set_rng_state, tensor
+from .autograd import forward_ad as fwAD
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
            "functional_call"]
@@ -76,7 +78,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
         n = sizes.pop()
-        from .ops.creation import get_rng_state, set_rng_state
         state = get_rng_state() if randomness == "same" else None
         results = []
         for i in range(n):
@@ -99,7 +100,6 @@ def _stack_outputs(results, out_dims):
         return type(first)(_stack_outputs([r[k] for r in results], dims[k])
                            for k in range(len(first)))
     if isinstance(first, (int, float, bool)):
-        from .ops.creation import tensor
         return tensor(results)
     raise ValueError(f"vmap: the function must return tensors (or tuples of them), got "
                      f"{type(first).__name__}")
@@ -200,7 +200,6 @@ def jvp(func, primals, tangents, *, has_aux=False):
     >>> jvp(lambda x: x ** 2, (clgrad.tensor([3.0]),), (clgrad.tensor([1.0]),))[1].tolist()
     [6.0]
     """
-    from .autograd import forward_ad as fwAD
     with fwAD.dual_level():
         duals = [fwAD.make_dual(p, t) for p, t in zip(primals, tangents)]
         out = func(*duals)

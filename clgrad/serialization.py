@@ -34,6 +34,7 @@ import pyopencl as cl
 from . import dtypes
 from .runtime.device import Device, get_device
 from .tensor import Size, Tensor, empty_tensor
+from .nn.parameter import Parameter
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals"]
@@ -396,7 +397,6 @@ class _Reader:
         if callable(self.map_location) and not isinstance(self.map_location, (str, Device, dict)):
             t = self.map_location(t, e.get("device"))
         if e.get("parameter"):
-            from .nn.parameter import Parameter
             return Parameter(t, requires_grad=bool(e.get("requires_grad")))
         if e.get("requires_grad") and t.is_floating_point():
             t.requires_grad_(True)

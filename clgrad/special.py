@@ -12,6 +12,7 @@ from .ops import softmax as _softmax
 from .ops import special as _sp
 from .ops.pointwise import where as _where
 from .tensor import Tensor as _Tensor
+from .ops.elementwise import apply_ew
 
 digamma = _pw.FUNCTIONS["digamma"]
 psi = digamma
@@ -121,7 +122,6 @@ gammaincc = _sp.igammac
 
 def _unary(name, example, value, grad=""):
     """A torch.special function of one tensor over table entry `name`."""
-    from .ops.elementwise import apply_ew
 
     def f(input):
         if not isinstance(input, _Tensor):
@@ -157,7 +157,6 @@ airy_ai = _unary("airy_ai", 1.0, 0.1353, ": the Airy function Ai")
 
 def _polynomial(name, example):
     """A torch.special polynomial p_n(x): n a tensor or a number, truncated to an integer."""
-    from .ops.elementwise import apply_ew
 
     def f(input, n):
         if not isinstance(input, _Tensor) and not isinstance(n, _Tensor):

@@ -10,6 +10,7 @@ from ._grad_state import state as _grad_state
 from .runtime.device import get_device, torch_name
 from .runtime import family as _family
 from .runtime.memory import Storage
+from ._format import format_tensor
 
 
 class Size(tuple):
@@ -360,6 +361,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base is not None:
+            # function-level: points up on purpose (views are the autograd core's)
             from .autograd.views import refresh_view_grad_fn
             refresh_view_grad_fn(self)
         return self._grad_fn
@@ -496,7 +498,6 @@ class Tensor:
         return complex(self.item())
 
     def __repr__(self, *, tensor_contents=None):
-        from ._format import format_tensor
         return format_tensor(self)
 
     def __format__(self, spec):

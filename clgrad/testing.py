@@ -23,6 +23,8 @@ import math
 import warnings
 
 import numpy as np
+from .tensor import Tensor
+from .ops.creation import as_tensor, tensor
 
 
 # torch's default (rtol, atol) per dtype; every other dtype compares exactly
@@ -34,7 +36,6 @@ __all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
 
 def _tensor_type():
-    from .tensor import Tensor
     return Tensor
 
 
@@ -200,7 +201,6 @@ def _compare(actual, expected, where, opts):
             raise _Mismatch(TypeError, "No comparison pair was able to handle inputs of type "
                                        f"{type(actual)} and {type(expected)}.")
         if not isinstance(actual, Tensor):
-            from .ops.creation import as_tensor
             try:
                 actual, expected = as_tensor(actual), as_tensor(expected)
             except Exception:
@@ -248,7 +248,6 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=
     warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed "
                   "in a future release. Please use `torch.testing.assert_close()` instead.",
                   FutureWarning, stacklevel=2)
-    from .ops.creation import tensor
     Tensor = _tensor_type()
     if not isinstance(actual, Tensor):
         actual = tensor(actual)
@@ -273,7 +272,6 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
     >>> t.shape, bool((t.abs() <= 1).all())
     (clgrad.Size([2, 3]), True)
     """
-    from .ops.creation import tensor
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     name = _name(dtype)
