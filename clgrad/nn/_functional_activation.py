@@ -12,6 +12,7 @@ from ..ops import softmax as _softmax
 from ..ops.elementwise import apply_ew
 from ..ops.pointwise import inplace as _inplace, where
 from ..tensor import Tensor
+from ..ops.creation import empty_like
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", "softplus",
            "logsigmoid", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -21,6 +22,7 @@ __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", 
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 
@@ -392,7 +394,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2, inplace)
-    from ..ops.creation import empty_like
     slope = empty_like(input).uniform_(lower, upper)
     return _inplace_result(input, lambda x: where(x >= 0, x, x * slope), inplace)
 

@@ -5,6 +5,7 @@ import math
 from ..ops.arrange import triu_indices
 from ..ops.pointwise import where
 from ..tensor import Tensor
+from ..ops.reduce import norm
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
 
@@ -28,7 +29,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     >>> round(F.pairwise_distance(clgrad.tensor([[3.0, 0.0]]), clgrad.tensor([[0.0, 4.0]])).item(), 4)
     5.0
     """
-    from ..ops.reduce import norm
     return norm(x1 - x2 + eps, p, -1, keepdim)
 
 

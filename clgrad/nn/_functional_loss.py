@@ -15,6 +15,8 @@ from ..ops.join import cat, stack
 from ..ops.pointwise import minimum, where
 from ..tensor import Tensor
 from ._functional_distance import cosine_similarity, pairwise_distance
+from ..ops._base import broadcast_shapes
+from ..autograd.grad_mode import no_grad
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
@@ -24,6 +26,7 @@ __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 
@@ -73,7 +76,6 @@ def _broadcast_pair(input, target):
     promotion as one."""
     if input.shape == target.shape:
         return input, target
-    from ..ops._base import broadcast_shapes
     shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
     return input.expand(shape), target.expand(shape)
 
@@ -155,7 +157,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     [0.125, 4.0]
     """
     _warn_shapes(input, target)
-    from ..ops._base import broadcast_shapes
     broadcast_shapes(tuple(input.shape), tuple(target.shape))    # torch: shapes, then delta
     if not delta > 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta. (got "
@@ -178,7 +179,6 @@ def _times_into(loss, weight):
 
 
 def _check_into(t, other):
-    from ..ops._base import broadcast_shapes
     shape = broadcast_shapes(tuple(t.shape), tuple(other.shape))
     if shape != tuple(t.shape):
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
@@ -283,7 +283,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        from ..ops.pointwise import minimum
         d_an = minimum(d_an, pairwise_distance(positive, negative, p, eps))
     return _reduced((d_ap - d_an + margin).clamp_min(0), size_average, reduce, reduction)
 
@@ -345,7 +344,6 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         var = var.unsqueeze(-1)
     if (var < 0).any().item():
         raise ValueError("var has negative entry/entries")
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         floor = var.clamp_min(eps) - var                # added without gradient, as torch
     v = var + floor

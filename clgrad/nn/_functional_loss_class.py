@@ -10,6 +10,9 @@ from ..autograd.grad_mode import no_grad
 from ..ops.pointwise import clamp, where
 from ._functional_activation import log_softmax, softplus
 from ._functional_loss import _check_into, _check_reduction, _reduce, _reduction, _times_into
+from ..ops._base import same_device
+from ..ops.index import Gather, _check_range
+from ..kernels.index import class_targets_raw
 
 __all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
@@ -58,8 +61,6 @@ def _gather_targets(op, logp, safe, cd):
     """logp at the class indices `safe` (int64, ignored targets already 0) along cd; a class
     out of range is torch's IndexError "Target N is out of bounds." (one host sync: the check
     gather would make, made here so that it names the target)."""
-    from ..ops._base import same_device
-    from ..ops.index import Gather, _check_range
     same_device(op, [logp, safe])
     C = logp.shape[cd]
     _check_range(op, safe, C, cd, False, IndexError,
@@ -74,7 +75,6 @@ def _picked(logp, target, weight, ignore_index, op):
     cd = _class_dim(logp)
     if weight is None and target.dtype is dtypes.int64 and logp.dtype.kind == "f":
         # the usual case in one kernel: the safe targets and their 0/1 weights
-        from ..kernels.index import class_targets_raw
         safe, w = class_targets_raw(target, ignore_index, logp.dtype)
         picked = _gather_targets(op, logp, safe, cd)
         return picked, w, None                 # ignored: w == 0, made only if wanted

@@ -8,12 +8,14 @@ from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops import norm as _norm
 from ..ops.pointwise import addcmul
+from ..ops.join import cat
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize", "rms_norm", "instance_norm",
            "local_response_norm"]
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 
@@ -245,7 +247,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     rv = running_var.repeat(N) if running_var is not None else None
     out = F.batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
     if use_input_stats and running_mean is not None:
-        from ..autograd.grad_mode import no_grad
         with no_grad():
             running_mean.copy_(rm.reshape(N, C).mean(0))
             running_var.copy_(rv.reshape(N, C).mean(0))
@@ -270,7 +271,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
                          f"dimensions)")
     if input.numel() == 0:
         return input
-    from ..ops.join import cat
     sq = (input * input).unsqueeze(1)                      # [N, 1, C, *]
     C = input.shape[1]
     zeros = lambda n: sq.new_zeros((sq.shape[0], 1, n) + tuple(sq.shape[3:]))  # noqa: E731

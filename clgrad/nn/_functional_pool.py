@@ -8,8 +8,11 @@ ceil((i + 1) * L / out)), one window per output position, so it suits small outp
 import math
 
 from ..ops import conv as _conv
-from ..ops.join import stack
+from ..ops.join import stack, cat
 from ..tensor import Tensor
+from ..ops.creation import full, tensor as _tensor
+from ..ops.pointwise import where
+from .. import dtypes
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
            "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
@@ -18,6 +21,7 @@ __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 
@@ -274,9 +278,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     [[3.0, 1.0], [0.0, 4.0]]
     """
     import numpy as np
-    from ..ops.creation import full, tensor as _tensor
-    from ..ops.join import cat
-    from ..ops.pointwise import where
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
     if per_sample_weights is not None and mode != "sum":
@@ -339,7 +340,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 def _through_float(op, input, fn):
     """An integer pooling computed in float64 (float32 without fp64) and converted back: exact
     while the values fit the float's mantissa, which is checked for the 64-bit ints."""
-    from .. import dtypes
     dev = input._storage.device
     ft = dtypes.float64 if dev.has_fp64 else dtypes.float32
     if input.dtype in (dtypes.int64, dtypes.int32) and input.numel():
@@ -353,7 +353,6 @@ def _through_float(op, input, fn):
 
 def refuse(kernel, input):
     """torch's NotImplementedError for a dtype its CPU kernel does not take."""
-    from .. import dtypes
     raise NotImplementedError(f'"{kernel}" not implemented for '
                               f"'{dtypes.TORCH_NAMES[input.dtype]}' (input of shape "
                               f"{list(input.shape)})")

@@ -21,6 +21,7 @@ __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 

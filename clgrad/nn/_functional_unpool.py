@@ -22,6 +22,7 @@ __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool
 
 
 def _F():
+    # function-level: import cycle: nn.functional imports this module
     from . import functional
     return functional
 

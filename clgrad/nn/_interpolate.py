@@ -143,6 +143,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
+        # function-level: import cycle: nn.functional imports this module
         from . import functional as F
         if nd == 1:
             return F.adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)

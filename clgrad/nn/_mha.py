@@ -30,6 +30,7 @@ def _float_mask(mask, name, dtype):
 
 
 def _linear(x, w, b):
+    # function-level: import cycle: nn.functional imports this module
     from .functional import linear
     return linear(x, w, b)
 
@@ -151,6 +152,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             scores = bmm(scores, k.transpose(-2, -1))
         weights = softmax(scores, -1)
         if dropout_p > 0.0:
+            # function-level: import cycle: nn.functional imports this module
             from .functional import dropout
             weights = dropout(weights, p=dropout_p)
         out = bmm(weights, v)                                    # [N*H, L, hd]

@@ -14,6 +14,8 @@ import warnings
 from ..autograd.grad_mode import no_grad
 from ..ops.elementwise import apply_ew
 from ..ops.pointwise import where
+from ..ops.creation import eye
+from ..linalg import qr
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -173,7 +175,6 @@ def eye_(tensor):
     """
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..ops.creation import eye
     with no_grad():
         return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
 
@@ -255,7 +256,6 @@ def orthogonal_(tensor, gain=1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor                       # no-op, as torch's
-    from ..linalg import qr
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     with no_grad():

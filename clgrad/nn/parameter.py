@@ -1,6 +1,7 @@
 """`Parameter`: a tensor that a `Module` registers as one of its parameters when it is assigned
 as an attribute, and `Buffer`, its counterpart for buffers."""
 from ..tensor import Tensor, alias
+from ..ops.creation import empty
 
 
 class Parameter(Tensor):
@@ -21,7 +22,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from ..ops.creation import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
@@ -54,7 +54,6 @@ class Buffer(metaclass=_BufferMeta):
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
-            from ..ops.creation import empty
             data = empty(0)
         t = alias(data)
         t._requires_grad = data._requires_grad
@@ -98,7 +97,6 @@ class UninitializedTensorMixin:
     def materialize(self, shape, device=None, dtype=None):
         """Give it data of `shape` (uninitialized values) on its device and dtype, or the ones
         given, and make it the class it stands for (Parameter, or Tensor for a buffer)."""
-        from ..ops.creation import empty
         device = self.device if device is None else device
         dtype = self.dtype if dtype is None else dtype
         self.data = empty(shape, device=device, dtype=dtype)
@@ -184,7 +182,6 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        from ..ops.creation import empty
         return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
 
@@ -202,7 +199,6 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     cls_to_become = Tensor
 
     def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
-        from ..ops.creation import empty
         t = alias(empty(0, device=device, dtype=dtype))
         t.__class__ = cls
         t.requires_grad_(requires_grad)

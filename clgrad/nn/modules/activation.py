@@ -1,6 +1,6 @@
 """Activation modules: each calls its fused kernel through clgrad.nn.functional; and
 MultiheadAttention, which torch files here too (pickles name it by this module's path)."""
-from .. import functional as F
+from .. import functional as F, init as _init
 from .. import init
 from ...ops.creation import empty
 from ..parameter import Parameter
@@ -522,7 +522,6 @@ class PReLU(Module):
 
     def reset_parameters(self):
         init_ = self.init
-        from .. import init as _init
         _init.constant_(self.weight, init_)
 
     def forward(self, input):

@@ -115,6 +115,7 @@ def _channel_dims(x):
 
 
 def _all_reduce_sum(t, group):
+    # function-level: points up the layer map on purpose: distributed sits above nn
     from ... import distributed as dist
     t = t.contiguous()
     dist.all_reduce(t, group=group)
@@ -190,6 +191,7 @@ class SyncBatchNorm(_BatchNorm):
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
     def forward(self, input):
+        # function-level: points up the layer map on purpose: distributed sits above nn
         from ... import distributed as dist
         self._check_input_dim(input)
         sync = self.training and dist.is_available() and dist.is_initialized() and \

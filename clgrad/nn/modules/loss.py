@@ -441,6 +441,7 @@ class LinearCrossEntropyLoss(Module):
                  label_smoothing=0.0, options=None):
         super().__init__()
         import math
+        # function-level: import cycle (linear -> nn.functional -> nn.modules -> this module)
         from .linear import Linear
         self.num_classes, self.out_features = num_classes, tuple(out_features)
         self.linear = Linear(in_features, num_classes * math.prod(self.out_features), bias=bias,

@@ -9,6 +9,7 @@ from ... import dtypes
 from ..parameter import Buffer, Parameter
 from . import _module_hooks, _module_state_dict
 from ._module_state_dict import _IncompatibleKeys  # noqa: F401  torch's home of the name
+from ...runtime.device import get_device
 
 __all__ = ["Module"]
 
@@ -623,7 +624,6 @@ class Module:
 
 def _parse_to(args, kwargs):
     """(device, dtype) from the arguments of Module.to, as torch accepts them."""
-    from ...runtime.device import get_device
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)

@@ -1,11 +1,12 @@
 """LayerNorm, GroupNorm, RMSNorm, InstanceNorm1d/2d/3d and LocalResponseNorm."""
 import numbers
 
-from ...ops.creation import empty
+from ...ops.creation import empty, ones, zeros, tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ... import dtypes as _dt
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "LocalResponseNorm", "CrossMapLRN2d"]
@@ -146,11 +147,9 @@ class _InstanceNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         affine_parameters(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
-            from ...ops.creation import ones, zeros
             self.register_buffer("running_mean", zeros(num_features, device=device,
                                                        dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            from ... import dtypes as _dt
             self.register_buffer("num_batches_tracked", zeros((), dtype=_dt.int64,
                                                               device=device))
         else:
@@ -247,7 +246,6 @@ class CrossMapLRN2d(Module):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
                              f"instead.")
-        from ...ops.creation import tensor
         C = input.shape[1]
         p = int((self.size - 1) / 2 + 1)
         # prefix sums of the squares over channels, a zero row first: P[j] = sum of the first j

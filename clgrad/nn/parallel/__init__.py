@@ -35,6 +35,7 @@ class DataParallel(Module):
 
 def __getattr__(name):
     if name in ("DistributedDataParallel", "DDP"):
+        # function-level: points up the layer map on purpose: DDP is distributed's
         from ...distributed.ddp import DistributedDataParallel
         return DistributedDataParallel
     raise AttributeError(f"module 'clgrad.nn.parallel' has no attribute {name!r}")

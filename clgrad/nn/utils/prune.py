@@ -18,6 +18,8 @@ import numbers
 from abc import ABC, abstractmethod
 
 import numpy as np
+from ...ops.creation import tensor, rand
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured",
            "L1Unstructured", "RandomStructured", "LnStructured", "CustomFromMask", "identity",
@@ -26,7 +28,6 @@ __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructu
 
 
 def _tensor_like(values, like):
-    from ...ops.creation import tensor
     return tensor(np.asarray(values, dtype=np.float64), dtype=like.dtype, device=like.device)
 
 
@@ -84,7 +85,6 @@ class BasePruningMethod(ABC):
                                      f"{name} of {module}")
         else:
             importance_scores = orig
-        from ...autograd.grad_mode import no_grad
         if old_method is None:
             module.register_parameter(name + "_orig", orig)
             del module._parameters[name]
@@ -231,7 +231,6 @@ class Identity(_HostMethod):
 
 def _rand(n):
     """n uniform numbers from clgrad's generator (so manual_seed fixes the random methods)."""
-    from ...ops.creation import rand
     return rand(n).numpy().astype(np.float64) if n else np.zeros(0)
 
 

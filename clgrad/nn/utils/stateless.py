@@ -1,6 +1,7 @@
 """clgrad.nn.utils.stateless: torch's (deprecated) functional_call, the same as
 clgrad.func.functional_call, with torch's FutureWarning."""
 import warnings
+from ...func import functional_call as _call
 
 __all__ = ["functional_call"]
 
@@ -21,6 +22,5 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, t
                   "will be removed in a future version of PyTorch. Please use "
                   "`torch.func.functional_call` instead which is a drop-in replacement.",
                   FutureWarning, stacklevel=2)
-    from ...func import functional_call as _call
     return _call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights,
                  strict=strict)
