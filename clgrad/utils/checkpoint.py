@@ -22,6 +22,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..ops.creation import get_rng_state, set_rng_state
 from ..tensor import Tensor
+from ..nn.modules.module import Module
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "detach_variable", "noop_context_fn", "check_backward_validity", "get_device_states",
@@ -315,7 +316,6 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
             return input
         return forward
 
-    from ..nn.modules.module import Module
     if isinstance(functions, Module) and hasattr(functions, "children"):
         functions = list(functions.children())
     segment_size = len(functions) // segments

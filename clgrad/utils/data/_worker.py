@@ -22,6 +22,11 @@ import random
 import traceback
 
 import numpy as np
+from ...tensor import Tensor
+from ...ops.creation import from_numpy, tensor, manual_seed, default_generator
+from ... import dtypes
+from ...runtime.device import get_device
+from ...runtime import device as dmod
 
 _worker_info = None
 
@@ -55,7 +60,6 @@ class _Numeric:
 
 
 def _host_leaf(batch):
-    from ...tensor import Tensor
     elem = batch[0]
     if isinstance(elem, Tensor):
         _refuse()
@@ -76,15 +80,13 @@ def _host_leaf(batch):
 
 def host_collate(batch):
     """default_collate's structure with numpy arrays in place of tensors (run in workers)."""
+    # function-level: import cycle: dataloader imports this module
     from .dataloader import collate_nested
     return collate_nested(batch, _host_leaf)
 
 
 def to_device(data):
     """Upload the numpy leaves of what a worker returned (main process)."""
-    from ...ops.creation import from_numpy, tensor
-    from ... import dtypes
-    from ...runtime.device import get_device
     if isinstance(data, _Numeric):
         a = data.array
         if a.dtype == np.float64 and not get_device(None).has_fp64:
@@ -156,7 +158,6 @@ def _refuse(*_a, **_k):
 
 def _no_devices_in_workers():
     """Make any use of an OpenCL device in a worker fail with a clear error."""
-    from ...runtime import device as dmod
     dmod.Device.queue = property(_refuse)
     dmod.devices = _refuse
     dmod.default_device = _refuse
@@ -167,7 +168,6 @@ def _worker_loop(worker_id, num_workers, seed, dataset, fetch, iterable, index_q
     global _worker_info
     _no_devices_in_workers()
     random.seed(seed)
-    from ...ops.creation import manual_seed
     manual_seed(seed)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     try:
@@ -217,7 +217,6 @@ class WorkerPool:
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         elif isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
-        from ...ops.creation import default_generator
         gen = loader.generator or default_generator
         base_seed = (gen.initial_seed() + gen._offset) & 0x7FFFFFFFFFFFFFFF
         gen._offset += 1                   # each epoch's workers get new seeds

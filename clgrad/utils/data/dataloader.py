@@ -11,6 +11,7 @@ from ...runtime.device import get_device
 from ...tensor import Tensor
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from . import _worker
 
 __all__ = ["DataLoader", "default_collate", "default_convert"]
 
@@ -228,7 +229,6 @@ class DataLoader:
                 yield self.collate_fn(self.dataset[index])
 
     def _iter_workers(self):
-        from . import _worker
         iterable = isinstance(self.dataset, IterableDataset)
         auto = self.batch_size is not None if iterable else self._auto_collation
         on_host = self.collate_fn is default_collate

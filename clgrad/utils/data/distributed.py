@@ -2,6 +2,7 @@
 import math
 
 from .sampler import Sampler
+from ...ops.creation import Generator, randperm
 
 
 class DistributedSampler(Sampler):
@@ -44,7 +45,6 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            from ...ops.creation import Generator, randperm
             g = Generator().manual_seed(self.seed + self.epoch)
             indices = randperm(n, generator=g).tolist()
         else:
