@@ -75,6 +75,7 @@ def set_default_device(device):
     device(type='cpu')
     >>> clgrad.set_default_device(None)
     """
+    # function-level: keeps the name off the clgrad namespace
     from .runtime import device as _d
     if device is None:
         _d._default_index = None
@@ -89,6 +90,7 @@ def get_default_device():
     >>> isinstance(clgrad.get_default_device(), clgrad.device)
     True
     """
+    # function-level: keeps the name off the clgrad namespace
     from .runtime.device import default_device
     return device(default_device())
 
@@ -118,6 +120,7 @@ def broadcast_shapes(*shapes):
     >>> clgrad.broadcast_shapes((2, 1), (1, 3))
     clgrad.Size([2, 3])
     """
+    # function-level: keeps the name off the clgrad namespace
     from .ops._base import broadcast_shapes as _b
     return Size(_b(*[tuple(s) for s in shapes]))
 

@@ -10,6 +10,8 @@ import warnings
 
 from .. import dtypes
 from ..tensor import Tensor
+from ..runtime.device import gpus
+import clgrad.nn.functional as F
 
 # torch's autocast lists (torch/csrc/autograd/autocast_mode / aten/src/ATen/autocast_mode.cpp),
 # restricted to the ops clgrad has.
@@ -90,7 +92,6 @@ class autocast:
                           f"Disabling autocast.")
             enabled = False
         if enabled and device_type == "cuda":
-            from ..runtime.device import gpus
             if not gpus():
                 warnings.warn("User provided device_type of 'cuda', but CUDA is not available. "
                               "Disabling")
@@ -209,8 +210,8 @@ def install():
     """Wrap every listed op of the clgrad namespace, Tensor and nn.functional (once)."""
     global _installed
     _installed = True
+    # function-level: the clgrad namespace, which imports this module
     import clgrad
-    import clgrad.nn.functional as F
     names = set()
     for table in (LOWER, FLOAT32, PROMOTE):
         for s in table.values():

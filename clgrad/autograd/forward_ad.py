@@ -40,6 +40,7 @@ from ..tensor import Tensor, make_tensor
 from . import function as F
 from .grad_mode import _DecoratorContextManager
 from .grad_mode import state as _grad_state
+from .engine import grad
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
            "unpack_dual", "dual_level"]
@@ -215,7 +216,6 @@ def _jvp_from_backward(cls, args, tangents):
     u that requires grad gives vjp(u) = uᵀJ as a function of u; the gradient of <vjp(u), v> with
     respect to u is J·v. Gradient formulas are linear in u, so any u will do: u = 1 rather than
     0, where formulas that go through log|u| (logcumsumexp's) would give 0 * inf."""
-    from .engine import grad
     grad_was = _grad_state.grad_enabled
     # the result keeps its normal history when autograd records it anyway
     keep_history = grad_was and any(isinstance(a, Tensor) and a._requires_grad for a in args)

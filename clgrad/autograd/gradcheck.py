@@ -8,6 +8,9 @@ import pyopencl as cl
 
 from ..tensor import Tensor
 from .grad_mode import no_grad
+from ..ops.creation import zeros, zeros_like, randn
+from .engine import grad as autograd_grad
+from . import forward_ad as fwAD
 
 
 class GradcheckError(RuntimeError):
@@ -79,8 +82,6 @@ def numerical_jacobian(func, inputs, eps=1e-6):
 
 
 def analytical_jacobian(func, inputs):
-    from ..ops.creation import zeros
-    from .engine import grad as autograd_grad
     inputs = _as_tuple(inputs)
     diff = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
     outs = _flat_outputs(func(*inputs))
@@ -170,8 +171,6 @@ def forward_jacobian(func, inputs):
     >>> forward_jacobian(lambda t: t * t, (x,))[0].tolist()
     [[2.0, 0.0], [0.0, 4.0]]
     """
-    from ..ops.creation import zeros_like
-    from . import forward_ad as fwAD
     inputs = _as_tuple(inputs)
     jac = []
     for i, t in enumerate(inputs):
@@ -208,8 +207,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> clgrad.autograd.gradgradcheck(lambda t: (t * t * t).sum(), (x,))
     True
     """
-    from ..ops.creation import randn
-    from .engine import grad as autograd_grad
     inputs = _as_tuple(inputs)
     outs = _flat_outputs(func(*inputs))
     if grad_outputs is None:

@@ -22,6 +22,7 @@ from . import engine
 from . import function as F
 from .function import FREED, AccumulateGrad, GradientEdge, Node, RemovableHandle
 from .op import _null_ctx
+from ..ops.copies import Clone
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
@@ -256,7 +257,6 @@ class _AllowMutationOnSavedContext:
 
     def mutate(self, t):
         """t is about to change: copy every tensor saved from its memory at its current version."""
-        from ..ops.copies import Clone
         for ref in self.saved.pop((id(t._storage), t._vc[0]), ()):
             h = ref()
             if h is not None and h not in self.cloned and h in self.original:

@@ -22,6 +22,8 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..ops.creation import from_numpy
 
 _world = None          # the default group, once init_process_group ran
 
@@ -163,8 +165,6 @@ def _host(t):
 def _write(t, host):
     """Copy host values back into the device tensor t, in place: straight into its buffer when
     t is contiguous and of the host's dtype, else through a temporary on the device."""
-    from ..autograd.grad_mode import no_grad
-    from ..ops.creation import from_numpy
     host = np.ascontiguousarray(host)
     if t._contig and t.dtype.np == host.dtype and t.dtype is not dtypes.bfloat16 and host.size:
         import pyopencl as cl
@@ -430,6 +430,7 @@ def irecv(tensor, src=None, group=None, tag=0):
 
 def __getattr__(name):
     if name == "DistributedDataParallel":
+        # function-level: import cycle: ddp imports this package
         from .ddp import DistributedDataParallel
         return DistributedDataParallel
     raise AttributeError(f"module 'clgrad.distributed' has no attribute {name!r}")

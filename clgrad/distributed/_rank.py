@@ -3,6 +3,7 @@ MPI's, the rank's device, then the script as __main__."""
 import os
 import runpy
 import sys
+from ..runtime import device
 
 
 def setup_env(env=os.environ):
@@ -20,7 +21,6 @@ def pick_device():
     """With several GPUs, this rank's GPU is local_rank % count."""
     if os.environ.get("CLGRAD_DEVICE"):
         return
-    from ..runtime import device
     gpus = device.gpus()
     if len(gpus) > 1:
         device.set_default_device(gpus[int(os.environ["LOCAL_RANK"]) % len(gpus)])

@@ -16,6 +16,8 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
 from . import _group, _host, _mpi, _write
+from ..ops.join import cat
+from ..tensor import Tensor
 
 FIRST_BUCKET_BYTES = 1 << 20
 
@@ -182,13 +184,11 @@ class DistributedDataParallel(Module):
 
 
 def _cat(parts):
-    from ..ops.join import cat
     return cat(parts)
 
 
 def _reachable_params(out):
     """ids of the leaf tensors that the graph of `out` (tensors in any nesting) reaches."""
-    from ..tensor import Tensor
     roots, stack, seen, leaves = [], [], set(), set()
 
     def collect(o):

@@ -23,6 +23,7 @@ import pyopencl.cltypes as cltypes
 from mako.lookup import TemplateLookup
 
 from .._version import __version__
+from .device import NoDeviceError
 
 
 def _kernel_dir():
@@ -326,7 +327,6 @@ def build_unit(device, unit, options):
     warns about any non-empty build log (Intel's always has one). A failure raises
     KernelBuildError with the log and the source."""
     if device.unusable:
-        from .device import NoDeviceError
         raise NoDeviceError(f"cl:{device.index} cannot build kernels here: {device.unusable}")
     t0 = time.perf_counter()
     path = _binary_path(device, unit, options)
