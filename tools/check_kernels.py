@@ -262,6 +262,13 @@ def _strided(dt, shape, dev, rng):
     return _t(dt, shape[::-1], dev, rng).permute(*range(len(shape) - 1, -1, -1))
 
 
+def _gapped(dt, shape, dev, rng):
+    """A tensor of `shape` whose elements are not dense in memory (every other element of its
+    last dim): the elementwise ops run their strided kernels on it. (A transposed operand is
+    dense: its result is laid out as it is and takes the contiguous kernel.)"""
+    return _t(dt, tuple(shape[:-1]) + (2 * shape[-1],), dev, rng)[..., ::2]
+
+
 def drive_elementwise(dev, dt, rng):
     """Every table entry for this dtype, contiguous and strided, tensor-tensor, tensor-scalar and
     scalar-tensor, through the table's evaluation (what every elementwise op runs)."""
@@ -275,7 +282,7 @@ def drive_elementwise(dev, dt, rng):
         for contiguous in (True, False):
             def arg(kind):
                 d = dt if kind == "T" else dtypes.bool_
-                return _t(d, (n_c,), dev, rng) if contiguous else _strided(d, (3, 5), dev, rng)
+                return _t(d, (n_c,), dev, rng) if contiguous else _gapped(d, (3, 5), dev, rng)
             for pat in e.patterns:
                 ops = []
                 for kind, p in zip(e.operands, pat):
