@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 import clgrad  # noqa: E402
-from train_gpt import GPT, batches, corpus, loss_of  # noqa: E402
+from train_gpt import GPT, batches, corpus, train_step  # noqa: E402
 
 SMALL = dict(batch=8, context=32, layers=1, d_model=32, heads=2)
 
@@ -112,12 +112,7 @@ def main(argv=None):
     run_sum = clgrad.zeros(())
     for step in range(1, args.steps + 1):
         x, y = batches(data, args.context, args.batch, rng)
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        clgrad.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        loss = train_step(model, opt, sched, x, y)
         with clgrad.no_grad():
             run_sum += loss.detach()
         del x, y, loss

@@ -109,6 +109,18 @@ def loss_of(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
+def train_step(model, opt, sched, x, y):
+    """One optimizer step on the batch (x, y), gradients clipped to norm 1, the schedule
+    advanced; returns the loss, still on the device."""
+    loss = loss_of(model, x, y)
+    opt.zero_grad()
+    loss.backward()
+    clgrad.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    return loss
+
+
 def progress(total):
     try:
         from tqdm import tqdm
@@ -172,12 +184,7 @@ def main(argv=None):
     every = max(1, args.steps // 10)
     for step in range(1, args.steps + 1):
         x, y = batches(train, args.context, args.batch, rng)
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        clgrad.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        loss = train_step(model, opt, sched, x, y)
         with clgrad.no_grad():
             run_sum += loss.detach()
         if step % every == 0 or step == args.steps:
