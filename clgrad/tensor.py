@@ -7,7 +7,7 @@ import pyopencl as cl
 
 from . import dtypes
 from ._grad_state import state as _grad_state
-from .runtime.device import get_device, torch_name
+from .runtime.device import TORCH_TYPES as _TORCH_TYPES, _OTHER_TYPES, get_device, torch_name  # noqa: E501
 from .runtime import family as _family
 from .runtime.memory import Storage
 from ._format import format_tensor
@@ -31,11 +31,6 @@ class Size(tuple):
         return n
 
 
-# torch's device types, in the order of its "Expected one of ..." error
-_TORCH_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
-                "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
-                "privateuseone")
-_OTHER_TYPES = _TORCH_TYPES[2:]
 # the words device() resolves to an OpenCL device beside torch's types and "cl" (CLGRAD_DEVICE and
 # .to() take any fragment of a device's name; device() takes only these, so that an unknown
 # name is an error that needs no device discovery)

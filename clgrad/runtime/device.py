@@ -392,10 +392,12 @@ def set_default_device(spec):
     _default_index = get_device(spec).index
 
 
-# torch's device types that clgrad does not have; naming one is an error, as in torch for a type
-# it was not built with
-_OTHER_TYPES = ("mps", "xpu", "xla", "meta", "hip", "ve", "ipu", "mtia", "hpu", "lazy", "vulkan",
-                "opengl", "opencl", "ideep", "mkldnn", "fpga", "maia", "privateuseone")
+# torch's device types, in the order of its "Expected one of ..." error; those past cpu and cuda
+# clgrad does not have: naming one is an error, as in torch for a type it was not built with
+TORCH_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+               "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+               "privateuseone")
+_OTHER_TYPES = TORCH_TYPES[2:]
 _cuda_current = 0           # the GPU that "cuda" with no index means (clgrad.cuda.set_device)
 
 
