@@ -7,7 +7,8 @@ import pyopencl as cl
 
 from . import dtypes
 from ._grad_state import state as _grad_state
-from .runtime.device import TORCH_TYPES as _TORCH_TYPES, _OTHER_TYPES, get_device, torch_name  # noqa: E501
+from .runtime.device import (TORCH_TYPES as _TORCH_TYPES, _OTHER_TYPES, get_device,
+                             torch_name)
 from .runtime import family as _family
 from .runtime.memory import Storage
 from ._format import format_tensor
