@@ -210,6 +210,16 @@ def _validate_structured(t):
                          f"Found tensor of shape {tuple(t.shape)} with {t.ndim} dims")
 
 
+def _zero_lowest(amount, scores, default_mask):
+    """default_mask with the `amount` entries of lowest score (flat, ties in order) set to 0."""
+    _validate_amount(amount, scores.size)
+    k = _nparams_toprune(amount, scores.size)
+    mask = default_mask.copy()
+    if k:
+        mask.reshape(-1)[np.argsort(scores, kind="stable")[:k]] = 0
+    return mask
+
+
 class _HostMethod(BasePruningMethod):
     """A method whose mask is computed on the host by _mask_np(values, default_mask)."""
 
@@ -243,12 +253,7 @@ class RandomUnstructured(_HostMethod):
         self.amount = amount
 
     def _mask_np(self, t, default_mask):
-        _validate_amount(self.amount, t.size)
-        k = _nparams_toprune(self.amount, t.size)
-        mask = default_mask.copy()
-        if k:
-            mask.reshape(-1)[np.argsort(-_rand(t.size), kind="stable")[:k]] = 0
-        return mask
+        return _zero_lowest(self.amount, -_rand(t.size), default_mask)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -264,12 +269,7 @@ class L1Unstructured(_HostMethod):
         self.amount = amount
 
     def _mask_np(self, t, default_mask):
-        _validate_amount(self.amount, t.size)
-        k = _nparams_toprune(self.amount, t.size)
-        mask = default_mask.copy()
-        if k:
-            mask.reshape(-1)[np.argsort(np.abs(t).reshape(-1), kind="stable")[:k]] = 0
-        return mask
+        return _zero_lowest(self.amount, np.abs(t).reshape(-1), default_mask)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
