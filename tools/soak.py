@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 import clgrad  # noqa: E402
-from train_gpt import GPT, batches, corpus, train_step  # noqa: E402
+from train_gpt import GPT, add_model_args, batches, corpus, train_step  # noqa: E402
 
 SMALL = dict(batch=8, context=32, layers=1, d_model=32, heads=2)
 
@@ -54,13 +54,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=10000)
     p.add_argument("--small", action="store_true",
                    help="a small config: " + ", ".join(f"{k}={v}" for k, v in SMALL.items()))
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--context", type=int, default=64)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--seed", type=int, default=0)
+    add_model_args(p)
     p.add_argument("--every", type=int, default=None,
                    help="print the pool's memory every N steps (default: steps / 20)")
     p.add_argument("--warmup", type=int, default=None,

@@ -129,10 +129,8 @@ def progress(total):
         return None
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description="train a character-level GPT with clgrad")
-    p.add_argument("--device", default=None, help="cpu, cuda, cl:N, pocl, intel, ...")
-    p.add_argument("--steps", type=int, default=600)
+def add_model_args(p):
+    """The model and training options train_gpt.py and soak.py share."""
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--layers", type=int, default=4)
@@ -140,6 +138,13 @@ def main(argv=None):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--seed", type=int, default=0)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="train a character-level GPT with clgrad")
+    p.add_argument("--device", default=None, help="cpu, cuda, cl:N, pocl, intel, ...")
+    p.add_argument("--steps", type=int, default=600)
+    add_model_args(p)
     p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     p.add_argument("--prompt", default="import clgrad\n")
     p.add_argument("--checkpoint", default=os.path.join(os.getcwd(), "gpt_checkpoint.clgrad"))
