@@ -66,9 +66,12 @@ inline CAT(ushort, ${w}) f2bfv_${w}(CAT(float, ${w}) f) {
 ## of every random draw: philox(counter, seed) is a pure function of its arguments, so that
 ## random.mako (rand, randn, bernoulli, dropout, ...) and attention.mako (its dropout, redrawn in
 ## backward) draw the same numbers from the same Philox counters on every device.
+## philox_at(counter, stream, seed) puts `stream` in the counter's third word: a sampler that needs
+## several draws per element (the rejection loops of gamma, poisson, binomial) takes draw k of
+## element i from stream k at counter offset + i, so element i's numbers stay its own.
 <%def name="philox()">
-inline uint4 philox(ulong counter, ulong seed) {
-    uint4 ctr = (uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u);
+inline uint4 philox_at(ulong counter, uint stream, ulong seed) {
+    uint4 ctr = (uint4)((uint)counter, (uint)(counter >> 32), stream, 0u);
     uint2 key = (uint2)((uint)seed, (uint)(seed >> 32));
     for (int round = 0; round < 10; ++round) {
         uint hi0 = mul_hi(0xD2511F53u, ctr.x), lo0 = 0xD2511F53u * ctr.x;
@@ -79,6 +82,7 @@ inline uint4 philox(ulong counter, ulong seed) {
     }
     return ctr;
 }
+inline uint4 philox(ulong counter, ulong seed) { return philox_at(counter, 0u, seed); }
 </%def>
 
 ## the C type of a pointer to storage of dtype d

@@ -447,6 +447,14 @@ def drive_random(dev, dt, rng):
     t.random_(0, 2)
     if dt.kind == "f":
         t.uniform_(); t.normal_(); t.bernoulli_(0.3); t[::3].normal_()
+        # the rejection samplers over their regions, one parameter given strided
+        from clgrad._sampling import _standard_gamma, _standard_gamma_grad
+        a = clgrad.tensor([0.3, 1.0, 2.5, 20.0, 0.0] * 4, dtype=dt, device=dev)
+        x = _standard_gamma(a[::2])
+        _standard_gamma_grad(a[::2], x)
+        _standard_gamma_grad(a, clgrad.tensor([0.1, 1.5, 2.5, 25.0, 19.0] * 4, dtype=dt,
+                                                     device=dev))
+        clgrad.poisson(a * 4); clgrad.binomial(a * 30, a / 21); clgrad.binomial(a * 30, 1 - a / 21)
     if dt is clgrad.int32:
         clgrad.randperm(40, device=dev)
 

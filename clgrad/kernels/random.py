@@ -12,12 +12,15 @@ counter offset. Raw launches: no autograd.
 (True, True)
 >>> random_bits_raw(3, 7, 0, dev).dtype
 clgrad.int32
+>>> g = sampler_raw("standard_gamma", [clgrad.full((3,), 2.0)], 7, 0)
+>>> bool((g > 0).all()), sampler_raw("standard_gamma_grad", [clgrad.full((3,), 2.0), g]).shape
+(True, clgrad.Size([3]))
 """
 from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..tensor import empty_tensor, numel_of
 from ..runtime.family import KernelFamily
-from .copy import copy_into
+from .copy import contiguous_raw, copy_into
 
 RANDOM = KernelFamily("random", lambda dt: dict(dt=dt), ALL_DTYPES)
 
@@ -45,3 +48,21 @@ def random_bits_raw(n, seed, offset, dev):
     bits = empty_tensor((n,), dtypes.int32, dev)
     RANDOM.launch(dev, dtypes.int32, "random_bits", n, bits._storage.buf, n, seed, offset)
     return bits
+
+
+def sampler_raw(kernel, params, seed=None, offset=None):
+    """One value per element of the parameter tensors `params` (float, of one shape, dtype and
+    device): the rejection samplers standard_gamma (alpha), poisson (rate) and binomial (count,
+    prob of at most 1/2), which take draw k of element i from Philox stream k + 1 at counter
+    offset + i, given `seed` and `offset`; or standard_gamma_grad (alpha, sample), which draws
+    nothing. A new contiguous tensor."""
+    ref = params[0]
+    n = numel_of(ref._shape)
+    dev = ref._storage.device
+    out = empty_tensor(ref._shape, ref._dtype, dev)
+    if n == 0:
+        return out
+    dense = [contiguous_raw(p) for p in params]   # kept in names until the launch
+    extra = () if seed is None else (seed, offset)
+    RANDOM.launch(dev, ref._dtype, kernel, n, out, *dense, n, *extra)
+    return out
