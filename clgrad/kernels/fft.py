@@ -1,0 +1,156 @@
+"""The fft family (cl_kernels/fft.mako): 1-d complex discrete Fourier transforms of a batch of
+rows, float32 and float64, any length: Stockham passes for powers of two, Bluestein's chirp-z
+transform (through a power-of-two FFT) for the others. Complex numbers are (re, im) pairs in
+memory, so the transforms take and give float tensors of shape [..., n, 2] (the storage of a
+complex tensor, as view_as_real shows it), or real rows [..., n] as input. Raw launches: no
+autograd.
+
+>>> import clgrad
+>>> x = clgrad.tensor([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])      # 1, 2, 3 as (re, im) pairs
+>>> y = fft_raw(x, inverse=False)
+>>> [round(v, 4) for v in y.flatten().tolist()]
+[6.0, 0.0, -1.5, 0.866, -1.5, -0.866]
+>>> fft_raw(clgrad.tensor([1.0, 2.0, 3.0, 4.0]), inverse=False, real_in=True).tolist()
+[[10.0, 0.0], [-2.0, 2.0], [-2.0, 0.0], [-2.0, -2.0]]
+"""
+from collections import OrderedDict
+
+from .. import dtypes
+from ..runtime.family import KernelFamily
+from ..tensor import contiguous_strides, empty_tensor, numel_of
+from ._layout import collapse, view_raw
+from .copy import check_fp64, contiguous_raw
+
+FFT_DTYPES = (dtypes.float32, dtypes.float64)
+FFT = KernelFamily("fft", lambda dt: dict(dt=dt), FFT_DTYPES)
+
+# Per-device constants: the twiddle tables of the power-of-two lengths and the spectra of
+# Bluestein's filters, built on the device on first use of a length (as FFT libraries keep
+# their plans), the most recent _KEEP kept.
+_KEEP = 32
+_CACHE = OrderedDict()
+
+
+def _cached(key, make):
+    t = _CACHE.get(key)
+    if t is None:
+        t = _CACHE[key] = make()
+        while len(_CACHE) > _KEEP:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return t
+
+
+def clear_cache():
+    """Drop the cached twiddle tables and filter spectra (they are rebuilt on use)."""
+    _CACHE.clear()
+
+
+def is_pow2(n):
+    return n > 0 and n & (n - 1) == 0
+
+
+def bluestein_length(n):
+    """The power-of-two length of the convolution Bluestein's transform of length n runs."""
+    m = 1
+    while m < 2 * n - 1:
+        m <<= 1
+    return m
+
+
+def _twiddles(dev, dt, N):
+    def make():
+        tw = empty_tensor((N, 2), dt, dev)
+        FFT.launch(dev, dt, "fft_twiddles", N, tw, N)
+        return tw
+    return _cached(("tw", dev, dt, N), make)
+
+
+def _rows(x, real_in):
+    """x seen as B rows of n numbers: (x or a copy, B, n, row stride, element stride), strides in
+    real elements. A complex x is [..., n, 2] with its pairs adjacent."""
+    if not real_in and x._strides[-1] != 1:
+        x = contiguous_raw(x)
+    lead = x._shape[:-1] if real_in else x._shape[:-2]
+    n = x._shape[-1] if real_in else x._shape[-2]
+    ss = x._strides[-1] if real_in else x._strides[-2]
+    bshape, (bst,) = collapse(lead, [list(x._strides[:len(lead)])])
+    if len(bshape) > 1:
+        x = contiguous_raw(x)
+        return _rows(x, real_in)
+    return x, numel_of(lead), n, (bst[0] if bst else 0), ss
+
+
+def _pow2(dev, dt, x, xo_args, B, N, sign, scale, real_in):
+    """The Stockham passes of length N over B rows read through xo_args (the first pass's input
+    and strides); a new contiguous [B, N, 2] tensor."""
+    tw = _twiddles(dev, dt, N)
+    bufs = [empty_tensor((B, N, 2), dt, dev), None]
+    radices = ([2] if (N.bit_length() - 1) % 2 else []) + [4] * ((N.bit_length() - 1) // 2)
+    src, src_args, Ns = x, xo_args, 1
+    for i, R in enumerate(radices):
+        dst = bufs[i % 2]
+        if dst is None:
+            dst = bufs[1] = empty_tensor((B, N, 2), dt, dev)
+        last = i == len(radices) - 1
+        FFT.launch(dev, dt, f"fft_r{R}", B * N // R, src, *src_args, dst, tw, N, Ns, B,
+                   float(sign), float(scale) if last else 1.0)
+        src, src_args, Ns = dst, (2 * N, 2, 0), Ns * R
+    return src
+
+
+def _filter(dev, dt, n, m, sign):
+    """The spectrum of Bluestein's filter for length n (over m, divided by m)."""
+    def make():
+        h = empty_tensor((1, m, 2), dt, dev)
+        FFT.launch(dev, dt, "chirp_filter", m, h, n, m, float(sign))
+        return _pow2(dev, dt, h, (2 * m, 2, 0), 1, m, -1, 1.0, False)
+    return _cached(("filter", dev, dt, n, sign), make)
+
+
+def fft_raw(x, inverse, scale=1.0, real_in=False):
+    """The discrete Fourier transform of each row of x (float32 or float64), times `scale`:
+    x is [..., n, 2] ((re, im) pairs), or [..., n] real numbers when `real_in`; `inverse` turns
+    the sign of the exponent (unnormalised: scale 1 / n makes it the inverse). A new contiguous
+    [..., n, 2] tensor; not recorded."""
+    dev, dt = x._storage.device, x._dtype
+    check_fp64(dt, dev)
+    shape = (tuple(x._shape) + (2,)) if real_in else tuple(x._shape)
+    x, B, n, sb, ss = _rows(x, real_in)
+    sign = 1 if inverse else -1
+    if B == 0 or n == 0:
+        return empty_tensor(shape, dt, dev)
+    args = (sb, ss, int(real_in))
+    if n == 1:
+        out = empty_tensor((B, 1, 2), dt, dev)
+        FFT.launch(dev, dt, "chirp_in", B, x, *args, out, 1, 1, B, float(sign), float(scale), 0)
+    elif is_pow2(n):
+        out = _pow2(dev, dt, x, args, B, n, sign, scale, real_in)
+    else:
+        m = bluestein_length(n)
+        a = empty_tensor((B, m, 2), dt, dev)
+        FFT.launch(dev, dt, "chirp_in", B * m, x, *args, a, n, m, B, float(sign), 1.0, 1)
+        spec = _pow2(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0, False)
+        del a
+        FFT.launch(dev, dt, "cmul_rows", B * m, spec, _filter(dev, dt, n, m, sign), m, B)
+        conv = _pow2(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0, False)
+        del spec
+        out = empty_tensor((B, n, 2), dt, dev)
+        FFT.launch(dev, dt, "chirp_out", B * n, conv, out, n, m, B, float(sign), float(scale))
+    return view_raw(out, shape, contiguous_strides(shape), 0)
+
+
+def hermitian_raw(x, n):
+    """The full spectrum of length n of real signals from its first n // 2 + 1 entries
+    x [..., n // 2 + 1, 2]: entry k >= n // 2 + 1 is the conjugate of entry n - k. A new
+    contiguous [..., n, 2] tensor; not recorded."""
+    dev, dt = x._storage.device, x._dtype
+    check_fp64(dt, dev)
+    shape = tuple(x._shape[:-2]) + (n, 2)
+    x, B, h, sb, ss = _rows(x, False)
+    assert h == n // 2 + 1, (h, n)
+    out = empty_tensor(shape, dt, dev)
+    if B and n:
+        FFT.launch(dev, dt, "hermitian", B * n, x, sb, ss, out, n, B)
+    return out
