@@ -26,12 +26,15 @@ import math
 import os
 import pickle
 import struct
+import warnings
+import zipfile
 import zlib
 
 import numpy as np
 import pyopencl as cl
 
 from . import dtypes
+from . import _torch_zip
 from .runtime.device import Device, get_device
 from .tensor import Size, Tensor, empty_tensor
 from .nn.parameter import Parameter
@@ -139,7 +142,8 @@ class _Writer:
         return self._add_blob(buf, {"kind": "pickle", "shape": [len(data)]}, data)
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=None,
+         **kwargs):
     """Write obj (tensors of any dtype, numbers, strings, None, bools, and dicts / lists /
     tuples of them: state dicts of modules and optimizers) to a path or a writable binary file.
     Any other object (a whole module) is pickled with its tensors stored beside the pickle;
@@ -151,7 +155,30 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, **kwargs):
     >>> clgrad.save(clgrad.nn.Linear(2, 1).state_dict(), path)
     >>> sorted(clgrad.load(path))
     ['bias', 'weight']
+
+    `_use_new_zipfile_serialization=True` writes torch's zip format instead (what torch.save
+    writes), which torch.load reads: tensors, Parameters, numbers, strings, containers, dtypes
+    and Size; tensors that share storage share it in the file.
+
+    >>> clgrad.save({"w": clgrad.ones(2)}, path, _use_new_zipfile_serialization=True)
+    >>> clgrad.load(path)["w"].tolist()
+    [1.0, 1.0]
     """
+    if _use_new_zipfile_serialization:
+        if hasattr(f, "write"):
+            _torch_zip.write(obj, f)
+            return
+        path = os.path.realpath(os.fspath(f))
+        fd, tmp = _create_temporary(path)
+        try:
+            with os.fdopen(fd, "w+b") as out:
+                stem = os.path.splitext(os.path.basename(path))[0]
+                _torch_zip.write(obj, out, name=stem if stem.isidentifier() else "archive")
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return
     w = _Writer()
     root = w.encode(obj)
     header = {"format": "clgrad", "version": VERSION, "root": root,
@@ -305,9 +332,6 @@ def _check(cond, msg):
 
 
 def _describe_foreign(head):
-    if head.startswith(b"PK\x03\x04"):
-        return ("is a zip archive, probably written by torch.save; clgrad.load reads only files "
-                "written by clgrad.save (load it with torch and convert the tensors through numpy)")
     if head[:1] == b"\x80":
         return "looks like a pickle; clgrad.load never unpickles (that could run code)"
     return "is not a clgrad checkpoint (bad magic number)"
@@ -468,6 +492,16 @@ def _read(f, name, map_location, weights_only=True):
     size = f.tell()
     f.seek(0)
     prefix = f.read(_PREFIX.size)
+    if prefix.startswith(b"PK\x03\x04"):                   # torch.save's zip format
+        f.seek(0)
+        try:
+            with zipfile.ZipFile(f) as zf:
+                return _torch_zip.read(zf, map_location, weights_only, _allowed_globals(),
+                                       _weights_only_message)
+        except zipfile.BadZipFile as e:
+            raise _Bad(f"is a damaged zip archive ({e})") from None
+        except _torch_zip._Bad as e:
+            raise _Bad(str(e)) from None
     if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
         if prefix.startswith(MAGIC[:len(prefix)]) and len(prefix) < _PREFIX.size and prefix:
             raise _Bad(f"is truncated ({size} bytes, shorter than the fixed prefix)")
@@ -507,11 +541,40 @@ def _read(f, name, map_location, weights_only=True):
         raise _Bad("nests values too deeply") from None
 
 
+def _weights_only(weights_only):
+    """torch's rule: True unless told otherwise; TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True,
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD makes False the default (a caller's explicit value wins)."""
+    true_values = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in true_values
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if weights_only is None:
+        if force_no:
+            warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since "
+                          "the `weights_only` argument was not explicitly passed to "
+                          "`clgrad.load`, forcing weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return True
+    return bool(weights_only)
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **kwargs):
-    """Read what clgrad.save wrote, from a path or a readable, seekable binary file. Tensors go
-    to the device they were saved from (when it exists; else the default device), or to
-    map_location: a device ("cpu", "cuda:0", "cl:1", ...), a dict from saved to wanted device
-    names, or a callable(tensor, saved device name) returning the tensor to use.
+    """Read what clgrad.save or torch.save wrote, from a path or a readable, seekable binary
+    file. Tensors go to the device they were saved from (when it exists; else the default
+    device), or to map_location: a device ("cpu", "cuda:0", "cl:1", ...), a dict from saved to
+    wanted device names, or a callable: for clgrad's files (tensor, saved device name) -> the
+    tensor to use, for torch's files torch's (storage, location) -> storage, as in
+    `map_location=lambda storage, loc: storage`.
+
+    torch's zip format (what torch.save writes) is read without torch: its pickle may name only
+    tensors, Parameters, storages, dtypes, Size, device and containers under weights_only, as
+    torch's weights-only unpickler allows; with weights_only=False other `torch.X` names are
+    resolved to `clgrad.X`. TORCH_FORCE_WEIGHTS_ONLY_LOAD and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD
+    act as in torch.
 
     Other objects (a whole module saved with clgrad.save(model)) are stored pickled. As in torch
     2.6 and later, `weights_only=True` is the default and never runs code: such an object loads
@@ -527,7 +590,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     >>> t.tolist(), t.dtype, t.device, rest
     ([1.5], clgrad.bfloat16, device(type='cpu'), (1, None))
     """
-    weights_only = True if weights_only is None else bool(weights_only)
+    weights_only = _weights_only(weights_only)
     if hasattr(f, "read"):
         name = getattr(f, "name", None) or type(f).__name__
         try:
