@@ -635,15 +635,37 @@ def drive_attention(dev, dt, rng):
         g.sum().backward()
 
 
+def drive_fft(dev, dt, rng):
+    """The transforms of clgrad.ops.fft on (re, im) pairs: powers of two with an odd and an even
+    number of radix-2 bits (8: a radix-2 and a radix-4 pass; 16: two radix-4), a Bluestein length
+    (5, through 16), length 1, real and strided inputs, the Hermitian extension (c2r) and the
+    gradients."""
+    import clgrad
+    from clgrad.kernels.fft import FFT_DTYPES, clear_cache
+    from clgrad.ops import fft as f
+    if dt not in FFT_DTYPES:
+        return
+    clear_cache()               # the twiddle tables and filters are built anew on each path
+    for n in (8, 16, 5, 1):
+        p = _t(dt, (2, n, 2), dev, rng).requires_grad_()
+        f.c2c(p, [0, 1], False, 0.5).sum().backward()
+        f.c2c(_t(dt, (n, 3, 2), dev, rng).transpose(0, 1), [1], True, 1.0)
+        x = _t(dt, (2, n), dev, rng).requires_grad_()
+        y = f.r2c(x, [1], [n], False, 1.0)
+        h = y.detach().requires_grad_()
+        (y.sum() + f.c2r(h, [1], n, True, 1.0 / n).sum()).backward()
+
+
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
     "ew": drive_elementwise, "copy": drive_copy, "reduce": drive_reduce, "scan": drive_scan,
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
     "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
-    "attention": drive_attention, "norm": drive_norm,
+    "attention": drive_attention, "norm": drive_norm, "fft": drive_fft,
 }
-FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention"}
+FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
+              "fft"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

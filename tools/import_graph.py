@@ -72,6 +72,7 @@ LAYER_OF_PREFIX = {
     "clgrad._settings": "face",
     "clgrad.linalg": "face",              # torch.linalg's namespace over ops
     "clgrad.special": "face",             # torch.special's namespace over ops
+    "clgrad.fft": "face",                 # torch.fft's namespace over ops
     "clgrad.amp": "extras",
     "clgrad.nn": "extras",
     "clgrad.optim": "extras",
