@@ -4,12 +4,18 @@
 The top-level names are ATen's schemas, not nn.functional's: no defaults where ATen has none,
 reductions as ints (0 none, 1 mean, 2 sum), `cudnn_enable(d)` flags accepted and ignored (clgrad
 has one implementation), `weight` first in `embedding`. Each computes with the same code as its
-nn.functional counterpart. Imported by clgrad/__init__.py after nn (this module sits above it).
-The RNN cell ops (rnn_tanh_cell, lstm_cell, ...) are in clgrad/nn/_rnn_cell_ops.py, beside the
-step functions of nn.modules.rnn they run.
+nn.functional counterpart, called where it lives: the ops layer (clgrad/ops/activation.py,
+dropout.py, loss.py, ...), which this module sits on, as nn does; it imports nothing of nn. The
+RNN cell ops (rnn_tanh_cell, lstm_cell, ...) are in clgrad/ops/rnn_step.py, beside the step
+functions that nn's cells run.
 """
 from . import dtypes
-from .nn import functional as F
+# the computations are nn.functional's, which live in the ops layer (clgrad/ops/<subject>.py)
+from .ops import (activation as _activation, conv_composed as _conv_composed,
+                  distance as _distance, dropout as _dropout, embedding as _embedding,
+                  grid_sample as _grid_sample, linear as _linear, loss as _loss,
+                  loss_class as _loss_class, normalization as _normalization, pool as _pool,
+                  pool3d as _pool3d)
 from .autograd.grad_mode import is_grad_enabled
 
 __all__ = [
@@ -47,7 +53,7 @@ def celu(input, alpha=1.0):
     >>> clgrad.celu(clgrad.tensor([-1.0, 2.0]), 2.0).tolist()[1]
     2.0
     """
-    return F.celu(input, alpha)
+    return _activation.celu(input, alpha)
 
 
 def celu_(input, alpha=1.0):
@@ -57,7 +63,7 @@ def celu_(input, alpha=1.0):
     >>> x = clgrad.tensor([0.0, 3.0]); clgrad.celu_(x) is x, x.tolist()
     (True, [0.0, 3.0])
     """
-    return F.celu(input, alpha, inplace=True)
+    return _activation.celu(input, alpha, inplace=True)
 
 
 def selu(input):
@@ -67,7 +73,7 @@ def selu(input):
     >>> round(clgrad.selu(clgrad.tensor([1.0])).item(), 4)
     1.0507
     """
-    return F.selu(input)
+    return _activation.selu(input)
 
 
 def selu_(input):
@@ -77,7 +83,7 @@ def selu_(input):
     >>> x = clgrad.tensor([0.0]); clgrad.selu_(x) is x
     True
     """
-    return F.selu(input, inplace=True)
+    return _activation.selu(input, inplace=True)
 
 
 def threshold(input, threshold, value):
@@ -87,7 +93,7 @@ def threshold(input, threshold, value):
     >>> clgrad.threshold(clgrad.tensor([0.5, 2.0]), 1.0, -1.0).tolist()
     [-1.0, 2.0]
     """
-    return F.threshold(input, threshold, value)
+    return _activation.threshold(input, threshold, value)
 
 
 def threshold_(input, threshold, value):
@@ -97,7 +103,7 @@ def threshold_(input, threshold, value):
     >>> x = clgrad.tensor([0.5, 2.0]); clgrad.threshold_(x, 1.0, 0.0).tolist()
     [0.0, 2.0]
     """
-    return F.threshold_(input, threshold, value)
+    return _activation.threshold_(input, threshold, value)
 
 
 def hardshrink(input, lambd=0.5):
@@ -107,7 +113,7 @@ def hardshrink(input, lambd=0.5):
     >>> clgrad.hardshrink(clgrad.tensor([0.3, -0.7])).tolist()
     [0.0, -0.699999988079071]
     """
-    return F.hardshrink(input, lambd)
+    return _activation.hardshrink(input, lambd)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -118,7 +124,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     [-0.75, 1.0]
     """
     _no_generator("rrelu", generator)
-    return F.rrelu(input, lower, upper, training)
+    return _activation.rrelu(input, lower, upper, training)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -129,7 +135,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     (True, [-2.0])
     """
     _no_generator("rrelu_", generator)
-    return F.rrelu(input, lower, upper, training, inplace=True)
+    return _activation.rrelu(input, lower, upper, training, inplace=True)
 
 
 def _no_generator(op, generator):
@@ -145,7 +151,7 @@ def prelu(input, weight):
     >>> clgrad.prelu(clgrad.tensor([-2.0, 1.0]), clgrad.tensor([0.5])).tolist()
     [-1.0, 1.0]
     """
-    return F.prelu(input, weight)
+    return _activation.prelu(input, weight)
 
 
 # ---- shuffles ------------------------------------------------------------------------------------
@@ -156,7 +162,7 @@ def pixel_shuffle(input, upscale_factor):
     >>> clgrad.pixel_shuffle(clgrad.zeros(1, 4, 2, 3), 2).shape
     clgrad.Size([1, 1, 4, 6])
     """
-    return F.pixel_shuffle(input, upscale_factor)
+    return _pool.pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -166,7 +172,7 @@ def pixel_unshuffle(input, downscale_factor):
     >>> clgrad.pixel_unshuffle(clgrad.zeros(1, 1, 4, 6), 2).shape
     clgrad.Size([1, 4, 2, 3])
     """
-    return F.pixel_unshuffle(input, downscale_factor)
+    return _pool.pixel_unshuffle(input, downscale_factor)
 
 
 def channel_shuffle(input, groups):
@@ -176,7 +182,7 @@ def channel_shuffle(input, groups):
     >>> clgrad.channel_shuffle(clgrad.arange(4.0).view(1, 4, 1), 2).flatten().tolist()
     [0.0, 2.0, 1.0, 3.0]
     """
-    return F.channel_shuffle(input, groups)
+    return _pool.channel_shuffle(input, groups)
 
 
 def native_channel_shuffle(input, groups):
@@ -186,7 +192,7 @@ def native_channel_shuffle(input, groups):
     >>> clgrad.native_channel_shuffle(clgrad.arange(4.0).view(1, 4), 2).tolist()
     [[0.0, 2.0, 1.0, 3.0]]
     """
-    return F.channel_shuffle(input, groups)
+    return _pool.channel_shuffle(input, groups)
 
 
 # ---- dropout: ATen's (input, p, train), no defaults ---------------------------------------------
@@ -197,7 +203,7 @@ def dropout(input, p, train):
     >>> clgrad.dropout(clgrad.ones(3), 0.5, False).tolist()
     [1.0, 1.0, 1.0]
     """
-    return F.dropout(input, p, train)
+    return _dropout.dropout(input, p, train)
 
 
 def dropout_(input, p, train):
@@ -207,7 +213,7 @@ def dropout_(input, p, train):
     >>> x = clgrad.ones(3); clgrad.dropout_(x, 1.0, True).tolist()
     [0.0, 0.0, 0.0]
     """
-    return F.dropout(input, p, train, inplace=True)
+    return _dropout.dropout(input, p, train, inplace=True)
 
 
 def alpha_dropout(input, p, train):
@@ -217,7 +223,7 @@ def alpha_dropout(input, p, train):
     >>> clgrad.alpha_dropout(clgrad.ones(2), 0.5, False).tolist()
     [1.0, 1.0]
     """
-    return F.alpha_dropout(input, p, train)
+    return _dropout.alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input, p, train):
@@ -227,7 +233,7 @@ def alpha_dropout_(input, p, train):
     >>> x = clgrad.ones(2); clgrad.alpha_dropout_(x, 0.5, False) is x
     True
     """
-    return F.alpha_dropout(input, p, train, inplace=True)
+    return _dropout.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout(input, p, train):
@@ -237,7 +243,7 @@ def feature_alpha_dropout(input, p, train):
     >>> clgrad.feature_alpha_dropout(clgrad.ones(1, 2, 2), 0.5, False).sum().item()
     4.0
     """
-    return F.feature_alpha_dropout(input, p, train)
+    return _dropout.feature_alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout_(input, p, train):
@@ -247,7 +253,7 @@ def feature_alpha_dropout_(input, p, train):
     >>> x = clgrad.ones(1, 2, 2); clgrad.feature_alpha_dropout_(x, 0.5, False) is x
     True
     """
-    return F.feature_alpha_dropout(input, p, train, inplace=True)
+    return _dropout.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 def _feature_dropout(input, p, train, inplace):
@@ -255,7 +261,7 @@ def _feature_dropout(input, p, train, inplace):
     if input.ndim < 2:
         raise RuntimeError(f"feature_dropout: Feature dropout requires at least 2 dimensions in "
                            f"the input, got {list(input.shape)}")
-    return F._channel_dropout(input, p, train, inplace, True)
+    return _dropout._channel_dropout(input, p, train, inplace, True)
 
 
 def feature_dropout(input, p, train):
@@ -288,8 +294,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     >>> clgrad.embedding(clgrad.eye(3), clgrad.tensor([2, 0])).tolist()
     [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
-    return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
-                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    return _embedding.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                                scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
@@ -304,7 +310,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     if input.requires_grad and input.grad_fn is None and is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    F._renorm_rows_(input, indices.reshape(-1), max_norm, norm_type)
+    _embedding._renorm_rows_(input, indices.reshape(-1), max_norm, norm_type)
     return input
 
 
@@ -315,7 +321,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
     >>> [round(v, 4) for v in clgrad.layer_norm(clgrad.tensor([[1.0, 3.0]]), [2])[0].tolist()]
     [-1.0, 1.0]
     """
-    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+    return _normalization.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
@@ -325,7 +331,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
     >>> [round(v, 4) for v in clgrad.group_norm(clgrad.tensor([[1.0, 3.0]]), 1)[0].tolist()]
     [-1.0, 1.0]
     """
-    return F.group_norm(input, num_groups, weight, bias, eps)
+    return _normalization.group_norm(input, num_groups, weight, bias, eps)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
@@ -338,8 +344,8 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     >>> [round(v, 4) for v in y.flatten().tolist()]
     [-1.0, 1.0]
     """
-    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
-                           momentum, eps)
+    return _normalization.instance_norm(input, running_mean, running_var, weight, bias,
+                                        use_input_stats, momentum, eps)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
@@ -352,7 +358,8 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     >>> [round(v, 4) for v in y.flatten().tolist()]
     [-1.0, 1.0]
     """
-    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _normalization.batch_norm(input, running_mean, running_var, weight, bias, training,
+                                     momentum, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -362,7 +369,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     >>> clgrad.rms_norm(clgrad.tensor([[3.0, 4.0]]), [2], eps=0.0).tolist()[0][0] > 0.84
     True
     """
-    return F.rms_norm(input, normalized_shape, weight, eps)
+    return _normalization.rms_norm(input, normalized_shape, weight, eps)
 
 
 # ---- convolution ---------------------------------------------------------------------------------
@@ -373,7 +380,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> clgrad.conv3d(clgrad.ones(1, 1, 2, 2, 2), clgrad.ones(1, 1, 2, 2, 2)).item()
     8.0
     """
-    return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv_composed.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -384,8 +391,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     >>> clgrad.conv_transpose1d(clgrad.ones(1, 1, 2), clgrad.ones(1, 1, 2)).flatten().tolist()
     [1.0, 2.0, 1.0]
     """
-    return F.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
+    return _conv_composed.conv_transpose1d(input, weight, bias, stride, padding, output_padding,
+                                           groups, dilation)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -396,12 +403,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     >>> clgrad.conv_transpose3d(clgrad.ones(1, 1, 1, 1, 1), clgrad.ones(1, 2, 1, 1, 1)).shape
     clgrad.Size([1, 2, 1, 1, 1])
     """
-    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
+    return _conv_composed.conv_transpose3d(input, weight, bias, stride, padding, output_padding,
+                                           groups, dilation)
 
 
-_CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d),
-         3: (F.conv3d, F.conv_transpose3d)}
+_CONV = {1: (_conv_composed.conv1d, _conv_composed.conv_transpose1d),
+         2: (_conv_composed.conv2d, _conv_composed.conv_transpose2d),
+         3: (_conv_composed.conv3d, _conv_composed.conv_transpose3d)}
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
@@ -431,7 +439,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     >>> round(clgrad.cosine_similarity(clgrad.tensor([[1.0, 0.0]]), clgrad.ones(1, 2)).item(), 4)
     0.7071
     """
-    return F.cosine_similarity(x1, x2, dim, eps)
+    return _distance.cosine_similarity(x1, x2, dim, eps)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
@@ -441,7 +449,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
     >>> round(clgrad.pairwise_distance(clgrad.zeros(1, 2), clgrad.ones(1, 2) * 3, eps=0).item(), 4)
     4.2426
     """
-    return F.pairwise_distance(x1, x2, p, eps, keepdim)
+    return _distance.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 def pdist(input, p=2.0):
@@ -451,7 +459,7 @@ def pdist(input, p=2.0):
     >>> clgrad.pdist(clgrad.tensor([[0.0, 0.0], [3.0, 4.0]])).tolist()
     [5.0]
     """
-    return F.pdist(input, p)
+    return _distance.pdist(input, p)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -461,7 +469,7 @@ def bilinear(input1, input2, weight, bias=None):
     >>> clgrad.bilinear(clgrad.ones(1, 2), clgrad.ones(1, 3), clgrad.ones(4, 2, 3)).tolist()
     [[6.0, 6.0, 6.0, 6.0]]
     """
-    return F.bilinear(input1, input2, weight, bias)
+    return _linear.bilinear(input1, input2, weight, bias)
 
 
 # ---- pooling: ATen's stride=[] means stride = kernel_size ----------------------------------------
@@ -477,7 +485,7 @@ def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
     >>> clgrad.max_pool1d(clgrad.arange(6.0).view(1, 1, 6), 2).flatten().tolist()
     [1.0, 3.0, 5.0]
     """
-    return F.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+    return _pool.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
@@ -489,8 +497,8 @@ def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
     >>> i.flatten().tolist()
     [1, 3]
     """
-    return F.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode,
-                        return_indices=True)
+    return _pool.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode,
+                            return_indices=True)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -500,7 +508,7 @@ def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
     >>> clgrad.max_pool3d(clgrad.arange(8.0).view(1, 1, 2, 2, 2), 2).item()
     7.0
     """
-    return F.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+    return _pool3d.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
@@ -510,8 +518,8 @@ def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_
     >>> clgrad.avg_pool1d(clgrad.arange(4.0).view(1, 1, 4), 2).flatten().tolist()
     [0.5, 2.5]
     """
-    return F.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode,
-                        count_include_pad)
+    return _pool.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode,
+                            count_include_pad)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -521,7 +529,7 @@ def adaptive_avg_pool1d(input, output_size):
     >>> clgrad.adaptive_avg_pool1d(clgrad.arange(4.0).view(1, 1, 4), 1).item()
     1.5
     """
-    return F.adaptive_avg_pool1d(input, output_size)
+    return _pool.adaptive_avg_pool1d(input, output_size)
 
 
 def adaptive_max_pool1d(input, output_size):
@@ -532,7 +540,7 @@ def adaptive_max_pool1d(input, output_size):
     >>> v.flatten().tolist(), i.flatten().tolist()
     ([1.0, 3.0], [1, 3])
     """
-    return F.adaptive_max_pool1d(input, output_size, return_indices=True)
+    return _pool.adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
 # ---- losses: reduction is ATen's int -------------------------------------------------------------
@@ -544,7 +552,7 @@ def kl_div(input, target, reduction=1, *, log_target=False):
     0.0
     """
     # ATen's mean is over all elements, without nn.functional's warning about 'batchmean'
-    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
+    loss = _loss.kl_div(input, target, reduction="none", log_target=log_target)
     r = _reduction("kl_div", reduction)
     return loss if r == "none" else loss.mean() if r == "mean" else loss.sum()
 
@@ -557,8 +565,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
     ...                            clgrad.tensor([1.0])).item()
     1.0
     """
-    return F.margin_ranking_loss(input1, input2, target, margin,
-                                 reduction=_reduction("margin_ranking_loss", reduction))
+    return _loss.margin_ranking_loss(input1, input2, target, margin,
+                                     reduction=_reduction("margin_ranking_loss", reduction))
 
 
 def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
@@ -568,8 +576,8 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
     >>> clgrad.hinge_embedding_loss(clgrad.tensor([0.25]), clgrad.tensor([-1.0])).item()
     0.75
     """
-    return F.hinge_embedding_loss(input, target, margin,
-                                  reduction=_reduction("hinge_embedding_loss", reduction))
+    return _loss.hinge_embedding_loss(input, target, margin,
+                                      reduction=_reduction("hinge_embedding_loss", reduction))
 
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):
@@ -579,8 +587,8 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     >>> clgrad.poisson_nll_loss(clgrad.zeros(1), clgrad.zeros(1), True, False, 1e-8, 1).item()
     1.0
     """
-    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
-                              reduction=_reduction("poisson_nll_loss", reduction))
+    return _loss.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                                  reduction=_reduction("poisson_nll_loss", reduction))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False,
@@ -592,8 +600,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06
     >>> clgrad.triplet_margin_loss(a, a, a, eps=0.0).item()
     1.0
     """
-    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                 reduction=_reduction("triplet_margin_loss", reduction))
+    return _loss.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                     reduction=_reduction("triplet_margin_loss", reduction))
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
@@ -604,8 +612,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
     >>> round(clgrad.cosine_embedding_loss(x, x, clgrad.tensor([1.0])).item(), 6)
     0.0
     """
-    return F.cosine_embedding_loss(input1, input2, target, margin,
-                                   reduction=_reduction("cosine_embedding_loss", reduction))
+    return _loss.cosine_embedding_loss(input1, input2, target, margin,
+                                       reduction=_reduction("cosine_embedding_loss", reduction))
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
@@ -617,8 +625,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> round(clgrad.ctc_loss(lp, clgrad.tensor([[1]]), [1], [1], reduction=2).item(), 4)
     0.6931
     """
-    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                      _reduction("ctc_loss", reduction), zero_infinity)
+    return _loss.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                          _reduction("ctc_loss", reduction), zero_infinity)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
@@ -628,9 +636,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
     >>> round(clgrad.binary_cross_entropy_with_logits(clgrad.zeros(1), clgrad.ones(1)).item(), 4)
     0.6931
     """
-    return F.binary_cross_entropy_with_logits(
-        input, target, weight, reduction=_reduction("binary_cross_entropy_with_logits",
-                                                    reduction), pos_weight=pos_weight)
+    return _loss_class.binary_cross_entropy_with_logits(
+                  input, target, weight, reduction=_reduction("binary_cross_entropy_with_logits",
+                                                              reduction), pos_weight=pos_weight)
 
 
 # ---- sampling ------------------------------------------------------------------------------------
@@ -650,8 +658,8 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     if interpolation_mode not in _INTERP or padding_mode not in _PADDING:
         raise RuntimeError(f"grid_sampler: interpolation_mode must be 0, 1 or 2 and padding_mode "
                            f"0, 1 or 2, got {interpolation_mode!r} and {padding_mode!r}")
-    return F.grid_sample(input, grid, _INTERP[interpolation_mode], _PADDING[padding_mode],
-                         align_corners)
+    return _grid_sample.grid_sample(input, grid, _INTERP[interpolation_mode],
+                                    _PADDING[padding_mode], align_corners)
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
@@ -688,7 +696,7 @@ def affine_grid_generator(theta, size, align_corners):
     >>> clgrad.affine_grid_generator(clgrad.eye(2, 3).unsqueeze(0), [1, 1, 2, 2], True).shape
     clgrad.Size([1, 2, 2, 2])
     """
-    return F.affine_grid(theta, list(size), align_corners)
+    return _grid_sample.affine_grid(theta, list(size), align_corners)
 
 
 # ---- ATen's native_* forms: the result and the statistics backward would save ------------------
@@ -729,7 +737,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     >>> out.flatten().tolist(), m.tolist(), r.tolist()
     ([-1.0, 1.0], [2.0], [1.0])
     """
-    out = F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    out = _normalization.batch_norm(input, running_mean, running_var, weight, bias, training,
+                                    momentum, eps)
     if not training:
         empty = input.new_empty((0,))
         return out, empty, empty
@@ -749,7 +758,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     if input.shape[0] != N or input.shape[1] != C or input.numel() != N * C * HxW:
         raise RuntimeError(f"native_group_norm: expected input of N={N}, C={C}, HxW={HxW}, "
                            f"got {list(input.shape)}")
-    out = F.group_norm(input, group, weight, bias, eps)
+    out = _normalization.group_norm(input, group, weight, bias, eps)
     mean, rstd = _stats(input.reshape(N, group, -1), (2,), eps)
     return out, mean.squeeze(2), rstd.squeeze(2)
 
@@ -784,5 +793,5 @@ def conv_tbc(input, weight, bias, pad=0):
     if input.ndim != 3 or weight.ndim != 3:
         raise RuntimeError(f"conv_tbc: expected a 3-D input and weight, got "
                            f"{list(input.shape)} and {list(weight.shape)}")
-    out = F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    out = _conv_composed.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
     return out.permute(2, 0, 1)

@@ -28,6 +28,7 @@ from .pointwise import where
 from .join import cat
 from .linalg import matmul
 from . import softmax as _softmax, creation
+from .dropout import dropout
 
 
 # The forms F.scaled_dot_product_attention may take, set by clgrad.nn.attention.sdpa_kernel as
@@ -132,8 +133,6 @@ def _causal_blocked(query, key, value, scale, dropout_p):
         scores = matmul(q[..., r0:r1, :], key[..., :keys, :].transpose(-2, -1))
         weights = _softmax_last(scores + mask[r0:r1, :keys])
         if dropout_p > 0.0:
-            # function-level: points up the layer map on purpose: dropout is nn's
-            from ..nn.functional import dropout
             weights = dropout(weights, dropout_p)
         outs.append(matmul(weights, value[..., :keys, :]))
     return cat(outs, -2)
@@ -284,7 +283,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # key): the plain softmax spares the safe one's three extra passes
     weights = _safe_softmax(scores) if attn_mask is not None else _softmax_last(scores)
     if dropout_p > 0.0:
-        # function-level: points up the layer map on purpose: dropout is nn's
-        from ..nn.functional import dropout
         weights = dropout(weights, dropout_p)
     return matmul(weights, value)

@@ -1,12 +1,17 @@
 """The one argument parser of convolution and pooling (the 2-d ops in clgrad.ops.conv, the 3-d
-ones in clgrad.nn): an int, or a list or tuple of one or n ints, as an n-tuple, pooling's window
-geometry (torch's pooling_output_shape and shape checks) and adaptive pooling's output size, with
-torch's messages.
+ones in clgrad.ops.conv_composed and clgrad.ops.pool3d): an int, or a list or tuple of one or n
+ints, as an n-tuple, pooling's window geometry (torch's pooling_output_shape and shape checks)
+and adaptive pooling's output size, with torch's messages; and the one `_ntuple` (torch's
+lenient form, re-exported by clgrad.nn.modules.utils with `_single` / `_pair` / `_triple`).
 
 >>> conv_ints("conv2d", "stride", 2, 2), pool_ints("max_pool3d", "stride", (), 3, (2, 2, 2))
 ((2, 2), (2, 2, 2))
+>>> _ntuple(3)(0), _ntuple(2)([1, 2])
+((0, 0, 0), (1, 2))
 """
+import collections.abc
 import numbers
+from itertools import repeat
 
 _REQUIRED = object()
 _COUNT = {1: "one", 2: "two", 3: "three"}
@@ -112,3 +117,15 @@ def adaptive_size(op, x, output_size, nd):
         raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{', '.join(map(str, out))}}}")
     return out
+
+
+def _ntuple(n, name="parse"):
+    """torch's nn.modules.utils._ntuple: an iterable (list, tuple, Size) becomes a tuple of its
+    elements, anything else is repeated n times (no checks: conv_ints and pool_ints check)."""
+    def parse(x):
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(repeat(x, n))
+
+    parse.__name__ = name
+    return parse

@@ -286,7 +286,7 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-# ---- the piecewise activations of clgrad/nn/_functional_activation.py -----------------------------
+# ---- the piecewise activations of clgrad/ops/activation.py ---------------------------------------
 class Hardtanh(Module):
     """x clamped to [min_val, max_val].
 

@@ -13,12 +13,13 @@ import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
-from ...ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
+from ...ops.rnn_cell import gru_layer, lstm_layer, rnn_layer
+from ...ops.rnn_step import gru_step, lstm_step, rnn_step
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence
+from .._packed_sequence import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -27,33 +28,6 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 # False runs every layer step by step in composed ops (the fused layer ops' reference, and the
 # baseline of tools/seq_bench.py)
 _FUSED = True
-
-
-# ---- one step of each kind: x_proj is input @ W_ih^T + b_ih, already computed -----------------------
-def _rnn_step(act, x_proj, h, w_hh, b_hh):
-    h = act(x_proj + F.linear(h, w_hh, b_hh))
-    return h, h
-
-
-def _lstm_step(x_proj, state, w_hh, b_hh, w_hr):
-    h, c = state
-    gates = x_proj + F.linear(h, w_hh, b_hh)
-    # the gates (torch's order: input, forget, cell, output) in one kernel, forward and backward
-    h, c = lstm_cell(gates, c)
-    if w_hr is not None:
-        h = F.linear(h, w_hr)                            # proj_size: h is projected down
-    return h, (h, c)
-
-
-def _gru_step(x_proj, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
-    xr, xz, xn = x_proj.chunk(3, -1)                     # torch's order: reset, update, new
-    hr, hz, hn = gh.chunk(3, -1)
-    r = (xr + hr).sigmoid()
-    z = (xz + hz).sigmoid()
-    n = (xn + r * hn).tanh()                             # b_hn stays inside r * (...), as torch
-    h = (1 - z) * n + z * h
-    return h, h
 
 
 def _take(state, n):
@@ -147,11 +121,11 @@ class RNNBase(Module):
 
     def _step(self, x_proj, state, w_hh, b_hh, w_hr):
         if self.mode == "LSTM":
-            return _lstm_step(x_proj, state, w_hh, b_hh, w_hr)
+            return lstm_step(x_proj, state, w_hh, b_hh, w_hr)
         if self.mode == "GRU":
-            return _gru_step(x_proj, state, w_hh, b_hh)
+            return gru_step(x_proj, state, w_hh, b_hh)
         act = (lambda t: t.tanh()) if self.mode == "RNN_TANH" else (lambda t: t.relu())
-        return _rnn_step(act, x_proj, state, w_hh, b_hh)
+        return rnn_step(act, x_proj, state, w_hh, b_hh)
 
     def _run_sequence(self, x, state, layer, d):
         """One layer in one direction over a whole [T, B, F] sequence; returns the output
@@ -477,7 +451,7 @@ class RNNCell(RNNCellBase):
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
         act = (lambda t: t.tanh()) if self.nonlinearity == "tanh" else (lambda t: t.relu())
-        h, _ = _rnn_step(act, F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+        h, _ = rnn_step(act, F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                          self.bias_hh)
         return h if batched else h.squeeze(0)
 
@@ -497,7 +471,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, states, batched = self._prepare(input, hx, 2)
-        _, (h, c) = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), tuple(states),
+        _, (h, c) = lstm_step(F.linear(x, self.weight_ih, self.bias_ih), tuple(states),
                                self.weight_hh, self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
@@ -516,6 +490,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+        h, _ = gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                          self.bias_hh)
         return h if batched else h.squeeze(0)

@@ -1,9 +1,10 @@
 """Variable-length sequences for the recurrent layers: PackedSequence and its helpers, as
 torch.nn.utils.rnn.
 
-A PackedSequence holds the steps of a batch of sequences sorted by length (longest first), step
-after step: `data` is [sum of lengths, *], `batch_sizes[t]` says how many sequences are still
-running at step t. The recurrent layers take one and return one.
+A PackedSequence (defined in clgrad/nn/_packed_sequence.py, outside this package, so that the
+recurrent layers can take one without importing nn.utils) holds the steps of a batch of sequences
+sorted by length (longest first), step after step: `data` is [sum of lengths, *], `batch_sizes[t]`
+says how many sequences are still running at step t. The recurrent layers take one and return one.
 
 >>> import clgrad
 >>> from clgrad.nn.utils.rnn import pack_sequence, pad_packed_sequence
@@ -22,49 +23,10 @@ from ... import dtypes
 from ...ops.creation import full, tensor as _tensor
 from ...ops.join import cat, stack
 from ...tensor import Tensor
+from .._packed_sequence import PackedSequence, _index_tensor, _invert
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "pack_sequence", "unpad_sequence", "unpack_sequence"]
-
-
-def _index_tensor(values):
-    return _tensor(np.asarray(values, dtype=np.int64), device="cpu")
-
-
-class PackedSequence(namedtuple("PackedSequence",
-                                ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
-    """Steps of sorted sequences, packed (see the module's docstring). Made by
-    pack_padded_sequence or pack_sequence, not by hand.
-
-    >>> import clgrad
-    >>> from clgrad.nn.utils.rnn import pack_sequence
-    >>> pack_sequence([clgrad.ones(2, 3), clgrad.ones(1, 3)]).data.shape
-    clgrad.Size([3, 3])
-    """
-
-    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
-        if unsorted_indices is None and sorted_indices is not None:
-            unsorted_indices = _invert(sorted_indices)
-        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
-
-    def to(self, *args, **kwargs):
-        """The same packing with data moved or cast (the index tensors stay)."""
-        data = self.data.to(*args, **kwargs)
-        return self if data is self.data else self._replace(data=data)
-
-    @property
-    def is_cuda(self):
-        return self.data.is_cuda
-
-    def is_pinned(self):
-        return False
-
-
-def _invert(perm):
-    p = np.asarray(perm.tolist(), dtype=np.int64)
-    inv = np.empty_like(p)
-    inv[p] = np.arange(len(p))
-    return _index_tensor(inv)
 
 
 def _lengths_list(lengths):

@@ -1,11 +1,11 @@
 """torch.nn.functional's embedding (rows of a weight picked by indices; padding_idx, max_norm
 and scale_grad_by_freq as torch's) and one_hot. embedding_bag, a pooling of embeddings, is in
-clgrad/nn/_functional_pool.py."""
+clgrad/ops/pool.py."""
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..ops.creation import arange, zeros
-from ..ops.pointwise import where
+from .creation import arange, zeros
+from .pointwise import where
 from ..tensor import Tensor
 
 __all__ = ["embedding", "one_hot"]

@@ -1,20 +1,23 @@
 """torch.nn.functional's class-target losses: nll_loss and cross_entropy (class indices, with
 class weights and ignore_index, or class probabilities; label smoothing), binary_cross_entropy
-and binary_cross_entropy_with_logits, with torch's arguments, checks and messages. The
-reduction helpers are in clgrad/nn/_functional_loss.py."""
+and binary_cross_entropy_with_logits, with torch's arguments, checks and messages, and
+linear_cross_entropy's reference form (cross_entropy of a linear layer's logits). The reduction
+helpers are in clgrad/ops/loss.py."""
 import math
 
 from .. import dtypes
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
-from ..ops.pointwise import clamp, where
-from ._functional_activation import log_softmax, softplus
-from ._functional_loss import _check_into, _check_reduction, _reduce, _reduction, _times_into
-from ..ops._base import same_device
-from ..ops.index import Gather, _check_range
+from .pointwise import clamp, where
+from .activation import log_softmax, softplus
+from .loss import _check_into, _check_reduction, _reduce, _reduction, _times_into
+from ._base import same_device
+from .index import Gather, _check_range
+from .linear import linear
 from ..kernels.index import class_targets_raw
 
-__all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "linear_cross_entropy"]
 
 
 def _class_dim(input):
@@ -269,3 +272,29 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if loss.dtype is not target.dtype:
         loss = loss.to(target.dtype)
     return _reduce(loss, reduction)
+
+
+# ---- cross entropy of a linear layer's logits ---------------------------------------------------
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's reference form
+    (a linear_weight of shape (C, *out_features, in_features) gives K-dimensional logits).
+    `options` (torch's chunked evaluation) is not taken: the logits are formed whole.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> round(F.linear_cross_entropy(clgrad.ones(1, 2), clgrad.zeros(3, 2),
+    ...                              clgrad.tensor([0])).item(), 4)
+    1.0986
+    """
+    if options is not None:
+        raise NotImplementedError("linear_cross_entropy: clgrad has no chunked form (options "
+                                  "must be None)")
+    C, extra = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    w = linear_weight.reshape(-1, linear_weight.shape[-1])
+    b = None if linear_bias is None else linear_bias.reshape(-1)
+    logits = linear(input, w, b)
+    if extra:                       # (N, C * prod(out), ) -> (N, C, *out)
+        logits = logits.reshape(tuple(input.shape[:-1]) + (C,) + extra)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                           ignore_index=-100 if ignore_index is None else ignore_index,
+                           label_smoothing=label_smoothing)

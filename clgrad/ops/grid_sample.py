@@ -13,9 +13,9 @@ import math
 import warnings
 
 from .. import dtypes
-from ..ops.creation import arange, ones, zeros, zeros_like
-from ..ops.join import stack
-from ..ops.pointwise import where
+from .creation import arange, ones, zeros, zeros_like
+from .join import stack
+from .pointwise import where
 from ..tensor import Tensor
 
 __all__ = ["affine_grid", "grid_sample"]

@@ -8,11 +8,11 @@ hardtanh_backward does.
 """
 import warnings
 
-from ..ops import softmax as _softmax
-from ..ops.elementwise import apply_ew
-from ..ops.pointwise import inplace as _inplace, where
+from . import softmax as _softmax
+from .elementwise import apply_ew
+from .pointwise import inplace as _inplace, where
 from ..tensor import Tensor
-from ..ops.creation import empty_like
+from .creation import empty_like
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", "softplus",
            "logsigmoid", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -20,11 +20,6 @@ __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "elu", "gelu", "silu", 
            "glu", "softsign", "softshrink", "hardshrink", "tanhshrink", "threshold", "threshold_",
            "prelu", "rrelu", "softmin", "gumbel_softmax", "elu_", "selu_", "celu_", "rrelu_"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 def _inplace_result(input, fn, inplace):
@@ -260,7 +255,7 @@ def selu(input, inplace=False):
     >>> round(F.selu(clgrad.tensor([1.0])).item(), 4)
     1.0507
     """
-    return _inplace_result(input, lambda x: _F().elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _inplace_result(input, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -272,7 +267,7 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu's alpha must not be 0")
-    return _inplace_result(input, lambda x: _F().elu(x / alpha, 1.0) * alpha, inplace)
+    return _inplace_result(input, lambda x: elu(x / alpha, 1.0) * alpha, inplace)
 
 
 def mish(input, inplace=False):
@@ -282,7 +277,7 @@ def mish(input, inplace=False):
     >>> round(F.mish(clgrad.tensor([1.0])).item(), 4)
     0.8651
     """
-    return _inplace_result(input, lambda x: x * _F().softplus(x).tanh(), inplace)
+    return _inplace_result(input, lambda x: x * softplus(x).tanh(), inplace)
 
 
 def glu(input, dim=-1):
@@ -393,7 +388,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     [-0.20000000298023224, 1.0]
     """
     if not training:
-        return _F().leaky_relu(input, (lower + upper) / 2, inplace)
+        return leaky_relu(input, (lower + upper) / 2, inplace)
     slope = empty_like(input).uniform_(lower, upper)
     return _inplace_result(input, lambda x: where(x >= 0, x, x * slope), inplace)
 
@@ -405,28 +400,28 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     >>> F.softmin(clgrad.tensor([0.0, 0.0]), dim=0).tolist()
     [0.5, 0.5]
     """
-    return _F().softmax(-input, dim, dtype=dtype)
+    return softmax(-input, dim, dtype=dtype)
 
 
 # ---- in place, and sampled -----------------------------------------------------------------------
 def elu_(input, alpha=1.0):
     """elu in place."""
-    return _F().elu(input, alpha, inplace=True)
+    return elu(input, alpha, inplace=True)
 
 
 def selu_(input):
     """selu in place."""
-    return _F().selu(input, inplace=True)
+    return selu(input, inplace=True)
 
 
 def celu_(input, alpha=1.0):
     """celu in place."""
-    return _F().celu(input, alpha, inplace=True)
+    return celu(input, alpha, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     """rrelu in place."""
-    return _F().rrelu(input, lower, upper, training, inplace=True)
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

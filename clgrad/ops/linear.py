@@ -1,8 +1,8 @@
 """torch.nn.functional's linear (one GEMM, torch's addmm / matmul dispatch) and bilinear,
 composed of clgrad ops."""
-from ..ops import linalg
+from . import linalg
 from ..tensor import Tensor
-from ._functional_loss import _check_into
+from .loss import _check_into
 
 __all__ = ["linear", "bilinear"]
 

@@ -2,10 +2,10 @@
 composed of clgrad ops (so they differentiate to any order)."""
 import math
 
-from ..ops.arrange import triu_indices
-from ..ops.pointwise import where
+from .arrange import triu_indices
+from .pointwise import where
 from ..tensor import Tensor
-from ..ops.reduce import norm
+from .reduce import norm
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
 

@@ -1,6 +1,7 @@
-"""unfold / fold (im2col and col2im) and the convolutions beyond 2-d: conv3d,
-conv_transpose1d, conv_transpose3d, composed from clgrad ops so that they differentiate to any
-order.
+"""torch.nn.functional's convolutions over the 2-d kernels of clgrad/ops/conv.py: conv1d and
+conv2d with torch's padding strings ('same', 'valid'), conv_transpose2d, and, composed from
+clgrad ops so that they differentiate to any order, unfold / fold (im2col and col2im) and the
+convolutions beyond 2-d: conv3d, conv_transpose1d, conv_transpose3d.
 
 - unfold gathers every window of the zero-padded input through one index table (the flat
   position of each tap of each block); fold is its adjoint, an index_add of the blocks into the
@@ -16,16 +17,65 @@ order.
 """
 import numpy as np
 
-from ..ops import conv as _conv
-from ..ops import views
-from ..ops.creation import tensor as _tensor, zeros
-from ..ops.join import stack
-from ..ops.shape import pad
+from . import conv as _conv
+from . import views
+from .creation import tensor as _tensor, zeros
+from .join import stack
+from .shape import pad
+from .window_args import _ntuple
 from ..tensor import Tensor
 
-__all__ = ["unfold", "fold", "conv3d", "conv_transpose1d", "conv_transpose3d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose2d", "unfold", "fold", "conv3d", "conv_transpose1d",
+           "conv_transpose3d"]
 
 
+# ---- conv1d / conv2d: torch's padding strings ------------------------------------------------
+def _string_padding(input, weight, stride, padding, dilation, nd):
+    """Turn padding='valid' / 'same' into numbers; 'same' with odd total padding pads the input
+    (the extra element on the right, as torch does) and returns 0."""
+    if padding == "valid":
+        return input, 0
+    if padding != "same":             # torch's functional raises RuntimeError (modules: ValueError)
+        raise RuntimeError(f"Invalid padding string: '{padding}' (conv{nd}d of input of shape "
+                           f"{list(input.shape)})")
+    if any(s != 1 for s in _ntuple(nd)(stride)):
+        raise RuntimeError(f"padding='same' is not supported for strided convolutions (conv{nd}d "
+                           f"of input of shape {list(input.shape)}, stride {stride})")
+    dil = _ntuple(nd)(dilation)
+    total = [d * (k - 1) for d, k in zip(dil, weight.shape[2:])]
+    left = [t // 2 for t in total]
+    if all(t % 2 == 0 for t in total):
+        return input, tuple(left)
+    extra = []
+    for t, lo in zip(reversed(total), reversed(left)):      # pad lists the last dim first
+        extra += [0, t - 2 * lo]
+    return pad(input, extra), tuple(left)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation) over (N, C, L) inputs; padding may be 'same' or
+    'valid'."""
+    if isinstance(padding, str):
+        input, padding = _string_padding(input, weight, stride, padding, dilation, 1)
+    return _conv.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) over (N, C, H, W) inputs; padding may be 'same' or
+    'valid'."""
+    if isinstance(padding, str):
+        input, padding = _string_padding(input, weight, stride, padding, dilation, 2)
+    return _conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution (the gradient of conv2d with respect to its input)."""
+    return _conv.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                                  dilation)
+
+
+# ---- unfold / fold and the convolutions beyond 2-d -------------------------------------------
 def _pair(op, name, v, n=2):
     return _conv._ints(op, name, v, n, "convolution dimensions")
 

@@ -9,9 +9,13 @@ same gather.
 import numpy as np
 
 from .. import dtypes
-from ..ops.creation import rand, tensor, zeros
-from ..ops.join import stack
-from .modules.utils import _ntuple
+from .creation import rand, tensor, zeros
+from .join import stack
+from .window_args import _ntuple
+from .activation import relu
+from .pool import (adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
+                   max_pool2d)
+from .pool3d import adaptive_max_pool3d, avg_pool3d, max_pool3d
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
@@ -20,11 +24,6 @@ __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
            "fractional_max_pool3d_with_indices"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 # ---- max pooling that always returns indices -----------------------------------------------------
@@ -37,7 +36,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     >>> out.tolist(), idx.tolist()
     ([[[3.0, 2.0]]], [[[1, 2]]])
     """
-    return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
                            return_indices=True)
 
 
@@ -49,7 +48,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     >>> F.max_pool2d_with_indices(clgrad.arange(16.0).reshape(1, 1, 4, 4), 2)[1].tolist()
     [[[[5, 7], [13, 15]]]]
     """
-    return _F().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
                            return_indices=True)
 
 
@@ -61,7 +60,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     >>> F.max_pool3d_with_indices(clgrad.arange(8.0).reshape(1, 1, 2, 2, 2), 2)[1].tolist()
     [[[[[7]]]]]
     """
-    return _F().max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
                            return_indices=True)
 
 
@@ -72,7 +71,7 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
     >>> F.adaptive_max_pool1d_with_indices(clgrad.tensor([[[1.0, 3.0, 2.0]]]), 1)[1].tolist()
     [[[1]]]
     """
-    return _F().adaptive_max_pool1d(input, output_size, return_indices=True)
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
@@ -82,7 +81,7 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     >>> F.adaptive_max_pool2d_with_indices(clgrad.arange(4.0).reshape(1, 1, 2, 2), 1)[1].tolist()
     [[[[3]]]]
     """
-    return _F().adaptive_max_pool2d(input, output_size, return_indices=True)
+    return adaptive_max_pool2d(input, output_size, return_indices=True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
@@ -93,7 +92,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     >>> F.adaptive_max_pool3d_with_indices(x, 1)[1].tolist()
     [[[[7]]]]
     """
-    return _F().adaptive_max_pool3d(input, output_size, return_indices=True)
+    return adaptive_max_pool3d(input, output_size, return_indices=True)
 
 
 # ---- max unpooling -------------------------------------------------------------------------------
@@ -189,8 +188,7 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 # ---- power-average pooling -----------------------------------------------------------------------
 def _lp_finish(out, norm_type, window):
     # torch's formula: sign(out) * relu(|out|) keeps the gradient at 0 finite
-    F = _F()
-    return (out.sign() * F.relu(out.abs())).mul(window).pow(1.0 / norm_type)
+    return (out.sign() * relu(out.abs())).mul(window).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -200,8 +198,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     >>> F.lp_pool1d(clgrad.tensor([[[3.0, 4.0, 1.0, 0.0]]]), 2, 2).tolist()
     [[[5.0, 1.0]]]
     """
-    F = _F()
-    out = F.avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kernel_size)
 
 
@@ -212,9 +209,8 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     >>> F.lp_pool2d(clgrad.ones(1, 1, 4, 4), 1, 2).tolist()
     [[[[4.0, 4.0], [4.0, 4.0]]]]
     """
-    F = _F()
     kh, kw = _ntuple(2)(kernel_size)
-    out = F.avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kh * kw)
 
 
@@ -225,9 +221,8 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     >>> F.lp_pool3d(clgrad.ones(1, 1, 2, 2, 2), 1, 2).tolist()
     [[[[[8.0]]]]]
     """
-    F = _F()
     kd, kh, kw = _ntuple(3)(kernel_size)
-    out = F.avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kd * kh * kw)
 
 

@@ -4,7 +4,7 @@ import math
 import warnings
 
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import empty_like
+from .creation import empty_like
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]

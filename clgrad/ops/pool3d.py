@@ -12,18 +12,14 @@ divisor_override divides the sum of both stages (each run with divisor 1).
 import math
 
 from .. import dtypes
-from ..ops import views
-from ..ops.join import stack
-from ..ops.window_args import adaptive_size, pool_geometry
+from . import views
+from .join import stack
+from .window_args import adaptive_size, pool_geometry
 from ..tensor import Tensor
+from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 def _pool_input(op, x):
@@ -69,11 +65,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d, _ = pool_geometry(op, input, 3, kernel_size, stride, padding, dilation, ceil_mode)
     x, batched = _planes(input)
     N, C, D, H, W = x.shape
-    F = _F()
-    v1, i1 = F.max_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode,
+    v1, i1 = max_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode,
                           True)
     v1, hw = _depth_last(v1, N, C, D)
-    v2, i2 = F.max_pool2d(v1, (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, True)
+    v2, i2 = max_pool2d(v1, (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, True)
     values = _depth_back(v2, N, C, hw, batched)
     if not return_indices:
         return values
@@ -111,12 +106,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         # pooled in float64 (float32 without fp64) and truncated back
         x = x.to(dtypes.float64 if x._storage.device.has_fp64 else dtypes.float32)
     N, C, D, H, W = x.shape
-    F = _F()
     one = None if divisor is None else 1
-    y = F.avg_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], ceil_mode,
+    y = avg_pool2d(x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], ceil_mode,
                      count_include_pad, one)
     y, hw = _depth_last(y, N, C, D)
-    y = F.avg_pool2d(y, (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, one)
+    y = avg_pool2d(y, (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, one)
     if divisor is not None:
         y = y / divisor
     out = _depth_back(y, N, C, hw, batched)
@@ -150,10 +144,9 @@ def adaptive_avg_pool3d(input, output_size):
     out = adaptive_size(op, input, output_size, 3)
     x, batched = _planes(input)
     N, C, D, H, W = x.shape
-    F = _F()
-    y = F.adaptive_avg_pool2d(x.reshape(N, C * D, H, W), out[1:])
+    y = adaptive_avg_pool2d(x.reshape(N, C * D, H, W), out[1:])
     y, hw = _depth_last(y, N, C, D)
-    y = F.adaptive_avg_pool2d(y, (None, out[0]))
+    y = adaptive_avg_pool2d(y, (None, out[0]))
     return _depth_back(y, N, C, hw, batched)
 
 

@@ -1,8 +1,8 @@
 """torch.nn.functional's losses but the class-target ones (nll, cross entropy, binary cross
-entropy: clgrad/nn/_functional_loss_class.py): the reduction helpers, the regression losses
-(mse, l1, smooth l1, huber), divergence, margin, embedding,
-likelihood and multi-class margin losses, CTC, and linear_cross_entropy's reference form, with
-torch's arguments, composed of clgrad ops (so they differentiate to any order).
+entropy, linear_cross_entropy: clgrad/ops/loss_class.py): the reduction helpers, the regression
+losses (mse, l1, smooth l1, huber), divergence, margin, embedding, likelihood and multi-class
+margin losses and CTC, with torch's arguments, composed of clgrad ops (so they differentiate to
+any order).
 """
 import math
 import warnings
@@ -10,25 +10,21 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..ops.creation import arange, full, tensor as _tensor
-from ..ops.join import cat, stack
-from ..ops.pointwise import minimum, where
+from .creation import arange, full, tensor as _tensor
+from .join import cat, stack
+from .pointwise import minimum, where
 from ..tensor import Tensor
-from ._functional_distance import cosine_similarity, pairwise_distance
-from ..ops._base import broadcast_shapes
+from .distance import cosine_similarity, pairwise_distance
+from ._base import broadcast_shapes
 from ..autograd.grad_mode import no_grad
+from .activation import logsigmoid, softplus
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
            "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
-           "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "linear_cross_entropy"]
+           "multi_margin_loss", "multilabel_margin_loss", "ctc_loss"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 # ---- reductions and the regression losses ----------------------------------------------------
@@ -187,8 +183,7 @@ def _check_into(t, other):
 
 # ---- the other losses -------------------------------------------------------------------------
 def _reduced(loss, size_average, reduce, reduction):
-    F = _F()
-    return F._reduce(loss, F._reduction(size_average, reduce, reduction))
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -205,8 +200,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = target.exp() * (target - input)
     else:
         loss = where(target > 0, target * (target.clamp_min(1e-38).log() - input), input * 0)
-    F = _F()
-    red = F._reduction(size_average, reduce, reduction)
+    red = _reduction(size_average, reduce, reduction)
     if red == "batchmean":
         return loss.sum() / (input.shape[0] if input.dim() else 1)
     if red == "mean":
@@ -214,7 +208,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
-    return F._reduce(loss, red)
+    return _reduce(loss, red)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -251,7 +245,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> round(F.soft_margin_loss(clgrad.tensor([0.0]), clgrad.tensor([1.0])).item(), 4)
     0.6931
     """
-    return _reduced(_F().softplus(-target * input), size_average, reduce, reduction)
+    return _reduced(softplus(-target * input), size_average, reduce, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -297,7 +291,6 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     >>> F.triplet_margin_with_distance_loss(a, a, a + 3).item()
     0.0
     """
-    F = _F()
     if margin <= 0:
         raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater "
                          f"than 0, got {margin} instead")
@@ -306,11 +299,11 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
                            f"same number of dimensions, but got: anchor {dims[0]}D, positive "
                            f"{dims[1]}D, and negative {dims[2]}D inputs")
-    dist = distance_function if distance_function is not None else F.pairwise_distance
+    dist = distance_function if distance_function is not None else pairwise_distance
     d_ap, d_an = dist(anchor, positive), dist(anchor, negative)
     if swap:
         d_an = minimum(d_an, dist(positive, negative))
-    return F._reduce((d_ap - d_an + margin).clamp_min(0), reduction)
+    return _reduce((d_ap - d_an + margin).clamp_min(0), reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
@@ -350,7 +343,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     loss = 0.5 * (v.log() + (input - target) ** 2 / v)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _F()._reduce(loss, reduction)
+    return _reduce(loss, reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -362,12 +355,11 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     ...                                     clgrad.tensor([[1.0, 0.0]])).item(), 4)
     0.6931
     """
-    F = _F()
-    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(-1) / input.shape[-1]
-    return F._reduce(loss, F._reduction(size_average, reduce, reduction))
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
 # ---- multi-class margins -------------------------------------------------------------------------
@@ -390,8 +382,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> round(F.multi_margin_loss(x, clgrad.tensor([3])).item(), 4)
     0.325
     """
-    F = _F()
-    reduction = F._reduction(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     op = "multi_margin_loss"
@@ -419,7 +410,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = (h * others.to(h.dtype)).sum(1) / C
     if reduction == "none":
         return loss.reshape(target.shape) if input.ndim == 1 else loss
-    return F._reduce(loss, reduction)
+    return _reduce(loss, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -432,8 +423,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> round(F.multilabel_margin_loss(x, clgrad.tensor([[3, 0, -1, 1]])).item(), 4)
     0.85
     """
-    F = _F()
-    reduction = F._reduction(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     op = "multilabel_margin_loss"
     _targets(op, input, target)
     if tuple(target.shape) != tuple(input.shape):
@@ -455,7 +445,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (h * keep.to(h.dtype)).sum((1, 2)) / C
     if input.ndim == 1:
         loss = loss.reshape(())
-    return loss if reduction == "none" else F._reduce(loss, reduction)
+    return loss if reduction == "none" else _reduce(loss, reduction)
 
 
 # ---- connectionist temporal classification ------------------------------------------------------
@@ -493,8 +483,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     >>> round(F.ctc_loss(lp, clgrad.tensor([[1]]), [3], [1], reduction="sum").item(), 4)
     0.2877
     """
-    F = _F()
-    F._check_reduction(reduction)
+    _check_reduction(reduction)
     if not isinstance(log_probs, Tensor):
         raise TypeError(f"ctc_loss(): argument 'log_probs' must be Tensor, not "
                         f"{type(log_probs).__name__}")
@@ -580,30 +569,3 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return nll.sum()
     lens = _tensor(np.maximum(np.array(tg_len), 1), device=dev).to(nll.dtype)
     return (nll / lens).mean()
-
-
-# ---- cross entropy of a linear layer's logits ---------------------------------------------------
-def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
-                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
-    """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's reference form
-    (a linear_weight of shape (C, *out_features, in_features) gives K-dimensional logits).
-    `options` (torch's chunked evaluation) is not taken: the logits are formed whole.
-
-    >>> import clgrad, clgrad.nn.functional as F
-    >>> round(F.linear_cross_entropy(clgrad.ones(1, 2), clgrad.zeros(3, 2),
-    ...                              clgrad.tensor([0])).item(), 4)
-    1.0986
-    """
-    F = _F()
-    if options is not None:
-        raise NotImplementedError("linear_cross_entropy: clgrad has no chunked form (options "
-                                  "must be None)")
-    C, extra = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
-    w = linear_weight.reshape(-1, linear_weight.shape[-1])
-    b = None if linear_bias is None else linear_bias.reshape(-1)
-    logits = F.linear(input, w, b)
-    if extra:                       # (N, C * prod(out), ) -> (N, C, *out)
-        logits = logits.reshape(tuple(input.shape[:-1]) + (C,) + extra)
-    return F.cross_entropy(logits, target, weight=weight, reduction=reduction,
-                           ignore_index=-100 if ignore_index is None else ignore_index,
-                           label_smoothing=label_smoothing)

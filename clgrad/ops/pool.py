@@ -7,23 +7,19 @@ ceil((i + 1) * L / out)), one window per output position, so it suits small outp
 """
 import math
 
-from ..ops import conv as _conv
-from ..ops.join import stack, cat
+from . import conv as _conv
+from .join import stack, cat
 from ..tensor import Tensor
-from ..ops.creation import full, tensor as _tensor
-from ..ops.pointwise import where
+from .creation import full, tensor as _tensor
+from .pointwise import where
 from .. import dtypes
+from .embedding import embedding
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
            "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
            "native_channel_shuffle", "embedding_bag"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 def _one(v, name):
@@ -52,7 +48,6 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return _conv.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode,
                                 return_indices)
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:
-        from ._functional_pool import int_max_pool2d
         return int_max_pool2d(input, pool, return_indices)
     return pool(input)
 
@@ -69,7 +64,6 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         return _conv.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                 divisor_override)
     if isinstance(input, Tensor) and not input.dtype.is_floating_point:
-        from ._functional_pool import int_avg_pool2d
         return int_avg_pool2d(input, pool)
     return pool(input)
 
@@ -90,7 +84,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     _check_1d("max_pool1d", input)
     k = _one(kernel_size, "kernel_size")
     s = k if stride is None or stride == [] else _one(stride, "stride")
-    out = _F().max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")),
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")),
                           (1, _one(dilation, "dilation")), ceil_mode, return_indices)
     if not return_indices and not input.dtype.is_floating_point:
         # torch's max_pool1d without indices has a kernel for floats only (it checks the
@@ -112,7 +106,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     _check_1d("avg_pool1d", input)
     k = _one(kernel_size, "kernel_size")
     s = k if stride is None or stride == [] else _one(stride, "stride")
-    return _F().avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")),
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")),
                            ceil_mode, count_include_pad).squeeze(-2)
 
 
@@ -124,7 +118,7 @@ def adaptive_avg_pool1d(input, output_size):
     [[[1.5]]]
     """
     _check_1d("adaptive_avg_pool1d", input)
-    return _F().adaptive_avg_pool2d(input.unsqueeze(-2),
+    return adaptive_avg_pool2d(input.unsqueeze(-2),
                                     (1, _one(output_size, "output_size"))).squeeze(-2)
 
 
@@ -262,7 +256,7 @@ def native_channel_shuffle(input, groups):
     >>> F.native_channel_shuffle(clgrad.arange(4.0).reshape(1, 4, 1, 1), 2).reshape(-1).tolist()
     [0.0, 2.0, 1.0, 3.0]
     """
-    return _F().channel_shuffle(input, groups)
+    return channel_shuffle(input, groups)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -312,7 +306,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
     D = weight.shape[1]
-    emb = _F().embedding(flat, weight, None, max_norm, norm_type)
+    emb = embedding(flat, weight, None, max_norm, norm_type)
     if psw is not None:
         emb = emb * psw.unsqueeze(-1)
     T = emb.shape[0]

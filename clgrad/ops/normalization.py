@@ -6,18 +6,13 @@ import numbers
 
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
-from ..ops import norm as _norm
-from ..ops.pointwise import addcmul
-from ..ops.join import cat
+from . import norm as _norm
+from .pointwise import addcmul
+from .join import cat
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "normalize", "rms_norm", "instance_norm",
            "local_response_norm"]
 
-
-def _F():
-    # function-level: import cycle: nn.functional imports this module
-    from . import functional
-    return functional
 
 
 def _channel_shape(input):
@@ -241,11 +236,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.dim() < 3:
         raise ValueError(f"expected 3D or more input (got {input.dim()}D input)")
     N, C = input.shape[0], input.shape[1]
-    F = _F()
     x = input.reshape((1, N * C) + tuple(input.shape[2:]))
     rm = running_mean.repeat(N) if running_mean is not None else None
     rv = running_var.repeat(N) if running_var is not None else None
-    out = F.batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
+    out = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps)
     if use_input_stats and running_mean is not None:
         with no_grad():
             running_mean.copy_(rm.reshape(N, C).mean(0))

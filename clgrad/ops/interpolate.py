@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..ops.creation import tensor as _tensor
+from .creation import tensor as _tensor
+from .pool import adaptive_avg_pool2d
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
@@ -143,12 +144,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
-        # function-level: import cycle: nn.functional imports this module
-        from . import functional as F
         if nd == 1:
-            return F.adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)
+            return adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)
         if nd == 2:
-            return F.adaptive_avg_pool2d(input, out)
+            return adaptive_avg_pool2d(input, out)
         raise NotImplementedError("interpolate: mode 'area' of 5-D input needs adaptive "
                                   "average pooling in 3-D, which clgrad does not have yet")
     x = input
