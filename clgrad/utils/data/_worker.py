@@ -2,13 +2,16 @@
 
 Workers load and collate samples on the host: a worker never touches an OpenCL device (a forked
 child of a process that holds an OpenCL context must not, and one device queue per process is
-what keeps kernels in order). The default collation therefore runs in the worker as numpy
+what keeps kernels in order). A worker runs in clgrad's host mode (clgrad/_host.py): the tensors
+a Dataset makes there (`torch.tensor(...)`, `from_numpy`, `zeros`, casts, arithmetic, views)
+are host tensors, and the tensors the dataset object held in the main process are copied to the
+host before the workers start. The default collation runs in the worker as numpy
 (`host_collate`: the same structure default_collate makes, with numpy arrays where it makes
-tensors), and the main process uploads the arrays (`to_device`). Another collate_fn runs in the
-main process on the samples the workers loaded, so a collate_fn written with clgrad ops works.
-A TensorDataset is gathered on its device in the main process (one index_select per tensor);
-another dataset whose samples are clgrad tensors cannot be used with workers (the worker says
-so).
+tensors), and the main process uploads the batch to the default device (`to_device`). Another
+collate_fn runs in the main process on the samples the workers loaded (their tensors uploaded
+first), so a collate_fn written with clgrad ops works. A TensorDataset is gathered on its device
+in the main process (one index_select per tensor). Work that needs a device (an op without a
+host form) raises in the worker, naming the op.
 
 Map-style datasets: the main process hands out batches of indices round-robin, keeps
 `prefetch_factor` batches per worker in flight and yields results in sampler order. Iterable
@@ -22,6 +25,7 @@ import random
 import traceback
 
 import numpy as np
+from ... import _host
 from ...tensor import Tensor
 from ...ops.creation import from_numpy, tensor, manual_seed, default_generator
 from ... import dtypes
@@ -62,7 +66,8 @@ class _Numeric:
 def _host_leaf(batch):
     elem = batch[0]
     if isinstance(elem, Tensor):
-        _refuse()
+        return _host.Packed.of_bits(np.stack([b.detach()._read_host() for b in batch]),
+                                    elem._dtype)
     if isinstance(elem, np.ndarray):
         return np.stack([np.asarray(b) for b in batch])
     if isinstance(elem, np.generic):
@@ -86,7 +91,9 @@ def host_collate(batch):
 
 
 def to_device(data):
-    """Upload the numpy leaves of what a worker returned (main process)."""
+    """Upload the numpy leaves and host tensors of what a worker returned (main process)."""
+    if isinstance(data, _host.Packed):
+        return data.unpack()
     if isinstance(data, _Numeric):
         a = data.array
         if a.dtype == np.float64 and not get_device(None).has_fp64:
@@ -121,7 +128,7 @@ class Fetcher:
     def __call__(self, what):
         if isinstance(what, collections.abc.Iterator):
             if not self.auto_collation:
-                return next(what)
+                return _host.pack(next(what))
             batch = []
             for sample in what:
                 batch.append(sample)
@@ -132,8 +139,8 @@ class Fetcher:
         elif self.auto_collation:
             batch = [self.dataset[i] for i in what]
         else:
-            return self.dataset[what]
-        return host_collate(batch) if self.host_collate else batch
+            return _host.pack(self.dataset[what])
+        return host_collate(batch) if self.host_collate else _host.pack(batch)
 
 
 class _ExceptionWrapper:
@@ -151,16 +158,14 @@ class _ExceptionWrapper:
 
 
 def _refuse(*_a, **_k):
-    raise RuntimeError("clgrad: a DataLoader worker process cannot use OpenCL devices; return "
-                       "numpy arrays or Python numbers from the dataset (they are uploaded in "
-                       "the main process), or use num_workers=0")
+    raise RuntimeError(_host.NEEDS_DEVICE.format(what="an OpenCL device queue"))
 
 
 def _no_devices_in_workers():
-    """Make any use of an OpenCL device in a worker fail with a clear error."""
+    """Host mode: tensors made in the worker are host tensors; any use of an OpenCL device
+    fails with a clear error."""
     dmod.Device.queue = property(_refuse)
-    dmod.devices = _refuse
-    dmod.default_device = _refuse
+    _host.enter_host_mode()
 
 
 def _worker_loop(worker_id, num_workers, seed, dataset, fetch, iterable, index_queue,
@@ -217,6 +222,8 @@ class WorkerPool:
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         elif isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
+        # the dataset's device tensors, copied to the host once: a worker cannot read the device
+        fetch.dataset = _host.hostify(loader.dataset)
         gen = loader.generator or default_generator
         base_seed = (gen.initial_seed() + gen._offset) & 0x7FFFFFFFFFFFFFFF
         gen._offset += 1                   # each epoch's workers get new seeds
@@ -227,7 +234,7 @@ class WorkerPool:
         self.workers = []
         for w in range(self.n):
             p = ctx.Process(target=_worker_loop, daemon=True, args=(
-                w, self.n, base_seed + w, loader.dataset, fetch, iterable,
+                w, self.n, base_seed + w, fetch.dataset, fetch, iterable,
                 self.index_queues[w], self.result_queue, loader.worker_init_fn))
             p.start()
             self.workers.append(p)

@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 
-from ... import dtypes
+from ... import _host, dtypes
 from ...ops.creation import from_numpy, tensor
 from ...ops.join import stack
 from ...runtime.device import get_device
@@ -111,8 +111,8 @@ class DataLoader:
     collated into a batch), shuffled each epoch by `generator` (or clgrad's default generator,
     so clgrad.manual_seed makes the order reproducible), the last short batch dropped with
     drop_last, and samples collated by collate_fn. With num_workers > 0, worker processes load
-    the samples (see clgrad/utils/data/_worker.py: they run on the host only, and the batches
-    are uploaded here); worker_init_fn, prefetch_factor, persistent_workers, timeout and
+    the samples (see clgrad/utils/data/_worker.py: they run on the host only, tensors the
+    Dataset makes there are host tensors, and the batches are uploaded here); worker_init_fn, prefetch_factor, persistent_workers, timeout and
     multiprocessing_context work as in torch. pin_memory is accepted and has no effect.
 
     >>> import clgrad
@@ -245,7 +245,8 @@ class DataLoader:
                 results = _worker.iterate_map_style(
                     pool, self.batch_sampler if auto else self.sampler, self.prefetch_factor)
             for data in results:
-                yield _worker.to_device(data) if on_host else self.collate_fn(data)
+                yield _worker.to_device(data) if on_host else self.collate_fn(
+                    _host.unpack(data))
             complete = True
         finally:
             # a pool is kept only after a whole epoch: one left midway has batches in flight
