@@ -543,6 +543,20 @@ class Module:
         """
         return self._cast_floats(dtypes.bfloat16)
 
+    def share_memory(self):
+        """torch's Module.share_memory: calls share_memory_() on every parameter and buffer;
+        returns self. OpenCL buffers cannot be shared between processes, so this changes
+        nothing: tensors sent to another process go by value (see clgrad.multiprocessing).
+
+        >>> import clgrad
+        >>> m = clgrad.nn.Linear(1, 1).share_memory()
+        >>> type(m).__name__
+        'Linear'
+        """
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+        return self
+
     def cpu(self):
         """Move parameters and buffers to the CPU OpenCL device ("cpu"); returns self.
 
@@ -586,11 +600,34 @@ class Module:
     register_full_backward_pre_hook = _module_hooks.register_full_backward_pre_hook
     register_full_backward_hook = _module_hooks.register_full_backward_hook
 
+    _compiled_call = None         # set by compile()
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call is not None:
+            return self._compiled_call(*args, **kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
                 self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
+
+    def _call_uncompiled(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
+                self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's calls in place (torch's Module.compile; the arguments are
+        clgrad.compile's).
+
+        >>> import clgrad
+        >>> lin = clgrad.nn.Linear(2, 2); lin.compile()
+        >>> lin(clgrad.ones(1, 2)).shape
+        clgrad.Size([1, 2])
+        """
+        from ...compiler import compile as _compile
+        object.__setattr__(self, "_compiled_call", _compile(self._call_uncompiled, *args,
+                                                            **kwargs))
 
     _call_with_hooks = _module_hooks._call_with_hooks
 
