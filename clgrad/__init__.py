@@ -140,7 +140,8 @@ from .nn._rnn_cell_ops import *  # noqa: E402,F401,F403
 # torch's constants, its smaller namespaces and samplers (issue 23)
 from math import e, inf, nan, pi  # noqa: E402  (Python floats, as torch's)
 from . import _inductor, accelerator, random, version  # noqa: E402
-from ._sampling import binomial, poisson  # noqa: E402
+from . import distributions  # noqa: E402  (torch.distributions; uses the namespace above)
+from ._sampling import _standard_gamma, _standard_gamma_grad, binomial, poisson  # noqa: E402
 # process-wide settings (threads, print options, determinism)
 from ._settings import *  # noqa: E402,F401,F403
 # torch's autocast state functions (is_autocast_enabled, set_autocast_dtype, ...)
