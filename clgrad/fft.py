@@ -36,13 +36,13 @@ def _is_complex(x):
     return x.dtype.is_complex
 
 
-def _pairs(name, x, real_ok):
+def _pairs(name, x, complex_ok):
     """(pairs, None) of a complex x, or (None, real x in its transform dtype)."""
     if _is_complex(x):
+        if not complex_ok:
+            raise RuntimeError(f"{name} expects a real input tensor, but got "
+                               f"{_dtypes.TORCH_NAMES.get(x.dtype, x.dtype.name)}")
         return _ns().view_as_real(x), None
-    if not real_ok:
-        raise RuntimeError(f"{name} expects a real input tensor, but got "
-                           f"{_dtypes.TORCH_NAMES.get(x.dtype, x.dtype.name)}")
     dt = _f.fft_dtype(name, x, False)
     return None, (x if x.dtype is dt else x.to(dt))
 
