@@ -1,5 +1,6 @@
 """The one launch chokepoint (clgrad.runtime.kernels.launch): every kernel clgrad enqueues goes
 through it, and every launch takes its geometry from the one grid()."""
+import numpy as np
 import pyopencl as cl
 
 import clgrad
@@ -69,3 +70,40 @@ def test_the_elementwise_fast_path_takes_grid_geometry(device, monkeypatch):
     finally:
         device.wg = was
         memo.clear()
+
+
+def test_a_familys_argument_expansion_is_cl_args(device):
+    """KernelFamily.launch expands its arguments with a function made once per kernel from the
+    kernel's signature (runtime.family.expander); for every kernel of every family it gives what
+    cl_args gives, in each form a call takes: a tensor at each buffer (all the arguments, or
+    those up to the last tensor, the rest given as scalars), raw buffers with their offsets."""
+    import importlib
+    import pkgutil
+
+    import clgrad.kernels
+    from clgrad.runtime.family import KernelFamily, cl_args, expander
+    t = clgrad.arange(6.0)[2:]
+    buf = object()                      # local memory, or a buffer with no offset after it
+    checked = 0
+    for m in pkgutil.iter_modules(clgrad.kernels.__path__):
+        mod = importlib.import_module(f"clgrad.kernels.{m.name}")
+        for fam in [v for v in vars(mod).values() if isinstance(v, KernelFamily)]:
+            for prog in list(fam._programs.values()):
+                for name, sig in prog.signatures.items():
+                    tensors, raw, j = [], [], 0
+                    while j < len(sig):
+                        if sig[j] is None and j + 1 < len(sig) and sig[j + 1] is not None and \
+                                np.dtype(sig[j + 1]).kind in "iu":
+                            tensors.append(t)
+                            raw += [t._storage.buf, t._offset]
+                            j += 2
+                        else:
+                            tensors.append(buf if sig[j] is None else 1)
+                            raw.append(tensors[-1])
+                            j += 1
+                    last = max([i for i, a in enumerate(tensors) if a is t], default=-1)
+                    expand = expander(sig)
+                    for args in (tensors, tensors[:last + 1], raw):
+                        assert expand(tuple(args)) == cl_args(tuple(args)), (fam.name, name)
+                    checked += 1
+    assert checked > 100

@@ -24,6 +24,8 @@ A new kernel family is a template `cl_kernels/<name>.mako`, a `KernelFamily` in
 >>> x.tolist()
 [1.0, 1.5, 2.0, 2.5]
 """
+import numpy as np
+
 from . import tuning
 from .device import path_dependent
 from .kernels import Program, get_kernel, grid, launch_args, render
@@ -51,6 +53,46 @@ def cl_args(args):
         else:
             add(a)
     return out
+
+
+def expander(signature):
+    """A function args -> cl_args(args), specialised to a kernel's signature (its scalar
+    argument dtypes, None for a buffer). In the usual forms of a call, a tensor at each buffer
+    argument that an integer offset follows, with all the arguments or with those up to the last
+    tensor (the rest given as `scalars`), it tests those arguments only and builds the list in
+    one expression; any other form (a raw buffer and its offset, local memory) goes to cl_args.
+    Made once per kernel of a family (KernelFamily.launch): cl_args' test of every argument was
+    most of what a family's launch cost beyond a hand-written one (tools/bench_launch.py).
+
+    >>> expand = expander([None, np.int64, np.float32])
+    >>> expand((None, 2.5)), expand(("buf", 0, 2.5))
+    ([None, 2.5], ['buf', 0, 2.5])
+    """
+    slots, n, j = [], 0, 0
+    while j < len(signature):
+        if signature[j] is None and j + 1 < len(signature) and \
+                signature[j + 1] is not None and np.dtype(signature[j + 1]).kind in "iu":
+            slots.append(n)
+            j += 2
+        else:
+            j += 1
+        n += 1
+    if not slots:
+        return cl_args
+    src = ["def expand(args):", "    n = len(args)"]
+    for count in sorted({n, slots[-1] + 1}, reverse=True):
+        names = [f"a{i}" for i in range(count)]
+        items = []
+        for i in range(count):
+            items += [f"a{i}._storage.buf", f"a{i}._offset"] if i in slots else [f"a{i}"]
+        src += [f"    if n == {count}:",
+                f"        {', '.join(names)}, = args",
+                f"        if {' and '.join(f'isinstance(a{i}, T)' for i in slots)}:",
+                f"            return [{', '.join(items)}]"]
+    src.append("    return cl_args(args)")
+    scope = {"T": TENSOR_TYPE, "cl_args": cl_args}
+    exec("\n".join(src), scope)
+    return scope["expand"]
 
 
 class KernelFamily:
@@ -81,6 +123,8 @@ class KernelFamily:
         # (device, variant, name, options) -> cl.Kernel; dropped with the device's kernels when
         # it changes code paths
         self._kernels = path_dependent({})
+        # the same key -> (cl.Kernel, its argument expander): what launch() needs, in one lookup
+        self._launchers = path_dependent({})
         self._configs = path_dependent({})      # device -> its tuned configuration
         for v in variants:
             self.program(v)
@@ -148,11 +192,18 @@ class KernelFamily:
         (laid out by grid()) or (global size, local size); tensors among `args` expand to
         buffer and offset (cl_args). `scalars`, plain values, follow them unexamined (a kernel
         with many scalar arguments, the optimizers', skips their per-argument test)."""
-        k = self._kernels.get((device, variant, name, options))
-        if k is None:
-            k = self.kernel(device, variant, name, options)
+        entry = self._launchers.get((device, variant, name, options))
+        if entry is None:
+            entry = self._launcher(device, variant, name, options)
+        k, expand = entry
         gs, ls = grid(device, geometry) if geometry.__class__ is int else geometry
-        args = cl_args(args)
+        args = expand(args)
         if scalars:
             args.extend(scalars)
         return launch_args(device, k, gs, ls, args)
+
+    def _launcher(self, device, variant, name, options):
+        k = self.kernel(device, variant, name, options)
+        entry = (k, expander(self.program(variant, options).signatures[name]))
+        self._launchers[(device, variant, name, options)] = entry
+        return entry
