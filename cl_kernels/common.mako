@@ -12,7 +12,7 @@ def width(*dts):
 <%def name="prelude(dts)">
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
-% if any(d.cl == "double" for d in dts):
+% if any(d.cl == "double" or d.rt == "double" for d in dts):
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 /* Vector loads and stores built from scalar accesses: PoCL compiles vloadN/vstoreN to out-of-line
@@ -91,8 +91,11 @@ inline uint4 philox(ulong counter, ulong seed) { return philox_at(counter, 0u, s
 
 
 ## scalar load of element `i` (an expression) of pointer `p`, converted to the compute type
+## (complex32: the (re, im) pair of halves as a float2)
 <%def name="load(d, p, i)">\
-% if d.cl == "half":
+% if d.kind == "c" and d.cl == "half":
+vload_half2(${i}, ${p})\
+% elif d.cl == "half":
 vload_half(${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
 bf2f(${p}[${i}])\
@@ -114,7 +117,9 @@ LDV(${d.cl}, ${w}, ${i}, ${p})\
 
 ## scalar store of compute-type value v
 <%def name="store(d, p, i, v)">\
-% if d.cl == "half":
+% if d.kind == "c" and d.cl == "half":
+vstore_half2(${v}, ${i}, ${p})\
+% elif d.cl == "half":
 vstore_half(${v}, ${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
 ${p}[${i}] = f2bf(${v})\
@@ -193,4 +198,88 @@ def carry():
     }
     ${s} = red[0];
     barrier(CLK_LOCAL_MEM_FENCE);
+</%def>
+
+
+## Complex arithmetic on (re, im) pairs: T is the compute type (float2 / double2), R its part
+## (float / double). Families with a complex variant render these once per program; the
+## elementwise table's "c" expressions call them. Division follows c10::complex (numpy's scaled
+## form), so that |b| near the range limits neither overflows nor underflows.
+<%def name="complex_helpers(T, R)">
+<%
+one = "1.0f" if R == "float" else "1.0"
+half = "0.5f" if R == "float" else "0.5"
+big = "20.0f" if R == "float" else "40.0"
+%>
+inline ${T} cconj(${T} a) { return (${T})(a.x, -a.y); }
+inline ${T} cmul(${T} a, ${T} b) { return (${T})(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+inline ${T} cdiv(${T} a, ${T} b) {
+    ${R} ac = fabs(b.x), ad = fabs(b.y);
+    if (ac >= ad) {
+        if (ac == (${R})0 && ad == (${R})0)
+            return (${T})(a.x / ac, a.y / ad);       /* a complex inf or NaN, as torch */
+        ${R} rat = b.y / b.x, scl = ${one} / (b.x + b.y * rat);
+        return (${T})((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+    }
+    ${R} rat = b.x / b.y, scl = ${one} / (b.y + b.x * rat);
+    return (${T})((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+}
+inline ${T} crecip(${T} a) { return cdiv((${T})(${one}, (${R})0), a); }
+inline ${R} cabs_(${T} a) { return hypot(a.x, a.y); }
+inline ${R} carg(${T} a) { return atan2(a.y, a.x); }
+inline ${T} csgn(${T} a) {
+    ${R} r = hypot(a.x, a.y);
+    return r == (${R})0 ? (${T})((${R})0, (${R})0) : (${T})(a.x / r, a.y / r);
+}
+inline int ceq(${T} a, ${T} b) { return (a.x == b.x) & (a.y == b.y); }
+inline ${T} cexp(${T} a) {
+    ${R} e = exp(a.x);
+    if (a.y == (${R})0)
+        return (${T})(e, a.y);                       /* real arguments stay exact */
+    return (${T})(e * cos(a.y), e * sin(a.y));
+}
+inline ${T} clog(${T} a) { return (${T})(log(hypot(a.x, a.y)), atan2(a.y, a.x)); }
+/* the principal square root, without cancellation in either part */
+inline ${T} csqrt(${T} a) {
+    if (a.x == (${R})0 && a.y == (${R})0)
+        return (${T})((${R})0, a.y);
+    if (isinf(a.y))
+        return (${T})(INFINITY, a.y);
+    ${R} t = sqrt((fabs(a.x) + hypot(a.x, a.y)) * ${half});
+    if (a.x >= (${R})0)
+        return (${T})(t, a.y / (t + t));
+    return (${T})(fabs(a.y) / (t + t), copysign(t, a.y));
+}
+/* a ** b: whole real exponents up to 64 by repeated multiplication (exact where it can be, as
+   torch's x ** 2), 0 ** b for b with a positive real part is 0, otherwise exp(b log a) */
+inline ${T} cpow(${T} a, ${T} b) {
+    if (b.x == (${R})0 && b.y == (${R})0)
+        return (${T})(${one}, (${R})0);
+    if (a.x == (${R})0 && a.y == (${R})0 && b.x > (${R})0)
+        return (${T})((${R})0, (${R})0);
+    if (b.y == (${R})0 && b.x == rint(b.x) && fabs(b.x) <= (${R})64) {
+        int n = (int)fabs(b.x);
+        ${T} r = (${T})(${one}, (${R})0), p = a;
+        while (n) {
+            if (n & 1) r = cmul(r, p);
+            p = cmul(p, p);
+            n >>= 1;
+        }
+        return b.x < (${R})0 ? crecip(r) : r;
+    }
+    return cexp(cmul(b, clog(a)));
+}
+inline ${T} csin(${T} a) { return (${T})(sin(a.x) * cosh(a.y), cos(a.x) * sinh(a.y)); }
+inline ${T} ccos(${T} a) { return (${T})(cos(a.x) * cosh(a.y), -sin(a.x) * sinh(a.y)); }
+inline ${T} csinh(${T} a) { return (${T})(sinh(a.x) * cos(a.y), cosh(a.x) * sin(a.y)); }
+inline ${T} ccosh(${T} a) { return (${T})(cosh(a.x) * cos(a.y), sinh(a.x) * sin(a.y)); }
+/* tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y); past |x| = ${big} the real part is
+   +-1 and the imaginary part 4 sin y cos y e^-2|x| */
+inline ${T} ctanh(${T} a) {
+    if (fabs(a.x) > ${big})
+        return (${T})(copysign(${one}, a.x), 4 * sin(a.y) * cos(a.y) * exp(-2 * fabs(a.x)));
+    ${R} d = cosh(2 * a.x) + cos(2 * a.y);
+    return (${T})(sinh(2 * a.x) / d, sin(2 * a.y) / d);
+}
+inline ${T} csigmoid(${T} a) { return crecip((${T})(${one}, (${R})0) + cexp(-a)); }
 </%def>

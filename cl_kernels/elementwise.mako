@@ -3,6 +3,11 @@
 ## parameters p0, p1, p2 written with SEL(cond, a, b), CV(value) and FALSE_ (a bool zero), so that the same text is valid
 ## on VEC-wide vectors (contiguous kernels) and on scalars (tails and strided kernels).
 ##
+## Complex dtypes (kind c) compute in float2 / double2 pairs (re, im): their expressions call
+## common.mako's complex helpers (cmul, cdiv, cexp, ...), their kernels are scalar (one pair per
+## work-item), CV(v) is the complex number (v, 0), and parameters p0.. are pairs already.
+## Entries with out="real" (abs, angle) write the dtype's real part type.
+##
 ## Kernel names: <op>_<layout>_<pattern>. layout c: contiguous operands (a step flag per operand:
 ## 1 walks the buffer, 0 repeats its first element), s: any strides (long8 strides, up to 8 dims
 ## after collapsing, walked as common.mako's walk() describes). pattern: t per tensor operand, s per
@@ -12,7 +17,7 @@
 def mask_type(d):
     """the integer type comparisons of d's compute type yield (same element size)"""
     return {"float": "int", "double": "long", "int": "int", "long": "long", "uchar": "char", "char": "char",
-            "short": "short"}[d.ct]
+            "short": "short", "float2": "int", "double2": "int"}[d.ct]
 
 NAMES = ["x", "y", "z"]
 
@@ -20,7 +25,7 @@ def operand_dtype(kind, dt, bool_dt):
     return bool_dt if kind == "b" else dt
 
 def out_dtype(e, dt, bool_dt):
-    return bool_dt if e.out == "bool" else dt
+    return bool_dt if e.out == "bool" else dt.real if e.out == "real" else dt
 %>
 ${c.prelude([dt])}
 ## ---- per-context macros: vector (v) or scalar (s) ---------------------------------------------
@@ -33,6 +38,10 @@ ${c.prelude([dt])}
 #define FLOORDIV floordiv_v
 #define REMAINDER remainder_v
 #define GELU_ERFC gelu_erfc_v
+% elif dt.kind == "c":
+#define SEL(cnd, a, b) ((cnd) ? (a) : (b))
+#define CV(v) ((${CT})((${dt.rt})(v), (${dt.rt})0))
+#define FALSE_ ((uchar)0)
 % else:
 #define SEL(cnd, a, b) ((cnd) ? (a) : (b))
 #define CV(v) ((${CT})(v))
@@ -53,7 +62,10 @@ ${c.prelude([dt])}
 
 ## ---- helpers, rendered once for vectors and once for scalars -----------------------------------
 <% CT = dt.ct %>
-% for ctx in ("v", "s"):
+% if dt.kind == "c":
+${c.complex_helpers(CT, dt.rt)}
+% endif
+% for ctx in (("v", "s") if dt.kind != "c" else ()):
 <% T = f"CAT({CT}, {c.attr.width(dt)})" if ctx == "v" else CT %>
 ${begin_ctx(ctx)}
 % if dt.kind == "f":
@@ -589,7 +601,7 @@ ${c.store(od, "out", idx, "r_")};\
 
 <%def name="result_type(e, ctx)">\
 <%
-rt = mask_type(dt) if e.out == "bool" else dt.ct
+rt = mask_type(dt) if e.out == "bool" else dt.rt if e.out == "real" else dt.ct
 %>\
 % if ctx == "v":
 CAT(${rt}, ${c.attr.width(dt)})\

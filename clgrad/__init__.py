@@ -8,9 +8,9 @@
 """
 from ._version import __version__
 from . import dtypes
-from .dtypes import (bfloat16, bool_ as bool, can_cast, dtype, finfo, float16, float32, float64,
-                     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types,
-                     result_type, set_default_dtype, uint8)
+from .dtypes import (bfloat16, bool_ as bool, can_cast, complex32, complex64, complex128, dtype,
+                     finfo, float16, float32, float64, get_default_dtype, iinfo, int8, int16,
+                     int32, int64, promote_types, result_type, set_default_dtype, uint8)
 from .tensor import Size, Tensor, device
 from . import autograd
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
@@ -39,6 +39,9 @@ half = float16
 long = int64
 int = int32
 short = int16
+cfloat = complex64
+cdouble = complex128
+chalf = complex32
 
 globals().update(_face.FUNCTIONS)
 globals().update(_CPU_TYPES)

@@ -10,6 +10,7 @@ from .autograd import engine
 from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops import methods as _methods
+from .ops import complexes as _complexes
 from .ops.elementwise import OPS, TABLE, run
 from . import tensor as _tensor_layer
 from .tensor import Tensor, make_tensor, upload, empty_tensor
@@ -50,6 +51,8 @@ register(
 Tensor.T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim))))
                     if self.ndim > 2 else views.t(self))
 Tensor.mT = property(views.mT)
+Tensor.real = property(_complexes.real, _complexes._set_real)
+Tensor.imag = property(_complexes.imag, _complexes._set_imag)
 Tensor.H = property(lambda self: _methods.matrix_H(self))
 Tensor.mH = property(lambda self: _methods.matrix_mH(self))
 Tensor.data = property(lambda self: _data(self), lambda self, v: _set_data(self, v))
@@ -441,7 +444,7 @@ _h.zeros = lambda shape, dt, dev: full_raw(tuple(shape), 0, dt, dev)
 _h.ones = lambda shape, dt, dev: full_raw(tuple(shape), 1, dt, dev)
 _h.zeros_like = lambda t: full_raw(t._shape, 0, t._dtype, t._storage.device)
 _h.sum_to = reduce.sum_to
-_h.cast = lambda t, dt: views.to_dtype(t, dt)
+_h.cast = lambda t, dt: views.to_dtype(t, dt, warn=False)
 _h.as_strided = lambda t, shape, strides, offset: views.AsStrided.apply(t, tuple(shape),
                                                                          tuple(strides),
                                                                          t._offset + offset)

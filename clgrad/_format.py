@@ -62,6 +62,43 @@ class _Formatter:
         return self.fmt(v).rjust(self.max_width)
 
 
+class _PartFormatter(_Formatter):
+    """torch 2.13's float formatter, for the parts of complex numbers: the mode and the width come
+    from the non-zero finite values alone, and a ratio above 1000 between the largest and the
+    smallest magnitude means scientific notation in int mode too."""
+
+    def __init__(self, values):
+        self.floating = True
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        flat = values.ravel()
+        vals = flat[np.isfinite(flat) & (flat != 0)]
+        if vals.size == 0:
+            return
+        mags = np.abs(vals)
+        hi, lo = mags.max(), mags.min()
+        self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        self.sci_mode = bool(hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4) if SCI_MODE is None \
+            else SCI_MODE
+        self.max_width = max(len(self.fmt(v)) for v in vals)
+
+
+class _ComplexFormatter:
+    """torch's complex printing: the real and imaginary parts each get a formatter of their own
+    (decided over all real parts, and all imaginary parts), joined as re+imj."""
+
+    def __init__(self, values):
+        self.re = _PartFormatter(values.real)
+        self.im = _PartFormatter(values.imag)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def __call__(self, v):
+        re = self.re(v.real)
+        im = (self.im(v.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
 def _summarise(a, summarize):
     """The elements that get printed (edges only when summarising)."""
     if not summarize or a.ndim == 0:
@@ -82,7 +119,7 @@ def _str(a, fmt, indent, summarize):
     if a.ndim == 1:
         items = list(a)
         if summarize and len(items) > 2 * EDGEITEMS:
-            strs = [fmt(v) for v in items[:EDGEITEMS]] + ["..."] + \
+            strs = [fmt(v) for v in items[:EDGEITEMS]] + [" ..."] + \
                 [fmt(v) for v in items[-EDGEITEMS:]]
         else:
             strs = [fmt(v) for v in items]
@@ -113,16 +150,19 @@ def format_tensor(t):
         a = dtypes.from_host_bits(t._read_host(), dt)
         if dt.kind == "f":
             a = a.astype(np.float64)
+        elif dt.kind == "c":
+            a = a.astype(np.complex128)
         summarize = n > THRESHOLD
         shown = _summarise(a, summarize) if summarize else a
-        fmt = _Formatter(shown, dt)
+        fmt = _ComplexFormatter(shown) if dt.kind == "c" else _Formatter(shown, dt)
         body = _str(a, fmt, len("tensor("), summarize)
     try:
         if t._storage.device is not default_device():
             suffixes.append(f"device='{t.device}'")
     except Exception:
         pass
-    if dt not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_) or \
+    if dt not in (dtypes.get_default_dtype(), dtypes.default_complex(), dtypes.int64,
+                  dtypes.bool_) or \
             (n == 0 and dt is not dtypes.get_default_dtype()):
         suffixes.append(f"dtype=clgrad.{dt.name}")
     fn = t._grad_fn
@@ -130,4 +170,19 @@ def format_tensor(t):
         suffixes.append(f"grad_fn=<{fn.name()}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    return "tensor(" + ", ".join([body] + suffixes) + ")"
+    return "tensor(" + _add_suffixes(body, suffixes, len("tensor(")) + ")"
+
+
+def _add_suffixes(body, suffixes, indent):
+    """torch's: a suffix that would take the last line past the line width goes on a line of its
+    own."""
+    parts = [body]
+    last = len(body) - body.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(parts)

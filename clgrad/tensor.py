@@ -305,6 +305,13 @@ class Tensor:
         return self._dtype.kind == "f"
 
     def is_complex(self):
+        return self._dtype.kind == "c"
+
+    def is_conj(self):
+        """False: clgrad's conj() materialises the conjugate (no lazy conjugate bit)."""
+        return False
+
+    def is_neg(self):
         return False
 
     def is_inference(self):
@@ -341,9 +348,9 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._dtype.kind != "f":
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got "
-                               f"{self._dtype}")
+        if requires_grad and self._dtype.kind not in "fc":
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients")
         if requires_grad and self._inference and not _grad_state.inference:
             pass  # torch allows setting the flag; saving it for backward raises later
         if self._grad_fn is None:
@@ -412,6 +419,8 @@ class Tensor:
         span of storage the view covers is read, then numpy applies the strides."""
         dt = self._dtype
         shape = self._shape
+        if dt.itemsize != dt.np.itemsize:       # complex32: its (re, im) halves, pair last
+            return real_view(self)._read_host()
         n = numel_of(shape)
         if n == 0:
             return np.empty(shape, dtype=dt.np)
@@ -542,10 +551,29 @@ def empty_tensor(shape, dt, device):
 def upload(array, dt, device):
     """A new tensor holding a numpy array's values (converted to dt)."""
     host = dtypes.to_host_bits(array, dt)
-    t = empty_tensor(tuple(host.shape), dt, device)
+    shape = tuple(host.shape) if dt.itemsize == host.itemsize else tuple(host.shape[:-1])
+    t = empty_tensor(shape, dt, device)
     if host.size:
         cl.enqueue_copy(device.queue, t._storage.buf, host, is_blocking=True)
     return t
+
+
+def real_view(t):
+    """The real view of a complex tensor (torch.view_as_real's geometry, no autograd): shape + (2,),
+    strides doubled plus a last stride of 1, offset doubled, over the same storage."""
+    shape = t._shape + (2,)
+    strides = tuple(2 * st for st in t._strides) + (1,)
+    return make_tensor(t._storage, shape, strides, 2 * t._offset, t._dtype.real, t._contig,
+                       t._vc)
+
+
+def complex_view(t, dt=None):
+    """The complex view of a real tensor whose last dim is (re, im) with stride 1, even strides
+    and offset (view_as_complex's geometry, no autograd; checked by the caller)."""
+    shape = t._shape[:-1]
+    strides = tuple(st // 2 for st in t._strides[:-1])
+    return make_tensor(t._storage, shape, strides, t._offset // 2,
+                       dt or t._dtype.to_complex(), is_contiguous_layout(shape, strides), t._vc)
 
 
 def alias(t, shape=None, strides=None, offset=None):

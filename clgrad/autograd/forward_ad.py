@@ -135,7 +135,7 @@ class _ForwardAD:
         shared = {id(t._storage) for t in in_tangents if t is not None} if in_tangents else ()
         node = None
         for o, tan in zip(outs, tans):
-            if tan is None or not isinstance(o, Tensor) or o._dtype.kind != "f":
+            if tan is None or not isinstance(o, Tensor) or o._dtype.kind not in "fc":
                 continue
             tan = _fit(tan, o)
             if id(tan._storage) in shared:
@@ -333,10 +333,10 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError(f"Invalid level {level}: the current dual level is {_current_level}")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual(): expected Tensors for 'tensor' and 'tangent'")
-    if tensor._dtype.kind != "f":
+    if tensor._dtype.kind not in "fc":
         raise ValueError(f"Expected primal to be floating point or complex, but got: "
                          f"{tensor._dtype}")
-    if tangent._dtype.kind != "f":
+    if tangent._dtype.kind not in "fc":
         raise ValueError(f"Expected tangent to be floating point or complex, but got: "
                          f"{tangent._dtype}")
     if tangent._shape != tensor._shape:

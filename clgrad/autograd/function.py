@@ -197,7 +197,7 @@ def _process_outputs(node, args, positions, outs, record, custom):
         else:
             if id(o) in input_ids:
                 o = _view_of_input(o)
-            if id(o) in nondiff or o._dtype.kind != "f":
+            if id(o) in nondiff or o._dtype.kind not in "fc":
                 o._requires_grad = False
             else:
                 o._grad_fn = node
@@ -241,7 +241,7 @@ def once_differentiable(fn):
         err.next_functions = tuple(_edge(a) for a in args if isinstance(a, Tensor))
         res = []
         for o in outs:
-            if isinstance(o, Tensor) and o._dtype.kind == "f":
+            if isinstance(o, Tensor) and o._dtype.kind in "fc":
                 o = alias(o)
                 o._grad_fn, o._requires_grad = err, True
             res.append(o)

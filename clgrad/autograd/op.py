@@ -117,7 +117,7 @@ class Op(Function):
             out = cls.forward(node, *args)
         if type(out) is Tensor:
             outs = (out,)
-            if out._dtype.kind == "f" and not node.non_differentiable:
+            if out._dtype.kind in "fc" and not node.non_differentiable:
                 out._grad_fn = node
                 out._output_nr = 0
                 out._requires_grad = True
@@ -128,7 +128,7 @@ class Op(Function):
             meta = []
             for i, o in enumerate(outs):
                 if isinstance(o, Tensor):
-                    if o._dtype.kind == "f" and not (nondiff and any(o is t for t in nondiff)):
+                    if o._dtype.kind in "fc" and not (nondiff and any(o is t for t in nondiff)):
                         o._grad_fn = node
                         o._output_nr = i
                         o._requires_grad = True

@@ -6,20 +6,49 @@ way), fills, and the index-computed sequences of arange and linspace. Raw launch
 >>> copy_into(clgrad.empty(3, 2), x.t()).tolist()
 [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 """
+import numpy as np
+import pyopencl.cltypes as cltypes
+
 from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import grid, vec_width
-from ..tensor import empty_tensor, numel_of
-from ._layout import check_dims, collapse, expand_strides, launch_walk, pack8_right
+from ..tensor import empty_tensor, numel_of, real_view
+from ._layout import check_dims, collapse, expand_strides, launch_walk, pack8_right, view_raw
 
-# one program per destination dtype, holding the copies from every source dtype
+# one program per destination dtype, holding the copies from every source dtype. Complex tensors
+# have no program of their own: they are copied as their real views (interleaved (re, im) pairs
+# of the real dtype), by these kernels (copy_into, fill_raw).
 COPY = KernelFamily("copy", lambda dt: dict(dt=dt, srcs=ALL_DTYPES), ALL_DTYPES)
 
 
 def check_fp64(dt, dev):
-    if dt is dtypes.float64 and not dev.has_fp64:
-        raise TypeError(f"float64 is not supported on {dev.name} (no cl_khr_fp64); use float32")
+    if (dt is dtypes.float64 or dt is dtypes.complex128) and not dev.has_fp64:
+        raise TypeError(f"{dt.name} is not supported on {dev.name} (no cl_khr_fp64); use "
+                        f"{'float32' if dt is dtypes.float64 else 'complex64'}")
+
+
+def _part(t, k):
+    """Part k (0 real, 1 imaginary) of complex tensor t, as a real strided view."""
+    r = real_view(t)
+    return view_raw(r, t._shape, r._strides[:-1], r._offset + k)
+
+
+def _copy_complex(dst, src):
+    """copy_into where either side is complex, through the real views: complex to complex copies
+    the (re, im) pairs (casting the parts), real to complex writes the real parts and zeros the
+    imaginary ones, complex to real (or bool) takes the real parts (torch's cast; the warning is
+    the op layer's)."""
+    if dst._dtype.kind == "c" and src._dtype.kind == "c":
+        if src._shape != dst._shape:            # broadcast first: the pair dim stays last
+            src = view_raw(src, dst._shape, expand_strides(src, dst._shape), src._offset)
+        copy_into(real_view(dst), real_view(src))
+        return dst
+    if dst._dtype.kind == "c":
+        copy_into(_part(dst, 0), src)
+        fill_raw(_part(dst, 1), 0)
+        return dst
+    return copy_into(dst, _part(src, 0))
 
 
 def copy_into(dst, src):
@@ -32,6 +61,8 @@ def copy_into(dst, src):
     dev = dst._storage.device
     check_fp64(dst._dtype, dev)
     check_fp64(src._dtype, dev)
+    if dst._dtype.kind == "c" or src._dtype.kind == "c":
+        return _copy_complex(dst, src)
     dt, s = dst._dtype, src._dtype.short
     if dst._contig and src._contig and src._shape == dst._shape:
         COPY.launch(dev, dt, "copy_c_" + s, -(-n // vec_width(dev, dt, src._dtype)), dst, src, n)
@@ -86,6 +117,11 @@ def fill_raw(t, value):
     n = numel_of(t._shape)
     if n == 0:
         return t
+    if t._dtype.kind == "c":            # the parts, each a real strided view
+        value = complex(value)
+        fill_raw(_part(t, 0), value.real)
+        fill_raw(_part(t, 1), value.imag)
+        return t
     dev = t._storage.device
     value = scalar_for(t._dtype, value)
     if t._contig:
@@ -97,10 +133,19 @@ def fill_raw(t, value):
     return t
 
 
+_PAIR = {"float2": cltypes.float2, "double2": cltypes.double2}
+
+
 def scalar_for(dt, value):
-    """A Python number as the kernel argument for a tensor of dtype dt (compute type)."""
+    """A Python number as the kernel argument for a tensor of dtype dt (compute type): a
+    float2 / double2 (re, im) for complex dtypes."""
     if dt.kind == "f":
         return float(value)
+    if dt.kind == "c":
+        value = complex(value)
+        a = np.zeros((), dtype=_PAIR[dt.ct])
+        a["x"], a["y"] = value.real, value.imag
+        return a
     if dt.kind == "b":
         return 1 if value else 0
     v = int(value)

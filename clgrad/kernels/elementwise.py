@@ -16,7 +16,7 @@ are <op>_c_<pattern> (contiguous operands) and <op>_s_<pattern> (any strides).
 [4.0, 5.0]
 """
 from .. import dtypes
-from ..dtypes import ALL as ALL_DTYPES
+from ..dtypes import ALL as ALL_DTYPES, COMPLEX
 from ..runtime.device import path_dependent
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid, launch, vec_width
@@ -36,7 +36,7 @@ class Entry:
         self.operands = operands          # "T" operand of the compute dtype, "b" a bool operand
         self.arity = len(operands)
         self.exprs = exprs                # {kind: expression}
-        self.out = out                    # "same" or "bool"
+        self.out = out                    # "same", "bool", or "real" (a complex input's part type)
         self.nparams = nparams
         self.float_only = float_only      # ints and bools are promoted to the default float first
         self.no_ints = no_ints            # ... or, as torch's activations, refused
@@ -63,7 +63,7 @@ class _RenderEntry:
         self.nparams = e.nparams
         self.expr = e.exprs[dt.kind]
         self.out = e.out
-        self.vec = dt.kind not in e.novec
+        self.vec = dt.kind not in e.novec and dt.kind != "c"     # complex: one pair per item
         self.patterns = e.patterns
 
 
@@ -109,11 +109,11 @@ def build(table):
                         bool_dt=dtypes.bool_, special=bool(group))
 
         def hot(variant, members=members):
-            names = HOT if variant[0].kind == "f" else HOT_EXACT
+            names = HOT if variant[0].kind in "fc" else HOT_EXACT
             return {f"{e.name}_{kind}_{pat}" for e in members(variant) if e.name in names
                     for kind in "cs" for pat in e.patterns}
 
-        variants = [(dt, group) for dt in ALL_DTYPES for group in ("", "special")
+        variants = [(dt, group) for dt in ALL_DTYPES + COMPLEX for group in ("", "special")
                     if members((dt, group))]
         fam = FAMILIES[arity] = KernelFamily(f"ew{arity}", params, variants,
                                              template="elementwise.mako", tag=_tag,
@@ -168,7 +168,7 @@ def compute_dtype(e, operands):
         dt = dtypes.result_type(*ts)
     if e.name == "sub":
         _check_bool_sub(operands)
-    if e.float_only and dt.kind != "f":
+    if e.float_only and dt.kind not in "fc":
         if e.no_ints:
             raise _not_implemented(e, dt)
         dt = dtypes.get_default_dtype()
@@ -183,8 +183,9 @@ def compute_dtype(e, operands):
 _INT_RANGE = {d: ((0, 256) if d is dtypes.uint8 else (-(1 << (8 * d.itemsize - 1)),
                                                       1 << (8 * d.itemsize - 1)))
               for d in dtypes.INTS}
-# Python bools take the general path (torch refuses some of them: x - True)
-_SCALAR_OK = {"f": (float, int), "i": (int,), "u": (int,)}
+# Python bools take the general path (torch refuses some of them: x - True); complex kernels take
+# numbers as (re, im) pairs, made on the general path
+_SCALAR_OK = {"f": (float, int), "i": (int,), "u": (int,), "c": ()}
 
 
 def _fast_variant(e, operands, params):
@@ -196,7 +197,8 @@ def _fast_variant(e, operands, params):
         return None
     dt = a._dtype
     kind = dt.kind
-    if kind not in e.exprs or (e.float_only and kind != "f") or kind == "b":
+    if kind not in e.exprs or (e.float_only and kind not in "fc") or kind == "b" or \
+            (kind == "c" and e.out == "real"):
         return None
     ok = _SCALAR_OK[kind]
     for p in params:
@@ -225,7 +227,7 @@ def _run_fast(e, variant, operands, params, out):
     shape = a._shape
     n, strides = layout_of(shape)
     if out is None:
-        odt = dtypes.bool_ if e.out == "bool" else dt
+        odt = dtypes.bool_ if e.out == "bool" else dt.real if e.out == "real" else dt
         out = make_tensor(Storage(dev, n * odt.itemsize), shape, strides, 0, odt, True)
     if n == 0:
         return out
@@ -328,7 +330,7 @@ def run(e, operands, params=(), out=None, cdt=None):
     if cdt is None:
         cdt = compute_dtype(e, operands)
     check_fp64(cdt, dev)
-    odt = dtypes.bool_ if e.out == "bool" else cdt
+    odt = dtypes.bool_ if e.out == "bool" else cdt.real if e.out == "real" else cdt
     # operands: tensors of the right dtype, or host scalars where the kernel takes them
     args = list(operands)
     scalar_pos = None
@@ -366,8 +368,11 @@ def run(e, operands, params=(), out=None, cdt=None):
         return out
     pattern = e.patterns[0] if scalar_pos is None else ("st" if scalar_pos == 0 else "ts")
     prog = program_of(e, cdt)
-    sc = scalar_for(cdt, 0)
-    plist = [type(sc)(p) if cdt.kind != "b" else int(bool(p)) for p in params]
+    if cdt.kind == "c":
+        plist = [scalar_for(cdt, p) for p in params]
+    else:
+        sc = scalar_for(cdt, 0)
+        plist = [type(sc)(p) if cdt.kind != "b" else int(bool(p)) for p in params]
     # contiguous kernel: every tensor operand either walks with the output or repeats one element
     # (a single element, or one expanded to any shape: all its strides are 0)
     contiguous = True

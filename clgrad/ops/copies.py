@@ -1,5 +1,7 @@
 """The ops that copy on purpose: contiguous, clone, dtype casts (their gradient passes through);
 and detach, which shares the data without the history."""
+import warnings
+
 from .. import dtypes
 from ..autograd.op import Op
 from ..kernels._layout import view_raw
@@ -43,7 +45,8 @@ class ToCopy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g.to(ctx._in_meta[0][1]), None
+        # a real input of a cast to complex takes the real part of the gradient (no warning)
+        return to_dtype(g, ctx._in_meta[0][1], warn=False), None
 
     @staticmethod
     def jvp(args, tangents, out):
@@ -76,11 +79,26 @@ def clone(x, memory_format=None):
     return Clone.apply(x, True)
 
 
-def to_dtype(x, dtype, copy=False):
+def to_dtype(x, dtype, copy=False, warn=True):
+    """x cast to dtype (x itself if it has it, unless copy). A complex x cast to a real dtype
+    loses its imaginary parts, with torch's warning (once) unless warn is False."""
     dtype = dtypes.as_dtype(dtype)
     if dtype is x._dtype and not copy:
         return x
+    if warn and x._dtype.kind == "c" and dtype.kind != "c":
+        warn_discard_imag()
     return ToCopy.apply(x, dtype)
+
+
+_warned_discard = [False]
+
+
+def warn_discard_imag():
+    """torch's warning (once per process) when a cast drops imaginary parts."""
+    if not _warned_discard[0]:
+        _warned_discard[0] = True
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=4)
 
 
 def detach(x):

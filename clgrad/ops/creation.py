@@ -6,10 +6,11 @@ import numbers
 import numpy as np
 
 from .. import dtypes
+from ..runtime import recording as _recording
 from ..runtime.device import get_device
 from ..kernels.copy import arange_raw, linspace_raw  # noqa: F401 (arange_raw: ops import it here)
 from ..kernels.random import draw_raw, random_bits_raw
-from ..tensor import Tensor, empty_tensor, numel_of, upload
+from ..tensor import Tensor, empty_tensor, numel_of, real_view, upload
 from ._base import (check_fits, check_fp64, check_no_internal_overlap, copy_into, fill_raw,
                     full_raw, scalar_for, view_raw)
 from .view_geometry import _shape_arg
@@ -55,7 +56,7 @@ def _host_array(data):
     if arr.dtype.kind == "b":
         return arr, dtypes.bool_
     if arr.dtype.kind == "c":
-        raise TypeError("clgrad has no complex dtypes")
+        return arr, dtypes.default_complex()
     raise TypeError(f"can't build a tensor from data of type {arr.dtype}")
 
 
@@ -330,8 +331,12 @@ class Generator:
         return self
 
     def take(self, n):
+        """(seed, offset) for n draws, and the counter moved past them. While a compiled step
+        records, the offset is marked so that each replay draws anew (runtime/recording.py)."""
         off = self._offset
         self._offset += n
+        if _recording.active is not None:
+            off = _recording.philox_offset(self, off)
         return self._seed, off
 
 
@@ -376,7 +381,7 @@ def _draw(kernel, t, generator, *params):
 
 def _float_dtype(dtype, op):
     dt = _dtype_or(dtype, dtypes.get_default_dtype())
-    if dt.kind != "f":
+    if dt.kind not in "fc":
         raise RuntimeError(f"\"{op}\" not implemented for '{dt.name}'")
     return dt
 
@@ -391,7 +396,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     dt = _float_dtype(dtype, "uniform")
     t = empty_tensor(_size_arg("rand", size, kw), dt, _dev(device))
     check_fp64(dt, t._storage.device)
-    return _finish(_draw("uniform", t, generator, 0.0, 1.0), requires_grad)
+    # complex: both parts uniform in [0, 1), drawn as the real view (torch's draw)
+    _draw("uniform", real_view(t) if dt.kind == "c" else t, generator, 0.0, 1.0)
+    return _finish(t, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw):
@@ -404,6 +411,11 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     dt = _float_dtype(dtype, "normal")
     t = empty_tensor(_size_arg("randn", size, kw), dt, _dev(device))
     check_fp64(dt, t._storage.device)
+    if dt.kind == "c":
+        # torch's complex normal: each part normal with variance 1/2 (E|z|^2 = 1), drawn as the
+        # real view
+        _draw("normal", real_view(t), generator, 0.0, math.sqrt(0.5))
+        return _finish(t, requires_grad)
     return _finish(_draw("normal", t, generator, 0.0, 1.0), requires_grad)
 
 
@@ -451,12 +463,25 @@ def randint_like(t, low, high=None, *, dtype=None, device=None, **kw):
 
 
 def uniform_(t, a=0.0, b=1.0, generator=None):
-    """Fill t in place with uniform numbers in [a, b)."""
-    return raw_inplace(t, lambda: _draw("uniform", t, generator, float(a), float(b)))
+    """Fill t in place with uniform numbers in [a, b) (both parts of a complex t)."""
+    def fill():
+        _draw("uniform", real_view(t) if t._dtype.kind == "c" else t, generator, float(a),
+              float(b))
+        return t
+    return raw_inplace(t, fill)
 
 
 def normal_(t, mean=0.0, std=1.0, generator=None):
-    """Fill t in place with normal numbers."""
+    """Fill t in place with normal numbers (complex: torch's complex normal, each part with
+    variance std^2 / 2)."""
+    if t._dtype.kind == "c":
+        mean = complex(mean)
+        if mean.imag:
+            raise RuntimeError("normal_: a complex mean is not supported")
+        def fill():
+            _draw("normal", real_view(t), generator, mean.real, float(std) * math.sqrt(0.5))
+            return t
+        return raw_inplace(t, fill)
     return raw_inplace(t, lambda: _draw("normal", t, generator, float(mean), float(std)))
 
 

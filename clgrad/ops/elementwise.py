@@ -5,7 +5,11 @@ differentiated. Because an elementwise Jacobian is diagonal, the same rules give
 (JVP) derivative.
 
 Expressions use x, y, z (operands), p0.. (scalar parameters), SEL(cond, a, b) and CV(value); see
-cl_kernels/elementwise.mako. Adding an op is one `entry(...)` below (and a public function in
+cl_kernels/elementwise.mako. Kind c (complex64, complex128, complex32) computes on (re, im) pairs
+(float2 / double2) with common.mako's complex helpers (cmul, cdiv, cexp, clog, csqrt, ...); its
+parameters are pairs already (write p0, not CV(p0)). Gradients follow torch's convention for
+complex numbers (the conjugate Wirtinger derivative): the VJP of a holomorphic f is
+g * conj(f'(z)), which is why the formulas below multiply by conj(...) (a no-op on real tensors). Adding an op is one `entry(...)` below (and a public function in
 clgrad/ops/pointwise.py where torch has one); the rest follows from the table:
 
 - its kernels: clgrad/kernels/elementwise.py renders every entry (`build`, one program per arity
@@ -16,6 +20,7 @@ clgrad/ops/pointwise.py where torch has one); the rest follows from the table:
 The gradient formulas call the functional forms of clgrad/ops/elementwise_autograd.py (exp,
 where, tanh_backward, ...), imported below.
 """
+import cmath
 import math
 
 from ..kernels.elementwise import Entry, build
@@ -23,6 +28,7 @@ from ..kernels.elementwise import Entry, build
 from ..kernels.elementwise import PROGRAMS, _check_bool_sub, compute_dtype, run  # noqa: F401
 from ..tensor import Tensor
 from ._base import size_repr  # noqa: F401
+from .complexes import real as _real_view
 from .elementwise_autograd import OPS, apply_ew, register  # noqa: F401
 # the functional forms the gradient formulas below call, and `same` (a pass-through gradient)
 from .elementwise_autograd import (  # noqa: F401
@@ -32,7 +38,7 @@ from .elementwise_autograd import (  # noqa: F401
     sigmoid, sigmoid_backward, sign, silu_backward, sin, sinh, softplus_backward, sum_to, tanh,
     tanh_backward, threshold_backward, trunc, where, zeros_like_)
 
-FLOAT, SINT, UINT, BOOL = "f", "i", "u", "b"
+FLOAT, SINT, UINT, BOOL, COMPLEX = "f", "i", "u", "b", "c"
 NUM = "fiu"
 
 
@@ -66,12 +72,22 @@ GELU_C = 0.044715
 
 
 # ---- unary ----------------------------------------------------------------------------------
-entry("neg", "T", {"f": "-x", "i": "-x", "u": "-x"}, vjp=(lambda g, a: -g,))
+entry("neg", "T", {"f": "-x", "i": "-x", "u": "-x", "c": "-x"}, vjp=(lambda g, a: -g,))
+# conj of a complex tensor (of a real one: the tensor itself, no launch: see conj below)
+entry("conj", "T", {"c": "cconj(x)"}, vjp=(lambda g, a: conj(g),))
 # max(x, -x) rather than a select: compilers fold either into the same instruction, but the
 # select becomes LLVM's abs intrinsic before Oclgrind sees it, which Oclgrind cannot run.
 # CV(-x): -x of a scalar char or short is an int, and max(char, int) is ambiguous.
-entry("abs", "T", {"f": "fabs(x)", "i": "max(x, CV(-x))", "u": "x"},
-      saves="x", vjp=(lambda g, a: g * sign(a.x),))
+entry("abs", "T", {"f": "fabs(x)", "i": "max(x, CV(-x))", "u": "x", "c": "cabs_(x)"},
+      out="real", saves="x", vjp=(lambda g, a: g * sgn(a.x),))
+# sgn: sign for real tensors, z / |z| (0 at 0) for complex ones
+entry("sgn", "T", {"f": "sign(x)", "i": "SEL(x > CV(0), CV(1), SEL(x < CV(0), CV(-1), CV(0)))",
+                   "u": "SEL(x > CV(0), CV(1), CV(0))", "b": "x", "c": "csgn(x)"},
+      saves="xo", vjp=(lambda g, a: _sgn_grad(g, a),))
+# angle: the argument of a complex number; of a real one 0 or pi (NaN kept)
+entry("angle", "T", {"f": f"SEL(isnan(x), x, SEL(x < CV(0), CV({math.pi!r}), CV(0)))",
+                     "c": "carg(x)"}, out="real", float_only=True, saves="x",
+      vjp=(lambda g, a: _angle_grad(g, a),))
 entry("sign", "T", {"f": "sign(x)", "i": "SEL(x > CV(0), CV(1), SEL(x < CV(0), CV(-1), CV(0)))",
                     "u": "SEL(x > CV(0), CV(1), CV(0))", "b": "x"},
       vjp=(lambda g, a: zeros_like_(g),))
@@ -81,24 +97,28 @@ for _n in ("floor", "ceil", "trunc"):
 entry("round", "T", {"f": "rint(x)", "i": "x", "u": "x"},
       vjp=(lambda g, a: zeros_like_(g),))
 entry("frac", "T", ("f", "x - trunc(x)"), vjp=(same,))
-entry("exp", "T", ("f", "exp(x)"), float_only=True, saves="out", vjp=(lambda g, a: g * a.out,))
+entry("exp", "T", {"f": "exp(x)", "c": "cexp(x)"}, float_only=True, saves="out",
+      vjp=(lambda g, a: g * conj(a.out),))
 entry("exp2", "T", ("f", "exp2(x)"), float_only=True, saves="out",
       vjp=(lambda g, a: g * a.out * LN2,))
 entry("expm1", "T", ("f", "expm1(x)"), float_only=True, saves="out",
       vjp=(lambda g, a: g * (a.out + 1),))
-entry("log", "T", ("f", "log(x)"), float_only=True, saves="x", vjp=(lambda g, a: g / a.x,))
+entry("log", "T", {"f": "log(x)", "c": "clog(x)"}, float_only=True, saves="x",
+      vjp=(lambda g, a: g / conj(a.x),))
 entry("log2", "T", ("f", "log2(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g / (a.x * LN2),))
 entry("log10", "T", ("f", "log10(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g / (a.x * math.log(10.0)),))
 entry("log1p", "T", ("f", "log1p(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g / (a.x + 1),))
-entry("sqrt", "T", ("f", "sqrt(x)"), float_only=True, saves="out",
-      vjp=(lambda g, a: g / (a.out * 2),))
-entry("rsqrt", "T", ("f", "rsqrt(x)"), float_only=True, saves="out",
-      vjp=(lambda g, a: g * a.out.pow(3) * -0.5,))
-entry("sin", "T", ("f", "sin(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * cos(a.x),))
-entry("cos", "T", ("f", "cos(x)"), float_only=True, saves="x", vjp=(lambda g, a: -(g * sin(a.x)),))
+entry("sqrt", "T", {"f": "sqrt(x)", "c": "csqrt(x)"}, float_only=True, saves="out",
+      vjp=(lambda g, a: g / (conj(a.out) * 2),))
+entry("rsqrt", "T", {"f": "rsqrt(x)", "c": "crecip(csqrt(x))"}, float_only=True, saves="out",
+      vjp=(lambda g, a: g * conj(a.out.pow(3)) * -0.5,))
+entry("sin", "T", {"f": "sin(x)", "c": "csin(x)"}, float_only=True, saves="x",
+      vjp=(lambda g, a: g * conj(cos(a.x)),))
+entry("cos", "T", {"f": "cos(x)", "c": "ccos(x)"}, float_only=True, saves="x",
+      vjp=(lambda g, a: -(g * conj(sin(a.x))),))
 entry("tan", "T", ("f", "tan(x)"), float_only=True, saves="out",
       vjp=(lambda g, a: g * (a.out * a.out + 1),))
 entry("asin", "T", ("f", "asin(x)"), float_only=True, saves="x",
@@ -107,10 +127,13 @@ entry("acos", "T", ("f", "acos(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: -(g * rsqrt(1 - a.x * a.x)),))
 entry("atan", "T", ("f", "atan(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g / (a.x * a.x + 1),))
-entry("sinh", "T", ("f", "sinh(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * cosh(a.x),))
-entry("cosh", "T", ("f", "cosh(x)"), float_only=True, saves="x", vjp=(lambda g, a: g * sinh(a.x),))
-entry("tanh", "T", ("f", "tanh(x)"), float_only=True, saves="out",
-      vjp=(lambda g, a: tanh_backward(g, a.out),))
+entry("sinh", "T", {"f": "sinh(x)", "c": "csinh(x)"}, float_only=True, saves="x",
+      vjp=(lambda g, a: g * conj(cosh(a.x)),))
+entry("cosh", "T", {"f": "cosh(x)", "c": "ccosh(x)"}, float_only=True, saves="x",
+      vjp=(lambda g, a: g * conj(sinh(a.x)),))
+entry("tanh", "T", {"f": "tanh(x)", "c": "ctanh(x)"}, float_only=True, saves="out",
+      vjp=(lambda g, a: g * conj(1 - a.out * a.out) if a.out.is_complex() else
+           tanh_backward(g, a.out),))
 entry("asinh", "T", ("f", "asinh(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * rsqrt(a.x * a.x + 1),))
 entry("acosh", "T", ("f", "acosh(x)"), float_only=True, saves="x",
@@ -167,10 +190,11 @@ entry("erf", "T", ("f", "erf(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * TWO_OVER_SQRT_PI,))
 entry("erfc", "T", ("f", "erfc(x)"), float_only=True, saves="x",
       vjp=(lambda g, a: g * exp(-(a.x * a.x)) * -TWO_OVER_SQRT_PI,))
-entry("sigmoid", "T", ("f", "CV(1) / (CV(1) + exp(-x))"), float_only=True, saves="out",
-      vjp=(lambda g, a: sigmoid_backward(g, a.out),))
-entry("reciprocal", "T", ("f", "CV(1) / x"), float_only=True, saves="out",
-      vjp=(lambda g, a: -(g * a.out * a.out),))
+entry("sigmoid", "T", {"f": "CV(1) / (CV(1) + exp(-x))", "c": "csigmoid(x)"}, float_only=True,
+      saves="out", vjp=(lambda g, a: g * conj(a.out * (1 - a.out)) if a.out.is_complex() else
+                        sigmoid_backward(g, a.out),))
+entry("reciprocal", "T", {"f": "CV(1) / x", "c": "crecip(x)"}, float_only=True, saves="out",
+      vjp=(lambda g, a: -(g * conj(a.out * a.out)),))
 entry("relu", "T", {"f": "SEL(x < CV(0), CV(0), x)", "i": "SEL(x < CV(0), CV(0), x)", "u": "x"},
       saves="out", vjp=(lambda g, a: threshold_backward(g, a.out),))
 # 1 + erf(u) written as erfc(-u): no cancellation in the negative tail (fuzz: 3e-4 off at x = -4)
@@ -188,12 +212,16 @@ entry("elu", "T", ("f", "SEL(x > CV(0), x, CV(p0) * expm1(x))"), nparams=1, floa
       no_ints=True, saves="x", vjp=(lambda g, a: elu_backward(g, a.x, a.p[0]),))
 entry("leaky_relu", "T", ("f", "SEL(x < CV(0), x * CV(p0), x)"), nparams=1, float_only=True,
       no_ints=True, saves="x", vjp=(lambda g, a: leaky_relu_backward(g, a.x, a.p[0]),))
-entry("square", "T", ("fiu", "x * x"), saves="x", vjp=(lambda g, a: g * a.x * 2,))
-entry("pow_scalar", "T", {"f": "pow(x, CV(p0))", "i": "ipow_s(x, p0)", "u": "ipow_s(x, p0)"},
+entry("square", "T", {"f": "x * x", "i": "x * x", "u": "x * x", "c": "cmul(x, x)"}, saves="x",
+      vjp=(lambda g, a: g * conj(a.x) * 2,))
+entry("pow_scalar", "T", {"f": "pow(x, CV(p0))", "i": "ipow_s(x, p0)", "u": "ipow_s(x, p0)",
+                          "c": "cpow(x, p0)"},
       nparams=1, novec="iu", saves="x", cls_name="Pow",
-      vjp=(lambda g, a: zeros_like_(g) if a.p[0] == 0 else g * pow(a.x, a.p[0] - 1) * a.p[0],))
-entry("rpow_scalar", "T", ("f", "pow(CV(p0), x)"), nparams=1, float_only=True,
-      saves="ox", cls_name="Pow", vjp=(lambda g, a: _rpow_grad(g, a.p[0], a.out, a.x),))
+      vjp=(lambda g, a: zeros_like_(g) if a.p[0] == 0 else
+           g * conj(pow(a.x, a.p[0] - 1) * a.p[0]),))
+entry("rpow_scalar", "T", {"f": "pow(CV(p0), x)", "c": "cpow(p0, x)"}, nparams=1,
+      float_only=True, saves="ox", cls_name="Pow",
+      vjp=(lambda g, a: _rpow_grad(g, a.p[0], a.out, a.x),))
 entry("clamp", "T", ("fiu", "SEL(SEL(x < CV(p0), CV(p0), x) > CV(p1), CV(p1), SEL(x < CV(p0), CV(p0), x))"),
       nparams=2,
       saves="x", vjp=(lambda g, a: clamp_backward(g, a.x, a.p[0], a.p[1]),))
@@ -204,26 +232,30 @@ entry("clamp_max", "T", ("fiu", "SEL(x > CV(p0), CV(p0), x)"), nparams=1, saves=
 entry("nan_to_num", "T", {"f": "SEL(isnan(x), CV(p0), SEL(isinf(x) & (x > CV(0)), CV(p1), "
                                "SEL(isinf(x), CV(p2), x)))", "i": "x", "u": "x", "b": "x"},
       nparams=3, saves="x", vjp=(lambda g, a: where(isfinite(a.x), g, zeros_like_(g)),))
-entry("logical_not", "T", ("fiub", "x == CV(0)"), out="bool")
+entry("logical_not", "T", {**kinds("fiub", "x == CV(0)"), "c": "!(x.x != 0 | x.y != 0)"},
+      out="bool")
 # Integers are never NaN nor infinite: a comparison of constants gives the constant mask of x's
 # comparison type (comparing x with itself would do too, but compilers warn about it).
 _NONE, _ALL = "CV(0) != CV(0)", "CV(0) == CV(0)"
-entry("isnan", "T", {"f": "isnan(x)", "i": _NONE, "u": _NONE, "b": _NONE}, out="bool")
-entry("isinf", "T", {"f": "isinf(x)", "i": _NONE, "u": _NONE, "b": _NONE}, out="bool")
-entry("isfinite", "T", {"f": "isfinite(x)", "i": _ALL, "u": _ALL, "b": _ALL}, out="bool")
+entry("isnan", "T", {"f": "isnan(x)", "i": _NONE, "u": _NONE, "b": _NONE,
+                     "c": "(isnan(x.x) | isnan(x.y))"}, out="bool")
+entry("isinf", "T", {"f": "isinf(x)", "i": _NONE, "u": _NONE, "b": _NONE,
+                     "c": "(isinf(x.x) | isinf(x.y))"}, out="bool")
+entry("isfinite", "T", {"f": "isfinite(x)", "i": _ALL, "u": _ALL, "b": _ALL,
+                        "c": "(isfinite(x.x) & isfinite(x.y))"}, out="bool")
 entry("signbit", "T", {"f": "signbit(x)", "i": "x < CV(0)", "u": _NONE, "b": _NONE}, out="bool")
 entry("bitwise_not", "T", {"i": "~x", "u": "~x", "b": "x ^ CV(1)"})
 
 # ---- binary ---------------------------------------------------------------------------------
-entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y"},
+entry("add", "TT", {"f": "x + y", "i": "x + y", "u": "x + y", "b": "x | y", "c": "x + y"},
       vjp=(same, same))
-entry("sub", "TT", ("fiu", "x - y"), vjp=(same, lambda g, a: -g))
-entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y"}, saves=("y", "x"),
-      vjp=(lambda g, a: g * a.y, lambda g, a: g * a.x))
+entry("sub", "TT", ("fiuc", "x - y"), vjp=(same, lambda g, a: -g))
+entry("mul", "TT", {"f": "x * y", "i": "x * y", "u": "x * y", "b": "x & y", "c": "cmul(x, y)"},
+      saves=("y", "x"), vjp=(lambda g, a: g * conj(a.y), lambda g, a: g * conj(a.x)))
 # d/dy as torch computes it, -g * ((x / y) / y): y * y underflows first, and F.normalize's
 # gradient along a dim of size 1 (0 but for rounding) then rounds as torch's does
-entry("div", "TT", ("f", "x / y"), float_only=True, saves=("y", "xy"),
-      vjp=(lambda g, a: g / a.y, lambda g, a: -g * ((a.x / a.y) / a.y)))
+entry("div", "TT", {"f": "x / y", "c": "cdiv(x, y)"}, float_only=True, saves=("y", "xy"),
+      vjp=(lambda g, a: g / conj(a.y), lambda g, a: -g * conj((a.x / a.y) / a.y)))
 entry("floor_divide", "TT", ("fiu", "FLOORDIV(x, y)"), cls_name="FloorDivide")
 entry("remainder", "TT", ("fiu", "REMAINDER(x, y)"), saves=("", "xy"),
       vjp=(same, lambda g, a: -(g * floor_divide(a.x, a.y))))
@@ -231,7 +263,8 @@ entry("fmod", "TT", {"f": "fmod(x, y)",
                      "i": "SEL((y == CV(0)) | (y == CV(-1)), CV(0), x % SEL((y == CV(0)) | (y == CV(-1)), CV(1), y))",
                      "u": "SEL(y == CV(0), CV(0), x % SEL(y == CV(0), CV(1), y))"}, saves=("", "xy"),
       vjp=(same, lambda g, a: -(g * trunc(a.x / a.y))))
-entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)"}, novec="iu",
+entry("pow", "TT", {"f": "pow(x, y)", "i": "ipow_s(x, y)", "u": "ipow_s(x, y)", "c": "cpow(x, y)"},
+      novec="iu",
       saves=("xy", "xyo"), vjp=(lambda g, a: _pow_grad_self(g, a), lambda g, a: _pow_grad_exp(g, a)))
 entry("atan2", "TT", ("f", "atan2(x, y)"), float_only=True, saves=("xy", "xy"),
       vjp=(lambda g, a: g * a.y * _atan2_recip(a), lambda g, a: -(g * a.x) * _atan2_recip(a)))
@@ -250,6 +283,8 @@ entry("hypot", "TT", ("f", "hypot(x, y)"), float_only=True, saves=("xo", "yo"),
       vjp=(lambda g, a: g * a.x / a.out, lambda g, a: g * a.y / a.out))
 for _n, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     entry(_n, "TT", ("fiub", f"x {_op} y"), out="bool")
+TABLE["eq"].exprs["c"] = "ceq(x, y)"
+TABLE["ne"].exprs["c"] = "!ceq(x, y)"
 entry("logical_and", "TT", ("fiub", "(x != CV(0)) & (y != CV(0))"), out="bool")
 entry("logical_or", "TT", ("fiub", "(x != CV(0)) | (y != CV(0))"), out="bool")
 entry("logical_xor", "TT", ("fiub", "(x != CV(0)) ^ (y != CV(0))"), out="bool")
@@ -267,7 +302,8 @@ entry("lerp_scalar", "TT",
       ("f", "SEL(CV(p0) < CV(0.5), x + CV(p0) * (y - x), y - (y - x) * (CV(1) - CV(p0)))"),
       nparams=1, float_only=True, cls_name="Lerp",
       vjp=(lambda g, a: g * (1 - a.p[0]), lambda g, a: g * a.p[0]))
-entry("masked_fill", "Tb", ("fiub", "SEL(y != FALSE_, CV(p0), x)"), nparams=1, saves="y",
+entry("masked_fill", "Tb", {**kinds("fiub", "SEL(y != FALSE_, CV(p0), x)"),
+                            "c": "SEL(y != FALSE_, p0, x)"}, nparams=1, saves="y",
       vjp=(lambda g, a: masked_fill(g, a.y, 0), None))
 # backward helpers: fused gradients of activations, themselves differentiable
 entry("threshold_backward", "TT", ("f", "SEL(y > CV(0), x, CV(0))"), saves="y",
@@ -309,7 +345,7 @@ entry("clamp_max_backward", "TT", ("f", "SEL(y <= CV(p0), x, CV(0))"), nparams=1
       vjp=(lambda g, a: clamp_max_backward(g, a.y, a.p[0]), None))
 
 # ---- ternary --------------------------------------------------------------------------------
-entry("where", "bTT", ("fiub", "SEL(x != FALSE_, y, z)"), saves=("", "x", "x"),
+entry("where", "bTT", ("fiubc", "SEL(x != FALSE_, y, z)"), saves=("", "x", "x"),
       vjp=(None, lambda g, a: where(a.x, g, zeros_like_(g)),
            lambda g, a: where(a.x, zeros_like_(g), g)))
 entry("lerp", "TTT", ("f", "SEL(z < CV(0.5), x + z * (y - x), y - (y - x) * (CV(1) - z))"),
@@ -322,32 +358,55 @@ entry("clamp_tensor", "TTT",
       vjp=(lambda g, a: where(logical_and(a.x >= a.y, a.x <= a.z), g, zeros_like_(g)),
            lambda g, a: where(a.x < a.y, g, zeros_like_(g)),
            lambda g, a: where(a.x > a.z, g, zeros_like_(g))))
-entry("addcmul", "TTT", ("fiu", "x + CV(p0) * y * z"), nparams=1, saves=("", "z", "y"),
-      vjp=(same, lambda g, a: g * a.z * a.p[0], lambda g, a: g * a.y * a.p[0]))
-entry("addcdiv", "TTT", ("f", "x + CV(p0) * y / z"), nparams=1, float_only=True,
-      saves=("", "z", "yz"),
-      vjp=(same, lambda g, a: g * a.p[0] / a.z,
-           lambda g, a: -(g * a.y * a.p[0]) / (a.z * a.z)))
+entry("addcmul", "TTT", {**kinds("fiu", "x + CV(p0) * y * z"), "c": "x + cmul(p0, cmul(y, z))"},
+      nparams=1, saves=("", "z", "y"),
+      vjp=(same, lambda g, a: g * conj(a.z * a.p[0]), lambda g, a: g * conj(a.y * a.p[0])))
+entry("addcdiv", "TTT", {"f": "x + CV(p0) * y / z", "c": "x + cmul(p0, cdiv(y, z))"}, nparams=1,
+      float_only=True, saves=("", "z", "yz"),
+      vjp=(same, lambda g, a: g * conj(a.p[0] / a.z),
+           lambda g, a: -(g * conj(a.y * a.p[0] / (a.z * a.z)))))
 
 
 # ---- gradient formulas that need more than one line ------------------------------------------
+def conj(t):
+    """The conjugate of a complex tensor (recorded); a real tensor or a number itself."""
+    if isinstance(t, Tensor):
+        return apply_ew("conj", t) if t._dtype.kind == "c" else t
+    return t.conjugate() if isinstance(t, complex) else t
+
+
+def _real_part(t):
+    return t if t._dtype.kind != "c" else _real_view(t)
+
+
+def sgn(t):
+    return apply_ew("sgn", t)
+
+
 def _pow_grad_self(g, a):
     y = a.y
     if not isinstance(y, Tensor):
-        return zeros_like_(g) if y == 0 else g * y * pow(a.x, y - 1)
-    return where(y == 0, zeros_like_(g), g * y * pow(a.x, y - 1))
+        return zeros_like_(g) if y == 0 else g * conj(y * pow(a.x, y - 1))
+    return where(y == 0, zeros_like_(g), g * conj(y * pow(a.x, y - 1)))
 
 
 def _pow_grad_exp(g, a):
     x = a.x
     if not isinstance(x, Tensor):
         return _rpow_grad(g, x, a.out, a.y)
-    return where(logical_and(x == 0, a.y >= 0), zeros_like_(g), g * a.out * log(x))
+    y = a.y if a.y._dtype.kind != "c" else _real_part(a.y)
+    return where(logical_and(x == 0, y >= 0), zeros_like_(g), g * conj(a.out * log(x)))
 
 
 def _rpow_grad(g, base, out, exponent):
     """The gradient of base ** exponent for a number base, as torch's: out * log(base), which is
     NaN for a negative base; for base 0, zero where exponent >= 0."""
+    if isinstance(base, complex) or out._dtype.kind == "c":
+        base = complex(base)
+        if base == 0:
+            ex = _real_part(exponent)
+            return where(ex >= 0, zeros_like_(g), g * conj(out * complex(float("-inf"), 0)))
+        return g * conj(out * cmath.log(base))
     if base > 0:
         return g * out * math.log(base)
     if base < 0:
@@ -370,6 +429,28 @@ def _i1_grad(g, a, scaled):
     else:
         d = i0(safe) - a.out / safe
     return g * where(big, d, 0.5)
+
+
+def _sgn_grad(g, a):
+    """torch's sgn_backward: 0 for real tensors; for complex (g - Re(g conj(s)) s) / |z|, 0 at
+    z = 0."""
+    if a.x._dtype.kind != "c":
+        return zeros_like_(g)
+    r = a.x.abs()
+    s = a.out
+    d = (g - _real_part(g * conj(s)) * s) / r
+    return where(r == 0, zeros_like_(d), d)
+
+
+def _angle_grad(g, a):
+    """torch's angle_backward: 0 for real tensors; for complex g * z / |z|^2 * i (0 at z = 0),
+    the gradient of atan2(y, x) in torch's convention."""
+    x = a.x
+    if x._dtype.kind != "c":
+        return zeros_like_(g)
+    r2 = x.abs().pow(2)
+    d = g * x / r2 * 1j
+    return where(r2 == 0, zeros_like_(d), d)
 
 
 def _atan2_recip(a):

@@ -12,7 +12,7 @@ from ..tensor import Tensor, alias, empty_tensor
 from ._base import (
     check_inplace_overlap, copy_into, full_raw, size_repr, fill_raw, broadcast_shapes, check_fits)
 from ..autograd.op import _null_ctx
-from .copies import Clone
+from .copies import Clone, warn_discard_imag
 from .views import expand
 from .reduce import sum_to
 
@@ -123,6 +123,8 @@ def copy_(self, src, non_blocking=False):
                                f"{size_repr(src._shape)} into {size_repr(self._shape)}") from None
     check_inplace_allowed(self)
     check_inplace_overlap(self, (src,))
+    if src._dtype.kind == "c" and self._dtype.kind != "c":
+        warn_discard_imag()
     if not _records(self, (src,)):
         copy_into(self, src)
         self._vc[0] += 1

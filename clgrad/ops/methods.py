@@ -124,13 +124,13 @@ def dsplit(input, sections):
 
 
 def vdot(input, other):
-    """The dot product of two 1-d tensors (real: dot).
+    """The dot product of two 1-d tensors, the first conjugated (real: dot).
 
     >>> import clgrad
     >>> clgrad.vdot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])).item()
     11.0
     """
-    return input.dot(other)
+    return input.conj().dot(other)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
@@ -397,7 +397,10 @@ def isneginf(input):
 
 
 def isreal(input):
-    """Every element of a real tensor is real."""
+    """Where input is real: everywhere for a real tensor, where the imaginary part is 0 for a
+    complex one."""
+    if input._dtype.kind == "c":
+        return input.imag == 0
     return input.new_ones(input.shape, dtype=dtypes.bool_)
 
 
@@ -423,17 +426,16 @@ def is_same_size(self, other):
 
 def adjoint(input):
     """The conjugate transpose of the last two dims (the transpose, for real tensors)."""
-    return input.transpose(-2, -1)
+    return input.transpose(-2, -1).conj()
 
 
 def matrix_H(self):
-    """Tensor.H: the conjugate transpose of a matrix (its transpose: clgrad is real); a 0-d
-    tensor is returned as it is."""
+    """Tensor.H: the conjugate transpose of a matrix; a 0-d tensor is returned as it is."""
     if self.ndim not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                            f"{self.ndim}-D tensor." + (" For batches of matrices, consider "
                                                        "using tensor.mH" if self.ndim > 2 else ""))
-    return self.t() if self.ndim == 2 else self
+    return self.t().conj() if self.ndim == 2 else self
 
 
 def matrix_mH(self):
@@ -441,7 +443,7 @@ def matrix_mH(self):
     if self.ndim < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")
-    return self.transpose(-2, -1)
+    return self.transpose(-2, -1).conj()
 
 
 FUNCTIONS = {
@@ -450,15 +452,14 @@ FUNCTIONS = {
     "corrcoef": corrcoef, "renorm": renorm, "put": put, "select_scatter": select_scatter,
     "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter, "isposinf": isposinf,
     "isneginf": isneginf, "isreal": isreal, "ldexp": ldexp, "narrow_copy": narrow_copy,
-    "adjoint": adjoint, "conj": _same, "conj_physical": _same, "resolve_conj": _same,
-    "resolve_neg": _same, "positive": _same, "real": _same, "is_conj": _false, "is_neg": _false,
+    "adjoint": adjoint, "positive": _same, "is_neg": _false,
     "is_nonzero": is_nonzero, "is_same_size": is_same_size, "is_signed": is_signed,
     "as_strided_scatter": as_strided_scatter,
 }
 METHODS = dict(FUNCTIONS)
 METHODS.update({
     "put_": put_, "fill_diagonal_": fill_diagonal_, "get_device": get_device,
-    "conj_physical_": _same, "is_distributed": _false,
+    "is_distributed": _false,
     "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else
     self.to(dtype),
 })

@@ -80,7 +80,7 @@ _UNARY = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round_", "frac", "exp
           "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
           "lgamma", "digamma",
           "sigmoid", "reciprocal", "relu", "square", "logical_not", "isnan", "isinf", "isfinite",
-          "signbit", "bitwise_not"]
+          "signbit", "bitwise_not", "sgn", "angle"]
 
 FUNCTIONS = {}
 METHODS = {}
@@ -95,11 +95,38 @@ for _n in _UNARY:
 
 for _alias, _target in {"negative": "neg", "absolute": "abs", "arcsin": "asin", "arccos": "acos",
                         "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
-                        "arctanh": "atanh", "fix": "trunc", "sgn": "sign"}.items():
+                        "arctanh": "atanh", "fix": "trunc"}.items():
     FUNCTIONS[_alias] = FUNCTIONS[_target]
     METHODS[_alias] = METHODS[_target]
     FUNCTIONS[_alias + "_"] = FUNCTIONS[_target + "_"]
     METHODS[_alias + "_"] = METHODS[_target + "_"]
+
+
+del FUNCTIONS["angle_"], METHODS["angle_"]          # torch has no angle_
+
+
+def conj(input):
+    """The complex conjugate: a new tensor for a complex input (clgrad has no lazy conjugate
+    views: is_conj() stays False), the input itself for a real one, as torch.
+
+    >>> import clgrad
+    >>> clgrad.conj(clgrad.tensor([1 + 2j])).tolist()
+    [(1-2j)]
+    """
+    if input._dtype.kind != "c":
+        return input
+    return _apply("conj", input)
+
+
+def conj_physical_(self):
+    """In-place conjugate (a no-op on a real tensor)."""
+    if self._dtype.kind != "c":
+        return self
+    return inplace("conj", self, ())
+
+
+FUNCTIONS.update(conj=conj, conj_physical=conj, conj_physical_=conj_physical_)
+METHODS.update(conj=conj, conj_physical=conj, conj_physical_=conj_physical_)
 
 
 def round(input, *, decimals=0):

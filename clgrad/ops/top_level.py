@@ -64,7 +64,7 @@ _ALIASES = {
     "is_inference": ("clgrad.is_inference(clgrad.zeros(1))", "False",
                      "whether input was made in inference mode"),
     "is_complex": ("clgrad.is_complex(clgrad.zeros(1))", "False",
-                   "whether input's dtype is complex (clgrad has none)"),
+                   "whether input's dtype is complex"),
     "unsafe_chunk": ("len(clgrad.unsafe_chunk(clgrad.zeros(4), 2))", "2",
                      "chunk (torch's form without its view-aliasing checks)"),
     "unsafe_split": ("[t.tolist() for t in clgrad.unsafe_split(clgrad.arange(3.0), 2)]",

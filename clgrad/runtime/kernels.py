@@ -80,6 +80,7 @@ _SCALAR_TYPES = {
     "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
     "float": np.float32, "double": np.float64, "half": np.float16,
     "long8": cltypes.long8, "int8": cltypes.int8, "long4": cltypes.long4, "int4": cltypes.int4,
+    "float2": cltypes.float2, "double2": cltypes.double2,      # complex scalars (re, im)
 }
 _SIG = re.compile(r"\b(?:__)?kernel\s+(?:__attribute__\s*\(\(.*?\)\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
 
@@ -440,6 +441,9 @@ def vec_width(device, *dts):
     """Elements per work-item in contiguous kernels over these dtypes (the VEC / VEC8 macro a
     template's width() picks)."""
     for d in dts:
+    for d in dts:
+        if d.kind == "c":               # complex kernels take one (re, im) pair per work-item
+            return 1
         if d.ct in ("double", "long"):
             return device.vec8
     return device.vec
