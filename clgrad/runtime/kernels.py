@@ -441,9 +441,9 @@ def vec_width(device, *dts):
     """Elements per work-item in contiguous kernels over these dtypes (the VEC / VEC8 macro a
     template's width() picks)."""
     for d in dts:
-    for d in dts:
         if d.kind == "c":               # complex kernels take one (re, im) pair per work-item
             return 1
+    for d in dts:
         if d.ct in ("double", "long"):
             return device.vec8
     return device.vec
