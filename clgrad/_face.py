@@ -9,7 +9,7 @@ from . import dtypes
 from .autograd import engine
 from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
-from .ops import methods as _methods
+from .ops import activation, methods as _methods
 from .ops import complexes as _complexes
 from .ops.elementwise import OPS, TABLE, run
 from . import tensor as _tensor_layer
@@ -283,18 +283,8 @@ register(functions={n: getattr(join, n) for n in join.__all__})
 register(methods={"copy_": inplace.copy_, "fill_": inplace.fill_, "zero_": inplace.zero_})
 
 
-def _nn_method(name):
-    """Tensor.<name> for an nn.functional op (imported on first use: nn sits above ops)."""
-    def method(self, *args, **kwargs):
-        # function-level: points up the layer map on purpose: nn sits above the face
-        from .nn import functional as F
-        return getattr(F, name)(self, *args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"nn.functional.{name}(self, ...)."
-    return method
-
-
-register(methods={"hardshrink": _nn_method("hardshrink"), "prelu": _nn_method("prelu")})
+# Tensor.hardshrink / Tensor.prelu: nn.functional's, which live in the ops layer
+register(methods={"hardshrink": activation.hardshrink, "prelu": activation.prelu})
 for _mod in MODULES:
     if _mod is not pointwise:
         register(getattr(_mod, "FUNCTIONS", None), getattr(_mod, "METHODS", None))

@@ -80,7 +80,13 @@ LAYER_OF_PREFIX = {
     "clgrad.func": "extras",
     "clgrad.serialization": "extras",
     "clgrad.testing": "extras",
+    "clgrad._host": "extras",             # host tensors, for DataLoader workers and forked processes
+    "clgrad._torch_zip": "extras",        # torch.save's zip format, for serialization
+    "clgrad.multiprocessing": "extras",
     "clgrad.distributed": "distributed",
+    # written over the namespace (`import clgrad`), as torch.distributions is over torch's; the
+    # namespace imports it last
+    "clgrad.distributions": "namespace",
     "clgrad": "namespace",
     "clgrad.__main__": "namespace",
 }
@@ -186,12 +192,15 @@ class Graph:
                 out.append(i)
         return out
 
-    def sccs(self, implicit=True, level="module"):
+    def sccs(self, implicit=True, level="module", skip=()):
         """Strongly connected components of the import graph, biggest first (Tarjan). With
-        level="any", function-level imports count too: the cycle they hide."""
+        level="any", function-level imports count too: the cycle they hide. Modules in `skip`
+        are left out (the namespace `clgrad`: the cycles through it are of the modules written
+        over it, which it imports last)."""
         succ = defaultdict(set)
         for i in self.edges(level, implicit):
-            succ[i.src].add(i.dst)
+            if i.src not in skip and i.dst not in skip:
+                succ[i.src].add(i.dst)
         index, low, on, stack, out = {}, {}, set(), [], []
         counter = [0]
         sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
@@ -218,7 +227,7 @@ class Graph:
                 out.append(sorted(comp))
 
         for v in sorted(self.modules):
-            if v not in index:
+            if v not in index and v not in skip:
                 strong(v)
         return sorted((c for c in out if len(c) > 1), key=lambda c: (-len(c), c))
 
