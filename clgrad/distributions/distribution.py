@@ -198,7 +198,7 @@ class Distribution:
 
     def __repr__(self):
         param_names = [k for k, _ in self.arg_constraints.items() if k in self.__dict__]
-        args_string = ", ".join(
-            f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
-            for p in param_names)
+        def show(t):   # torch's Tensor.__format__ gives a 0-d tensor as its number
+            return (t.item() if t.dim() == 0 else t) if t.numel() == 1 else t.size()
+        args_string = ", ".join(f"{p}: {show(self.__dict__[p])}" for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"
