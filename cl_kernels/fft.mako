@@ -101,6 +101,73 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 }
 % endfor
 
+<% LMAX = 16384 // (4 * dt.itemsize) %>
+#define LMAX ${LMAX}
+/* The whole transform of one row of N <= LMAX (a power of two; the two local buffers take 16 KiB,
+   half the least local memory OpenCL 1.2 promises) by one work-group: the same passes as
+   fft_r2 / fft_r4 between two local buffers, a barrier after each; one launch instead of one per
+   pass, and the row stays in local memory. */
+__kernel void fft_local(__global const ${T} *x, long xo, long sb, long ss, int real_in,
+                        __global ${T} *y, long yo, __global const ${T} *tw, long two, int N,
+                        ${T} sign, ${T} scale)
+{
+    __local ${T} lbuf[4 * LMAX];
+    int b = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global const ${T} *xb = x + xo + b * sb;
+    __local ${T} *s = lbuf, *d = lbuf + 2 * LMAX, *t;
+    tw += two;
+    for (int i = lid; i < N; i += L) {
+        CPLX v = ld(xb, i * ss, real_in);
+        s[2 * i] = v.x;
+        s[2 * i + 1] = v.y;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int Ns = 1;
+    if ((31 - clz(N)) & 1) {                    /* an odd power of two: one radix-2 pass first */
+        for (int j = lid; j < N / 2; j += L) {
+            CPLX v0 = (CPLX)(s[2 * j], s[2 * j + 1]);
+            CPLX v1 = (CPLX)(s[2 * (j + N / 2)], s[2 * (j + N / 2) + 1]);
+            CPLX u0 = v0 + v1, u1 = v0 - v1;
+            d[4 * j] = u0.x; d[4 * j + 1] = u0.y;
+            d[4 * j + 2] = u1.x; d[4 * j + 3] = u1.y;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        t = s; s = d; d = t;
+        Ns = 2;
+    }
+    for (; Ns < N; Ns *= 4) {
+        int Q = N / 4, step = N / (Ns * 4);
+        for (int j = lid; j < Q; j += L) {
+            int k = j & (Ns - 1);
+            CPLX v0 = (CPLX)(s[2 * j], s[2 * j + 1]);
+            CPLX v1 = (CPLX)(s[2 * (j + Q)], s[2 * (j + Q) + 1]);
+            CPLX v2 = (CPLX)(s[2 * (j + 2 * Q)], s[2 * (j + 2 * Q) + 1]);
+            CPLX v3 = (CPLX)(s[2 * (j + 3 * Q)], s[2 * (j + 3 * Q) + 1]);
+            if (Ns > 1) {
+                int t1 = k * step, t2 = 2 * k * step, t3 = 3 * k * step;
+                v1 = cmul(v1, (CPLX)(tw[2 * t1], sign * tw[2 * t1 + 1]));
+                v2 = cmul(v2, (CPLX)(tw[2 * t2], sign * tw[2 * t2 + 1]));
+                v3 = cmul(v3, (CPLX)(tw[2 * t3], sign * tw[2 * t3 + 1]));
+            }
+            CPLX a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, e = v1 - v3;
+            CPLX a3 = (CPLX)(-sign * e.y, sign * e.x);
+            CPLX u0 = a0 + a2, u1 = a1 + a3, u2 = a0 - a2, u3 = a1 - a3;
+            int o = 2 * ((j - k) * 4 + k);
+            d[o] = u0.x; d[o + 1] = u0.y;
+            d[o + 2 * Ns] = u1.x; d[o + 2 * Ns + 1] = u1.y;
+            d[o + 4 * Ns] = u2.x; d[o + 4 * Ns + 1] = u2.y;
+            d[o + 6 * Ns] = u3.x; d[o + 6 * Ns + 1] = u3.y;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        t = s; s = d; d = t;
+    }
+    __global ${T} *yb = y + yo + 2 * (long)b * N;
+    for (int i = lid; i < N; i += L) {
+        yb[2 * i] = s[2 * i] * scale;
+        yb[2 * i + 1] = s[2 * i + 1] * scale;
+    }
+}
+
 /* y[b, j] = x[b, j] * c_j * scale for j < n, 0 for n <= j < m: B * m work-items. Without
    `chirped`, a scaled copy (the transform of length 1). */
 __kernel void chirp_in(__global const ${T} *x, long xo, long sb, long ss, int real_in,

@@ -639,14 +639,16 @@ def drive_fft(dev, dt, rng):
     """The transforms of clgrad.ops.fft on (re, im) pairs: powers of two with an odd and an even
     number of radix-2 bits (8: a radix-2 and a radix-4 pass; 16: two radix-4), a Bluestein length
     (5, through 16), length 1, real and strided inputs, the Hermitian extension (c2r) and the
-    gradients."""
+    gradients; on the GPU path (fft_local up to local_max) also a longer row."""
     import clgrad
     from clgrad.kernels.fft import FFT_DTYPES, clear_cache
     from clgrad.ops import fft as f
     if dt not in FFT_DTYPES:
         return
     clear_cache()               # the twiddle tables and filters are built anew on each path
-    for n in (8, 16, 5, 1):
+    # on the GPU path rows up to local_max (1024 / 512) go to fft_local: 2048 takes the passes
+    # (one radix-2, five radix-4)
+    for n in (8, 16, 5, 1) + (() if dev.cpu_paths else (2048,)):
         p = _t(dt, (2, n, 2), dev, rng).requires_grad_()
         f.c2c(p, [0, 1], False, 0.5).sum().backward()
         f.c2c(_t(dt, (n, 3, 2), dev, rng).transpose(0, 1), [1], True, 1.0)
@@ -705,6 +707,7 @@ PATH_ONLY = [
     ("norm", "ln_bwd_group", "cpu", "layer_norm's work-group per row is a GPU path"),
     ("norm", "ln_fwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
     ("norm", "ln_bwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
+    ("fft", "fft_local", "cpu", "the work-group-per-row FFT in local memory is a GPU path"),
 ]
 
 

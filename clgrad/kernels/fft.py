@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 from .. import dtypes
 from ..runtime.family import KernelFamily
+from ..runtime.kernels import group_limit
 from ..tensor import contiguous_strides, empty_tensor, numel_of
 from ._layout import collapse, view_raw
 from .copy import check_fp64, contiguous_raw
@@ -82,10 +83,26 @@ def _rows(x, real_in):
     return x, numel_of(lead), n, (bst[0] if bst else 0), ss
 
 
+def local_max(dt):
+    """The longest row fft_local takes (its two local buffers hold 16 KiB): 1024 float32 or 512
+    float64 complex numbers."""
+    return 16384 // (4 * dt.itemsize)
+
+
 def _pow2(dev, dt, x, xo_args, B, N, sign, scale, real_in):
-    """The Stockham passes of length N over B rows read through xo_args (the first pass's input
-    and strides); a new contiguous [B, N, 2] tensor."""
+    """The transforms of length N (a power of two) of B rows read through xo_args (the input's
+    strides); a new contiguous [B, N, 2] tensor. On GPUs, rows that fit local memory go to
+    fft_local (a work-group each, one launch); the rest, and every row on CPUs, through one
+    launch per Stockham pass. (On CPUs fft_local measured no faster than the passes for
+    64 x 4096: 1.0-2.3 ms against 1.3-1.4 on PoCL and Intel's runtime, where a work-group runs
+    on one core and the passes' rows stay in cache anyway.)"""
     tw = _twiddles(dev, dt, N)
+    if N <= local_max(dt) and not dev.cpu_paths:
+        out = empty_tensor((B, N, 2), dt, dev)
+        ls = min(max(N // 4, 1), group_limit(dev, FFT.kernel(dev, dt, "fft_local"), 256))
+        FFT.launch(dev, dt, "fft_local", ((B * ls,), (ls,)), x, *xo_args, out, tw, N,
+                   float(sign), float(scale))
+        return out
     bufs = [empty_tensor((B, N, 2), dt, dev), None]
     radices = ([2] if (N.bit_length() - 1) % 2 else []) + [4] * ((N.bit_length() - 1) // 2)
     src, src_args, Ns = x, xo_args, 1
