@@ -1,6 +1,6 @@
 """List torch's public names that clgrad lacks: functions of torch, Tensor's methods and
 properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, torch.special,
-torch.optim, and the functions and classes of torch.random, torch.accelerator,
+torch.fft, torch.optim, and the functions and classes of torch.random, torch.accelerator,
 torch.utils.checkpoint, torch.utils.hooks, torch.utils._pytree, torch.nn.utils.prune and
 torch.nn.utils.stateless.
 
@@ -50,6 +50,7 @@ def namespaces(torch, clgrad):
         "linalg": (_public(torch.linalg, is_function), getattr(clgrad, "linalg", None)),
         "cuda": (_public(torch.cuda, is_function), getattr(clgrad, "cuda", None)),
         "special": (_public(torch.special, is_function), getattr(clgrad, "special", None)),
+        "fft": (_public(torch.fft, is_function), getattr(clgrad, "fft", None)),
         "optim": (_public(torch.optim, lambda n, v: inspect.isclass(v) and n[0].isupper()),
                   getattr(clgrad, "optim", None)),
     }
