@@ -134,7 +134,7 @@ def broadcast_tensors(*tensors):
 
 
 # training: modules and losses, optimisers, data loading, checkpoints (they build on the above)
-from . import func, linalg, nn, optim, special, testing, utils  # noqa: E402
+from . import fft, func, linalg, nn, optim, special, testing, utils  # noqa: E402
 from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
 # torch's top-level forms of nn.functional ops (ATen's argument lists) and its RNN cell ops
