@@ -2,7 +2,8 @@
 properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, torch.special,
 torch.fft, torch.optim, and the functions and classes of torch.random, torch.accelerator,
 torch.utils.checkpoint, torch.utils.hooks, torch.utils._pytree, torch.nn.utils.prune and
-torch.nn.utils.stateless.
+torch.nn.utils.stateless, and the exported names of torch.distributions (its classes and
+kl_divergence), torch.distributions.constraints and torch.distributions.transforms.
 
 Needs torch installed beside clgrad (`pip install torch`); it only reads torch's namespaces.
 
@@ -75,6 +76,15 @@ def namespaces(torch, clgrad):
         except ImportError:
             ours = None
         out[ns] = (_public(theirs, own(theirs)), ours)
+    # torch.distributions: the names its modules export (classes, kl_divergence, constraint
+    # objects, transforms)
+    for ns in ("distributions", "distributions.constraints", "distributions.transforms"):
+        theirs = importlib.import_module("torch." + ns)
+        try:
+            ours = importlib.import_module("clgrad." + ns)
+        except ImportError:
+            ours = None
+        out[ns] = (set(theirs.__all__), ours)
     return out
 
 
