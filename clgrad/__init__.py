@@ -145,6 +145,8 @@ from math import e, inf, nan, pi  # noqa: E402  (Python floats, as torch's)
 from . import _inductor, accelerator, random, version  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions; uses the namespace above)
 from ._sampling import _standard_gamma, _standard_gamma_grad, binomial, poisson  # noqa: E402
+# torch.multiprocessing, torch.profiler and torch.onnx (issue 23; onnx's package loads on export)
+from . import multiprocessing, onnx, profiler  # noqa: E402
 # process-wide settings (threads, print options, determinism)
 from ._settings import *  # noqa: E402,F401,F403
 # torch's autocast state functions (is_autocast_enabled, set_autocast_dtype, ...)
