@@ -15,6 +15,7 @@ from .runtime import device as _device
 from .runtime import streams as _streams
 from .runtime.streams import Event, set_stream, stream
 from .runtime.memory import OutOfMemoryError
+from .ops import creation as _creation        # the generator (one for every device)
 
 _Properties = collections.namedtuple(
     "_CudaDeviceProperties", "name major minor total_memory multi_processor_count "
@@ -115,27 +116,21 @@ def synchronize(device=None):
 def manual_seed(seed):
     """Seed the generator. clgrad has one counter-based generator for every device (the same
     numbers on any vendor), so this is clgrad.manual_seed."""
-    # function-level: points up the layer map on purpose: the generator lives in ops
-    from .ops.creation import manual_seed as _seed
-    _seed(seed)
+    _creation.manual_seed(seed)
 
 
 manual_seed_all = manual_seed
 
 
 def seed():
-    # function-level: points up the layer map on purpose: the generator lives in ops
-    from .ops.creation import seed as _seed
-    return _seed()
+    return _creation.seed()
 
 
 seed_all = seed
 
 
 def initial_seed():
-    # function-level: points up the layer map on purpose: the generator lives in ops
-    from .ops.creation import initial_seed as _initial
-    return _initial()
+    return _creation.initial_seed()
 
 
 def _stat(name, none=None):
@@ -171,17 +166,13 @@ def set_per_process_memory_fraction(fraction, device=None):
 
 def get_rng_state(device="cuda"):
     """The generator's state (one generator serves every device, as clgrad.get_rng_state)."""
-    # function-level: points up the layer map on purpose: the generator lives in ops
-    from .ops.creation import get_rng_state as _get
     _gpu(None if device == "cuda" else device)
-    return _get()
+    return _creation.get_rng_state()
 
 
 def set_rng_state(new_state, device="cuda"):
-    # function-level: points up the layer map on purpose: the generator lives in ops
-    from .ops.creation import set_rng_state as _set
     _gpu(None if device == "cuda" else device)
-    _set(new_state)
+    _creation.set_rng_state(new_state)
 
 
 def get_rng_state_all():

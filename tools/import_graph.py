@@ -52,7 +52,7 @@ LAYER_OF_PREFIX = {
     "clgrad._version": "runtime",
     "clgrad._grad_state": "runtime",      # the grad-mode flags, below every layer
     "clgrad.cl": "runtime",               # torch.cuda's vocabulary over the runtime's devices
-    "clgrad.cuda": "runtime",
+    "clgrad.cuda": "face",                # torch.cuda's namespace: the runtime's devices, ops' generator
     "clgrad.backends": "runtime",
     "clgrad.kernels": "kernels",
     "clgrad.tensor": "tensor",
