@@ -115,6 +115,21 @@ def test_parameters_keep_their_class_and_requires_grad(device):
     assert type(p["frozen"]) is nn.Parameter and not p["frozen"].requires_grad
 
 
+def test_a_whole_module_torch_saved(device):
+    path = os.path.join(DATA, "whole_module.pt")
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL torch.nn.modules.container.Sequ"):
+        clgrad.load(path)
+    ref = np.load(os.path.join(DATA, "whole_module.npz"))
+    with clgrad.serialization.safe_globals([nn.Sequential, nn.Linear, nn.ReLU, nn.BatchNorm1d]):
+        model = clgrad.load(path, map_location=device)       # allow-listed by clgrad's names
+    assert type(model) is nn.Sequential and type(model[2]) is nn.BatchNorm1d
+    assert not model.training and model[2].num_batches_tracked.item() == 1
+    out = model(clgrad.tensor(ref["x"]))
+    np.testing.assert_allclose(out.detach().numpy(), ref["y"], rtol=1e-5, atol=1e-6)
+    model2 = clgrad.load(path, map_location=device, weights_only=False)
+    assert isinstance(model2[0], nn.Linear) and model2[0].weight.requires_grad
+
+
 def test_map_location_forms(device):
     path = os.path.join(DATA, "views.pt")
     for ml in (device.torch_device, str(device.torch_device), {"cpu": str(device.torch_device)}):

@@ -3,6 +3,10 @@ installed; the tests themselves never import torch):
 
     .venv/bin/python tools/make_torch_checkpoints.py
 
+`--check` instead has clgrad write a checkpoint in torch's format (clgrad.save(...,
+_use_new_zipfile_serialization=True)) and loads it with torch.load (weights_only and mmap),
+comparing every value: the other direction, which the tests cannot check without torch.
+
 Each NAME.pt is written by torch.save and NAME.npz beside it holds the same tensors' values as
 numpy arrays (bfloat16 as its 16-bit words, key "<name>.bf16bits"), so the tests compare what
 clgrad.load reads with what torch wrote.
@@ -106,10 +110,53 @@ def main():
     np.savez(os.path.join(OUT, "nanogpt_logits.npz"), idx=idx.numpy(),
              logits=model(idx).detach().numpy())
 
+    # a whole module (torch.save(model)): loads with weights_only=False or its classes allowed
+    torch.manual_seed(0)
+    whole = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.BatchNorm1d(4))
+    whole(torch.randn(8, 3))                            # running statistics that are not 0 / 1
+    whole.eval()
+    torch.save(whole, os.path.join(OUT, "whole_module.pt"))
+    x = torch.randn(5, 3)
+    np.savez(os.path.join(OUT, "whole_module.npz"), x=x.numpy(), y=whole(x).detach().numpy())
+
     # a parameter pickled as a Parameter (nn.Parameter inside a plain dict)
     write("parameter", {"p": torch.nn.Parameter(torch.ones(2, 2)),
                         "frozen": torch.nn.Parameter(torch.zeros(3), requires_grad=False)})
 
 
+def check():
+    import sys
+    import tempfile
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import clgrad
+    m = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(), clgrad.nn.Linear(4, 2))
+    base = clgrad.arange(24, dtype=clgrad.float32).reshape(4, 6)
+    obj = {"model": m.state_dict(), "param": m[0].weight, "base": base, "t": base.t(),
+           "row": base[2], "bf16": clgrad.tensor([1.5, -2.0], dtype=clgrad.bfloat16),
+           "f16": clgrad.tensor([0.5], dtype=clgrad.float16), "bool": clgrad.tensor([True]),
+           "i64": clgrad.tensor([2 ** 62, -5]), "u8": clgrad.tensor([250], dtype=clgrad.uint8),
+           "size": clgrad.Size([2, 3]), "dtype": clgrad.float16, "step": 3, "empty":
+           clgrad.zeros(0, 3), "scalar": clgrad.tensor(2.5)}
+    path = os.path.join(tempfile.mkdtemp(), "from_clgrad.pt")
+    clgrad.save(obj, path, _use_new_zipfile_serialization=True)
+    for mmap in (False, True):
+        back = torch.load(path, mmap=mmap)                  # weights_only=True, torch's default
+        for key, value in obj.items():
+            got = back[key]
+            if isinstance(value, clgrad.Tensor):
+                want = value.detach().float().numpy() if value.dtype is clgrad.bfloat16 else \
+                    value.detach().numpy()
+                assert str(got.dtype) == str(value.dtype).replace("clgrad", "torch"), key
+                np.testing.assert_array_equal(got.detach().float().numpy() if got.dtype ==
+                                              torch.bfloat16 else got.detach().numpy(), want)
+        assert type(back["param"]) is torch.nn.Parameter
+        assert back["t"].untyped_storage().data_ptr() == back["base"].untyped_storage().data_ptr()
+        assert back["size"] == torch.Size([2, 3]) and back["dtype"] is torch.float16
+        tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        tm.load_state_dict(back["model"])
+    print(f"torch {torch.__version__} loads clgrad's checkpoint: {len(obj)} entries match")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    check() if "--check" in sys.argv else main()
