@@ -35,7 +35,8 @@ from multiprocessing import (  # noqa: F401  (torch.multiprocessing re-exports m
     current_process, freeze_support, get_all_start_methods, get_context, get_start_method,
     parent_process, set_executable, set_forkserver_preload, set_start_method)
 from multiprocessing import (  # noqa: F401
-    AuthenticationError, BufferTooShort, ProcessError, TimeoutError)
+    AuthenticationError, BufferTooShort, ProcessError, RawArray, RawValue, TimeoutError,
+    get_logger, log_to_stderr, reducer)
 from multiprocessing.reduction import ForkingPickler
 
 from . import _host
@@ -72,6 +73,10 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def allow_connection_pickling():
+    """Kept for torch's API: connections pickle already (Python 3's multiprocessing)."""
 
 
 # ---- sharing strategies: accepted, as there is no shared memory to choose a way for ------------

@@ -39,6 +39,12 @@ class UnsupportedOperatorError(OnnxExporterError):
     """The traced forward used an op that has no ONNX form here."""
 
 
+class errors:
+    """torch.onnx.errors' names."""
+    OnnxExporterError = OnnxExporterError
+    UnsupportedOperatorError = UnsupportedOperatorError
+
+
 def is_in_onnx_export():
     return _exporting
 

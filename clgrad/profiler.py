@@ -28,7 +28,8 @@ import warnings
 from .autograd import profiler as _autograd_profiler
 from .autograd.profiler import EventList, record_function  # noqa: F401
 
-__all__ = ["profile", "record_function", "schedule", "tensorboard_trace_handler",
+__all__ = ["profile", "record_function", "schedule", "tensorboard_trace_handler", "DeviceType",
+           "kineto_available",
            "ProfilerActivity", "ProfilerAction", "supported_activities", "ExecutionTraceObserver",
            "_KinetoProfile"]
 
@@ -44,6 +45,41 @@ class ProfilerActivity(enum.Enum):
 
 
 _DEVICE_ACTIVITIES = (ProfilerActivity.CUDA, ProfilerActivity.XPU, ProfilerActivity.PrivateUse1)
+
+
+class DeviceType(enum.Enum):
+    """torch's device types, as profiler events name them."""
+    CPU = 0
+    CUDA = 1
+    MKLDNN = 2
+    OPENGL = 3
+    OPENCL = 4
+    IDEEP = 5
+    HIP = 6
+    FPGA = 7
+    MAIA = 8
+    XLA = 9
+    Vulkan = 10
+    Metal = 11
+    XPU = 12
+    MPS = 13
+    MTIA = 14
+    Meta = 15
+    HPU = 16
+    VE = 17
+    Lazy = 18
+    IPU = 19
+    PrivateUse1 = 20
+
+
+def kineto_available():
+    """False: clgrad's profiler is its own (host spans and OpenCL events), not Kineto.
+
+    >>> import clgrad
+    >>> clgrad.profiler.kineto_available()
+    False
+    """
+    return False
 
 
 def supported_activities():

@@ -3,7 +3,8 @@ properties, torch.nn's modules, torch.nn.functional, torch.linalg, torch.cuda, t
 torch.fft, torch.optim, and the functions and classes of torch.random, torch.accelerator,
 torch.utils.checkpoint, torch.utils.hooks, torch.utils._pytree, torch.nn.utils.prune and
 torch.nn.utils.stateless, and the exported names of torch.distributions (its classes and
-kl_divergence), torch.distributions.constraints and torch.distributions.transforms.
+kl_divergence), torch.distributions.constraints and torch.distributions.transforms, and the
+exported names of torch.profiler, torch.onnx and torch.multiprocessing.
 
 Needs torch installed beside clgrad (`pip install torch`); it only reads torch's namespaces.
 
@@ -79,6 +80,14 @@ def namespaces(torch, clgrad):
     # torch.distributions: the names its modules export (classes, kl_divergence, constraint
     # objects, transforms)
     for ns in ("distributions", "distributions.constraints", "distributions.transforms"):
+        theirs = importlib.import_module("torch." + ns)
+        try:
+            ours = importlib.import_module("clgrad." + ns)
+        except ImportError:
+            ours = None
+        out[ns] = (set(theirs.__all__), ours)
+    # torch.profiler, torch.onnx and torch.multiprocessing: the names they export
+    for ns in ("profiler", "onnx", "multiprocessing"):
         theirs = importlib.import_module("torch." + ns)
         try:
             ours = importlib.import_module("clgrad." + ns)
