@@ -3,9 +3,10 @@
 ## memory: the storage of clgrad's complex tensors, and of float tensors of shape [..., n, 2].
 ##
 ## Powers of two: Stockham autosort passes (Govindaraju et al., "High performance discrete Fourier
-## transforms on graphics processors", SC 2008), one launch per pass, radix 4 (and one radix-2
-## pass when log2 n is odd). A pass of radix R over sub-transforms of length Ns reads element
-## j + r * N/R (r < R) of each row, turns them by the twiddles w^(r * (j % Ns)) of N = Ns * R,
+## transforms on graphics processors", SC 2008), one launch per pass, radix 8 (and one radix-2
+## or radix-4 pass for the rest of log2 n), or all passes in one launch in local memory
+## (fft_local, the GPU paths' way for rows of up to 16 KiB). A pass of radix R over
+## sub-transforms of length Ns reads element j + r * N/R (r < R) of each row, turns them by the twiddles w^(r * (j % Ns)) of N = Ns * R,
 ## runs an R-point DFT and writes them to (j / Ns) * Ns * R + j % Ns + r * Ns: no bit reversal.
 ## The twiddles come from a table of e^(2 pi i k / N) (fft_twiddles, built once per N): `sign`
 ## -1 is the forward transform, +1 the inverse (unnormalised). The first pass reads its input
@@ -63,18 +64,25 @@ __kernel void fft_twiddles(__global ${T} *tw, long two, long N)
     tw[2 * k + 1] = sinpi(a);
 }
 
-% for R in (2, 4):
-/* one Stockham pass of radix ${R}: B * N / ${R} work-items */
+/* the 4-point DFT (sign -1 forward) of a0..a3, in place */
+#define DFT4(a0, a1, a2, a3) do { \
+        CPLX s02_ = a0 + a2, d02_ = a0 - a2, s13_ = a1 + a3, d13_ = a1 - a3; \
+        d13_ = (CPLX)(-sign * d13_.y, sign * d13_.x);  /* (a1 - a3) * sign * i */ \
+        a0 = s02_ + s13_; a1 = d02_ + d13_; a2 = s02_ - s13_; a3 = d02_ - d13_; \
+    } while (0)
+
+% for R in (2, 4, 8):
+/* One Stockham pass of radix ${R}: N / ${R} work-items along dimension 0 (j) per row, the rows
+   along dimension 1 (no division by the row length: Intel's compiler vectorises across j). */
 __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int real_in,
                      __global ${T} *y, long yo, __global const ${T} *tw, long two, long N,
-                     long Ns, long B, ${T} sign, ${T} scale)
+                     long Ns, ${T} sign, ${T} scale)
 {
-    long gid = get_global_id(0);
+    long j = get_global_id(0), b = get_global_id(1);
     long Q = N / ${R};
-    if (gid >= B * Q) return;
+    if (j >= Q) return;
     y += yo;
     tw += two;
-    long b = gid / Q, j = gid - b * Q;
     long k = j & (Ns - 1);                  /* Ns is a power of two */
     long step = N / (Ns * ${R});            /* the table's stride for twiddles of Ns * R */
     __global const ${T} *xb = x + xo + b * sb;
@@ -89,10 +97,19 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
     }
 % if R == 2:
     CPLX u0 = v0 + v1, u1 = v0 - v1;
+% elif R == 4:
+    DFT4(v0, v1, v2, v3);
+    CPLX u0 = v0, u1 = v1, u2 = v2, u3 = v3;
 % else:
-    CPLX a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, d = v1 - v3;
-    CPLX a3 = (CPLX)(-sign * d.y, sign * d.x);     /* (v1 - v3) * sign * i */
-    CPLX u0 = a0 + a2, u1 = a1 + a3, u2 = a0 - a2, u3 = a1 - a3;
+    /* two 4-point DFTs of the even and odd entries, joined by w^k, w = e^(sign 2 pi i / 8) */
+    DFT4(v0, v2, v4, v6);
+    DFT4(v1, v3, v5, v7);
+    const ${T} h = (${T})0.70710678118654752440;
+    CPLX w1 = h * (CPLX)(v3.x - sign * v3.y, sign * v3.x + v3.y);
+    CPLX w2 = (CPLX)(-sign * v5.y, sign * v5.x);
+    CPLX w3 = h * (CPLX)(-v7.x - sign * v7.y, sign * v7.x - v7.y);
+    CPLX u0 = v0 + v1, u4 = v0 - v1, u1 = v2 + w1, u5 = v2 - w1;
+    CPLX u2 = v4 + w2, u6 = v4 - w2, u3 = v6 + w3, u7 = v6 - w3;
 % endif
     long o = 2 * (b * N + (j - k) * ${R} + k);
 % for r in range(R):
@@ -105,7 +122,7 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 #define LMAX ${LMAX}
 /* The whole transform of one row of N <= LMAX (a power of two; the two local buffers take 16 KiB,
    half the least local memory OpenCL 1.2 promises) by one work-group: the same passes as
-   fft_r2 / fft_r4 between two local buffers, a barrier after each; one launch instead of one per
+   fft_r2 / fft_r4 (radix 4, one radix 2 first for odd powers) between two local buffers, a barrier after each; one launch instead of one per
    pass, and the row stays in local memory. */
 __kernel void fft_local(__global const ${T} *x, long xo, long sb, long ss, int real_in,
                         __global ${T} *y, long yo, __global const ${T} *tw, long two, int N,
@@ -149,14 +166,12 @@ __kernel void fft_local(__global const ${T} *x, long xo, long sb, long ss, int r
                 v2 = cmul(v2, (CPLX)(tw[2 * t2], sign * tw[2 * t2 + 1]));
                 v3 = cmul(v3, (CPLX)(tw[2 * t3], sign * tw[2 * t3 + 1]));
             }
-            CPLX a0 = v0 + v2, a1 = v0 - v2, a2 = v1 + v3, e = v1 - v3;
-            CPLX a3 = (CPLX)(-sign * e.y, sign * e.x);
-            CPLX u0 = a0 + a2, u1 = a1 + a3, u2 = a0 - a2, u3 = a1 - a3;
+            DFT4(v0, v1, v2, v3);
             int o = 2 * ((j - k) * 4 + k);
-            d[o] = u0.x; d[o + 1] = u0.y;
-            d[o + 2 * Ns] = u1.x; d[o + 2 * Ns + 1] = u1.y;
-            d[o + 4 * Ns] = u2.x; d[o + 4 * Ns + 1] = u2.y;
-            d[o + 6 * Ns] = u3.x; d[o + 6 * Ns + 1] = u3.y;
+            d[o] = v0.x; d[o + 1] = v0.y;
+            d[o + 2 * Ns] = v1.x; d[o + 2 * Ns + 1] = v1.y;
+            d[o + 4 * Ns] = v2.x; d[o + 4 * Ns + 1] = v2.y;
+            d[o + 6 * Ns] = v3.x; d[o + 6 * Ns + 1] = v3.y;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         t = s; s = d; d = t;
@@ -225,6 +240,50 @@ __kernel void chirp_out(__global const ${T} *x, long xo, __global ${T} *y, long 
     y += yo;
     long b = gid / n, k = gid - b * n;
     st(y, 2 * gid, cmul(ld(x, 2 * (b * m + k), 0), chirp(k, n, sign)) * scale);
+}
+
+/* Real transforms of even length n = 2h through a complex one of length h. r2c: the real row x
+   read as h pairs z_m = x_2m + i x_(2m+1) is transformed to Z; then X_k = E_k + w^k O_k with
+   E_k = (Z_k + conj Z_(h-k)) / 2 and O_k = (Z_k - conj Z_(h-k)) / 2i (the transforms of the even
+   and odd samples), w = e^(sign 2 pi i / n). r2c_post makes X_k, k < nout, from Z: a
+   work-item per k (dimension 0) and row (dimension 1). */
+__kernel void r2c_post(__global const ${T} *z, long zo, __global ${T} *y, long yo, long n,
+                       long nout, ${T} sign, ${T} scale)
+{
+    long k = get_global_id(0), b = get_global_id(1);
+    if (k >= nout) return;
+    long h = n / 2, i = k % h;
+    __global const ${T} *zb = z + zo + 2 * b * h;
+    CPLX zk = ld(zb, 2 * i, 0), zc = ld(zb, 2 * ((h - i) % h), 0);
+    zc.y = -zc.y;
+    CPLX e = (zk + zc) * (${T})0.5, d = (zk - zc) * (${T})0.5;
+    CPLX o = (CPLX)(d.y, -d.x);                 /* d / i */
+    ${T} a = (${T})(2 * k) / (${T})n;
+    CPLX w = (CPLX)(cospi(a), sign * sinpi(a));
+    st(y, yo + 2 * (b * nout + k), (e + cmul(w, o)) * scale);
+}
+
+/* c2r's inverse of that: from the one-sided spectrum X (h + 1 entries, any strides; the
+   imaginary parts of X_0 and X_h ignored, as c2r does) the h pairs
+   Y_k = (X_k + conj X_(h-k)) + i w^k (X_k - conj X_(h-k)), whose transform of length h holds the
+   real result's even and odd samples as its real and imaginary parts: h work-items per row. */
+__kernel void c2r_pre(__global const ${T} *x, long xo, long sb, long ss, __global ${T} *y,
+                      long yo, long n, ${T} sign)
+{
+    long k = get_global_id(0), b = get_global_id(1);
+    long h = n / 2;
+    if (k >= h) return;
+    __global const ${T} *xb = x + xo + b * sb;
+    CPLX xk = ld(xb, k * ss, 0), xc = ld(xb, (h - k) * ss, 0);
+    xc.y = -xc.y;
+    if (k == 0) {
+        xk.y = 0;
+        xc.y = 0;
+    }
+    CPLX s = xk + xc, d = xk - xc;
+    ${T} a = (${T})(2 * k) / (${T})n;
+    CPLX wd = cmul((CPLX)(cospi(a), sign * sinpi(a)), d);
+    st(y, yo + 2 * (b * h + k), s + (CPLX)(-wd.y, wd.x));
 }
 
 /* The Hermitian extension of a one-sided spectrum: y[b, k] = x[b, k] for k < h, conj(x[b, n - k])

@@ -1,6 +1,7 @@
 """The fft family and the fft ops on (re, im) pairs (clgrad.kernels.fft, clgrad.ops.fft): every
-path of the kernels (Stockham passes of radix 2 and 4, Bluestein's chirp-z, length 1, real and
-strided inputs, the Hermitian extension) against numpy.fft for many lengths, batches and both
+path of the kernels (Stockham passes of radix 2, 4 and 8, the local-memory kernel of the GPU
+paths, Bluestein's chirp-z, length 1, real and strided inputs, real transforms through half-length
+complex ones, the Hermitian extension) against numpy.fft for many lengths, batches and both
 float dtypes, on both code paths; the Ops' gradients (the adjoint transforms) by gradcheck in
 float64."""
 import numpy as np
@@ -65,6 +66,33 @@ def test_strided_inputs_and_batches(device):
         x = pairs(np.zeros((7, n)), dt, device)[2:5]                   # an offset view
         close(cplx(kf.fft_raw(x + 1, False)), np.fft.fft(np.full((3, n), 1 + 1j)), dt)
     assert kf.fft_raw(clgrad.empty(0, 8, 2, device=device), False).shape == (0, 8, 2)
+
+
+def test_real_transforms(device, code_paths):
+    """rfft_raw / irfft_raw: even lengths through a complex transform of half the length
+    (r2c_post, c2r_pre), odd ones through the full one; strided rows; the imaginary parts of the
+    first and the middle entry ignored by irfft as c2r ignores them."""
+    rng = np.random.default_rng(5)
+    for dt in _dtypes(device):
+        for n in (1, 2, 3, 4, 6, 10, 12, 16, 17, 64, 100, 1000, 1024):
+            r = rng.standard_normal((3, n))
+            x = clgrad.tensor(r.astype(dt), device=device)
+            for inv in (False, True):
+                ref = np.fft.ifft(r) * n if inv else np.fft.fft(r)
+                close(cplx(kf.rfft_raw(x, inv, 0.5)), 0.5 * ref[:, :n // 2 + 1], dt)
+                close(cplx(kf.rfft_raw(x, inv, 1.0, onesided=False)), ref, dt)
+            xs = clgrad.tensor(r.T.copy().astype(dt), device=device).t()   # strided rows
+            close(cplx(kf.rfft_raw(xs, False)), np.fft.rfft(r), dt)
+            X = np.fft.rfft(r)
+            X[:, 0] += 1j                          # ignored, as the middle entry's below
+            if n % 2 == 0:
+                X[:, -1] += 2j
+            want = np.fft.irfft(np.fft.rfft(r), n)
+            close(kf.irfft_raw(pairs(X, dt, device), n, True, 1.0 / n).numpy(), want, dt)
+            Xs = pairs(X, dt, device).transpose(0, 1).contiguous().transpose(0, 1)
+            close(kf.irfft_raw(Xs, n, True, 1.0 / n).numpy(), want, dt)
+            close(kf.irfft_raw(pairs(np.conj(X), dt, device), n, False, 1.0).numpy(),
+                  want * n, dt)
 
 
 def test_hermitian_extension(device):

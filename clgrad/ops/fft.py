@@ -28,9 +28,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.op import Op
-from ..kernels._layout import view_raw
-from ..kernels.copy import contiguous_raw
-from ..kernels.fft import fft_raw, hermitian_raw
+from ..kernels.fft import fft_raw, irfft_raw, rfft_raw
 from ..tensor import upload
 from .join import stack
 from .shape import constant_pad_nd
@@ -47,11 +45,6 @@ def norm_scale(norm, n, forward):
     if (norm == "forward") == forward:
         return 1.0 / n
     return 1.0
-
-
-def _real_part(p):
-    """The real parts of pairs p [..., 2] as a contiguous real tensor (not recorded)."""
-    return contiguous_raw(view_raw(p, p._shape[:-1], p._strides[:-1], p._offset))
 
 
 class C2C(Op):
@@ -76,14 +69,8 @@ class R2C(Op):
 
     @staticmethod
     def forward(ctx, x, inverse, scale, onesided):
-        n = x._shape[-1]
-        ctx.inverse, ctx.scale, ctx.n = inverse, scale, n
-        out = fft_raw(x, inverse, scale, real_in=True)
-        if onesided and n // 2 + 1 < n:
-            h = n // 2 + 1
-            out = contiguous_raw(view_raw(out, out._shape[:-2] + (h, 2), out._strides,
-                                          out._offset))
-        return out
+        ctx.inverse, ctx.scale, ctx.n = inverse, scale, x._shape[-1]
+        return rfft_raw(x, inverse, scale, onesided)
 
     @staticmethod
     def backward(ctx, g):
@@ -104,7 +91,7 @@ class C2R(Op):
     @staticmethod
     def forward(ctx, p, n, inverse, scale):
         ctx.n, ctx.inverse, ctx.scale = n, inverse, scale
-        return _real_part(fft_raw(hermitian_raw(p, n), inverse, scale))
+        return irfft_raw(p, n, inverse, scale)
 
     @staticmethod
     def backward(ctx, g):
