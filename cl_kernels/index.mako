@@ -61,6 +61,9 @@ __kernel void scatter(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} src,
 </%c:walk>
 }
 
+## Complex dtypes (stored as float2 / double2 pairs) have the moves here (gather, scatter, tri);
+## their accumulation and nonzero go through the real parts on the host side (kernels/index.py).
+% if dt.kind != "c":
 ## ---- atomic accumulation: acc_add(p, i, v) does p[i] += v for compute-type v --------------------
 ## 32- and 64-bit types: atomic add for ints, a compare-and-swap loop for floats. 16- and 8-bit
 ## types: a compare-and-swap loop on the aligned 32-bit word that holds the element (the pool hands
@@ -213,6 +216,7 @@ __kernel void scatter_add(${c.ptr(dt)} dst, long dof, long8 d_st, ${c.cptr(dt)} 
 </%c:walk>
 }
 #endif
+% endif
 
 % if dt.name == "int64":
 /* flag[0] = 1 when an index (any strides) lies outside [lo, hi) */
@@ -231,6 +235,7 @@ __kernel void check_index(__global const long *x, long xo, long8 x_st, long lo, 
 ## counts into starting rows (an exclusive scan, which also gives the output size), and nz_write
 ## walks the same elements (x's own dims, not collapsed) and writes the coordinates of its
 ## nonzeros in order from its starting row. Deterministic.
+% if dt.kind != "c":
 __kernel void nz_count(${c.cptr(dt)} x, long xo, long n, long chunk, __global long *counts)
 {
     long g = get_global_id(0);
@@ -259,6 +264,7 @@ __kernel void nz_write(${c.cptr(dt)} x, long xo, __global const long *starts,
         row += hit;
 </%c:walk>
 }
+% endif
 
 /* tril / triu: element i (row-major over the full shape, whose last two dims are rows x cols)
    keeps x where col - row <= diag (tril) or >= diag (triu), else 0. out may be x (in place). */

@@ -167,7 +167,8 @@ register(methods={
     "half": _caster(dtypes.float16), "bfloat16": _caster(dtypes.bfloat16),
     "int": _caster(dtypes.int32), "long": _caster(dtypes.int64), "byte": _caster(dtypes.uint8),
     "char": _caster(dtypes.int8), "short": _caster(dtypes.int16),
-    "bool": _caster(dtypes.bool_), "type": type_,
+    "bool": _caster(dtypes.bool_), "type": type_, "cfloat": _caster(dtypes.complex64),
+    "cdouble": _caster(dtypes.complex128), "chalf": _caster(dtypes.complex32),
     "type_as": lambda self, other: views.to_dtype(self, other._dtype),
     "cpu": lambda self, memory_format=None: to(self, "cpu"),
     "cuda": lambda self, device=None, non_blocking=False, memory_format=None:
@@ -439,6 +440,8 @@ _h.as_strided = lambda t, shape, strides, offset: views.AsStrided.apply(t, tuple
                                                                          tuple(strides),
                                                                          t._offset + offset)
 _h.view_scatter = views.view_scatter
+_h.view_as_real = _complexes.view_as_real
+_h.view_as_complex = lambda t: _complexes.view_as_complex(_complexes._pairable(t))
 _h.size_repr = lambda shape: f"clgrad.Size({list(shape)})"
 _h.detach = views.detach
 _h.clone = lambda t: views.Clone.apply(t)

@@ -422,7 +422,7 @@ class _Reader:
             t = self.map_location(t, e.get("device"))
         if e.get("parameter"):
             return Parameter(t, requires_grad=bool(e.get("requires_grad")))
-        if e.get("requires_grad") and t.is_floating_point():
+        if e.get("requires_grad") and t._dtype.kind in "fc":
             t.requires_grad_(True)
         return t
 

@@ -275,3 +275,99 @@ def test_float64_operand_promotes_to_complex128(device):
     x = clgrad.tensor([1.0, 2.0], dtype=clgrad.float64)
     assert (x * 1j).dtype is clgrad.complex128
     assert (x + clgrad.tensor([1j])).dtype is clgrad.complex128
+
+
+# ---- reductions, products, data movement, save / load, fp64 ------------------------------------------
+def test_reductions(device):
+    for dt in _cdtypes(device):
+        a = _rand((3, 5, 4), 7, dt.np)
+        t = clgrad.tensor(a)
+        for dim in (None, 0, 1, (0, 2)):
+            kw = {} if dim is None else {"dim": dim}
+            ax = None if dim is None else dim
+            _close(t.sum(**kw), a.sum(axis=ax), dt)
+            _close(t.mean(**kw), a.mean(axis=ax), dt)
+        for dim in (None, 1, 2):
+            got = t.prod() if dim is None else t.prod(dim)
+            want = a.astype(np.complex128).prod(axis=dim)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-4 if dt is clgrad.complex64
+                                       else 1e-10)
+        _close(t.transpose(0, 2).sum(1), a.transpose(2, 1, 0).sum(1), dt)
+        _close(t.sum(1, keepdim=True), a.sum(1, keepdims=True), dt)
+        _close(t[:0].sum(), np.zeros((), dt.np), dt)
+        _close(t[:0].prod(), np.ones((), dt.np), dt)
+
+
+def test_matrix_products(device):
+    for dt in _cdtypes(device):
+        a, b = _rand((3, 4), 8, dt.np), _rand((4, 5), 9, dt.np)
+        A, B = clgrad.tensor(a), clgrad.tensor(b)
+        _close(A @ B, a @ b, dt)
+        _close(A.t().contiguous().t() @ B, a @ b, dt)          # a transposed operand
+        a3, b3 = _rand((2, 3, 4), 10, dt.np), _rand((2, 4, 5), 11, dt.np)
+        _close(clgrad.tensor(a3) @ clgrad.tensor(b3), a3 @ b3, dt)
+        _close(clgrad.bmm(clgrad.tensor(a3), clgrad.tensor(b3)), a3 @ b3, dt)
+        _close(clgrad.tensor(a3) @ B, a3 @ b, dt)
+        v = _rand((4,), 12, dt.np)
+        _close(A @ clgrad.tensor(v), a @ v, dt)
+        _close(clgrad.dot(clgrad.tensor(v), clgrad.tensor(v)), v @ v, dt)
+        _close(clgrad.vdot(clgrad.tensor(v), clgrad.tensor(v)), np.vdot(v, v), dt)
+        _close(clgrad.addmm(clgrad.tensor(a @ b), A, B, beta=0.5, alpha=2j),
+               0.5 * (a @ b) + 2j * (a @ b), dt)
+        _close(clgrad.einsum("ij,jk->ik", A, B), a @ b, dt)
+        with pytest.raises(RuntimeError, match="same dtype"):
+            A @ clgrad.tensor(b.real.copy())
+
+
+def test_indexing_joins_and_movement(device):
+    a = _rand((3, 4), 13, np.complex64)
+    z = clgrad.tensor(a)
+    np.testing.assert_array_equal(clgrad.cat([z, z[:1]]).numpy(), np.concatenate([a, a[:1]]))
+    np.testing.assert_array_equal(clgrad.stack([z, z], 1).numpy(), np.stack([a, a], 1))
+    np.testing.assert_array_equal(z[clgrad.tensor([2, 0])].numpy(), a[[2, 0]])
+    mask = a.real > 0
+    np.testing.assert_array_equal(z[clgrad.tensor(mask)].numpy(), a[mask])
+    np.testing.assert_array_equal(clgrad.gather(z, 1, clgrad.tensor([[0], [3], [1]])).numpy(),
+                                  np.take_along_axis(a, np.array([[0], [3], [1]]), 1))
+    np.testing.assert_array_equal(z.flip(0).numpy(), a[::-1])
+    np.testing.assert_array_equal(z.roll(1, 1).numpy(), np.roll(a, 1, 1))
+    np.testing.assert_array_equal(z.tril().numpy(), np.tril(a))
+    np.testing.assert_array_equal(z.repeat(2, 1).numpy(), np.tile(a, (2, 1)))
+    w = z.clone()
+    w[1] = 5j
+    w[clgrad.tensor([0, 2]), 0] = clgrad.tensor([1 + 1j, 2 - 2j])
+    ref = a.copy()
+    ref[1] = 5j
+    ref[[0, 2], 0] = [1 + 1j, 2 - 2j]
+    np.testing.assert_array_equal(w.numpy(), ref)
+    acc = clgrad.zeros(3, dtype=clgrad.cfloat).index_add_(0, clgrad.tensor([0, 0, 2]),
+                                                          clgrad.tensor([1j, 2 + 1j, 3.0 + 0j]))
+    assert acc.tolist() == [2 + 2j, 0j, 3 + 0j]
+    nz = clgrad.nonzero(clgrad.tensor([0j, 1j, 0, 2 + 0j]))
+    assert nz.tolist() == [[1], [3]]
+    np.testing.assert_array_equal(clgrad.where(clgrad.tensor(mask), z, 0).numpy(),
+                                  np.where(mask, a, 0))
+
+
+def test_save_and_load(device, tmp_path):
+    path = tmp_path / "c.pt"
+    a = _rand((2, 3), 14, np.complex64)
+    z = clgrad.tensor(a, requires_grad=True)
+    clgrad.save({"z": z, "h": clgrad.tensor([1 + 2j], dtype=clgrad.complex32)}, path)
+    back = clgrad.load(path)
+    assert back["z"].dtype is clgrad.complex64 and back["z"].requires_grad
+    np.testing.assert_array_equal(back["z"].detach().numpy(), a)
+    assert back["h"].dtype is clgrad.complex32 and back["h"].tolist() == [1 + 2j]
+
+
+def test_complex128_follows_the_float64_rule(device, monkeypatch):
+    # on a device without fp64, complex128 is refused where float64 is, with the same error
+    monkeypatch.setattr(device, "has_fp64", False)
+    for make in (lambda: clgrad.zeros(2, dtype=clgrad.complex128),
+                 lambda: clgrad.tensor([1j], dtype=clgrad.complex128),
+                 lambda: clgrad.tensor([1j]).to(clgrad.complex128)):
+        with pytest.raises(TypeError, match="complex128 is not supported .* use complex64"):
+            make()
+    with pytest.raises(TypeError, match="float64 is not supported"):
+        clgrad.zeros(2, dtype=clgrad.float64)
+    assert (clgrad.tensor([1j]) * 2).dtype is clgrad.complex64

@@ -146,7 +146,7 @@ PARAMS = {"polygamma": (1.0,), "softplus": (1.0, 20.0), "elu": (1.0,), "leaky_re
           "leaky_relu_backward": (0.1,), "clamp_backward": (1.2, 1.6),
           "clamp_min_backward": (1.5,), "clamp_max_backward": (1.5,), "addcmul": (0.5,),
           "addcdiv": (0.5,)}
-DIFFERENTIABLE = sorted(n for n, e in TABLE.items() if e.vjp is not None)
+DIFFERENTIABLE = sorted(n for n, e in TABLE.items() if e.vjp is not None and "f" in e.exprs)
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)

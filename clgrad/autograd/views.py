@@ -87,6 +87,40 @@ def rebase_history(t, node, output_nr):
     t._requires_grad = True
 
 
+def _geometry(base, view):
+    """The view's geometry relative to its base, in the units of the base's storage as the
+    gradient sees it, and how to cross between dtypes: None (same dtype), "real" (a real view of
+    a complex base: view_as_real, real, imag; the geometry is in units of the base's real view),
+    "complex" (a complex view of a real base: view_as_complex; the geometry is the view's own
+    real view's)."""
+    if view._dtype is base._dtype:
+        return (view._shape, view._strides, view._offset - base._offset), None
+    if base._dtype.kind == "c":
+        return (view._shape, view._strides, view._offset - 2 * base._offset), "real"
+    return ((view._shape + (2,), tuple(2 * st for st in view._strides) + (1,),
+             2 * view._offset - base._offset), "complex")
+
+
+def _slice_of(g, geom, mode):
+    """The view's part of gradient g of the base (the view's dtype)."""
+    shape, strides, offset = geom
+    if mode == "real":
+        g = ops.view_as_real(g)
+    out = ops.as_strided(g, shape, strides, offset)
+    return ops.view_as_complex(out) if mode == "complex" else out
+
+
+def _scatter_into(g, src, geom, mode):
+    """A copy of base gradient g whose view region holds src (of the view's dtype)."""
+    shape, strides, offset = geom
+    if mode == "real":
+        return ops.view_as_complex(ops.view_scatter(ops.view_as_real(g), src, shape, strides,
+                                                    offset))
+    if mode == "complex":
+        src = ops.view_as_real(src)
+    return ops.view_scatter(g, src, shape, strides, offset)
+
+
 class CopySlices(Node):
     """History of a base whose view was modified in place: the gradient of the base is the
     incoming gradient, except in the view's region, where it goes through the in-place op."""
@@ -97,7 +131,7 @@ class CopySlices(Node):
         self.fn_output_nr = fn_output_nr
         self.base_shape = base._shape
         self.base_meta = (base._shape, base._dtype, base._storage.device)
-        self.view_geom = (view._shape, view._strides, view._offset - base._offset)
+        self.view_geom, self.mode = _geometry(base, view)
         # which of fn's inputs is the view (the dirty input): the edge that pointed at the view's
         # history is replaced by the base's old history
         dirty_slot = 0
@@ -115,16 +149,15 @@ class CopySlices(Node):
 
     def _apply(self, grads):
         g = grads[0]
-        shape, strides, offset = self.view_geom
         g = g.contiguous()
-        grad_slice = ops.as_strided(g, shape, strides, offset)
+        grad_slice = _slice_of(g, self.view_geom, self.mode)
         fn_grads = [None] * max(1, self.fn._num_outputs)
         fn_grads[self.fn_output_nr] = grad_slice
         res = run_node(self.fn, fn_grads)
         res = list(res) if res is not None else [None]
         r0 = res[self.dirty_slot] if res else None
-        base_grad = ops.view_scatter(g, r0 if r0 is not None else ops.zeros_like(grad_slice),
-                                     shape, strides, offset)
+        base_grad = _scatter_into(g, r0 if r0 is not None else ops.zeros_like(grad_slice),
+                                  self.view_geom, self.mode)
         res[self.dirty_slot] = base_grad
         return res
 
@@ -144,13 +177,12 @@ class AsStridedBackward0(Node):
         self.base_meta = (base._shape, base._dtype, base._storage.device)
         self._in_meta = (self.base_meta,)
         self._out_meta = ((view._shape, view._dtype, view._storage.device),)
-        self.view_geom = (view._shape, view._strides, view._offset - base._offset)
+        self.view_geom, self.mode = _geometry(base, view)
 
     def _apply(self, grads):
-        shape, strides, offset = self.view_geom
         base_shape, dt, dev = self.base_meta
         zeros = ops.zeros(base_shape, dt, dev)
-        return (ops.view_scatter(zeros, grads[0], shape, strides, offset),)
+        return (_scatter_into(zeros, grads[0], self.view_geom, self.mode),)
 
 
 def refresh_view_grad_fn(t):

@@ -30,7 +30,7 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import grid
-from ..tensor import empty_tensor, numel_of, upload
+from ..tensor import empty_tensor, numel_of, real_view, upload
 from ._layout import (check_dims, collapse, expand_strides, launch_walk, pack8, pack8_right,
                       view_raw)
 from .copy import contiguous_raw, scalar_for
@@ -74,6 +74,12 @@ def _launch(name, dt, dev, shape, operands, slots, scalars=()):
     launch_walk(dev, INDEX.kernel(dev, dt, name), numel_of(shape), cshape, *args)
 
 
+def real_part_of(t, k):
+    """Part k (0 real, 1 imaginary) of complex t as a real strided view (same storage)."""
+    r = real_view(t)
+    return view_raw(r, t._shape, r._strides[:-1], r._offset + k)
+
+
 def gather_raw(x, shape, strides, offset, slots):
     """A new contiguous tensor of `shape` whose element c is x's storage at
     offset + c . strides + the slots' terms."""
@@ -91,6 +97,15 @@ def scatter_raw(dst, shape, strides, offset, src, src_strides, slots, accumulate
     dt, dev = dst._dtype, dst._storage.device
     if not numel_of(shape):
         return dst
+    if accumulate and dt.kind == "c":
+        # complex: each part accumulated into the real view's parts (addresses in part units:
+        # strides, offsets and the slots' steps doubled)
+        rslots = [Slot(s.t, s.strides, 2 * s.mul, s.size) for s in slots]
+        for k in (0, 1):
+            scatter_raw(real_part_of(dst, k), shape, [2 * st for st in strides], 2 * offset + k,
+                        real_part_of(src, k), [2 * st for st in src_strides], rslots, True,
+                        complex(alpha).real)
+        return dst
     if accumulate and dt.ct in ("double", "long") and not dev.has_int64_atomics:
         return _scatter_add_host(dst, shape, strides, offset, src, src_strides, slots, alpha)
     operands = [(dst, offset, strides), (src, src._offset, src_strides)]
@@ -105,6 +120,9 @@ def combine_raw(dst, shape, strides, src, src_strides, slots, op):
     """scatter_reduce's compare-and-swap combine: dst's storage at dst._offset + c . strides +
     the slots' terms becomes itself times (op 0), the maximum with (1) or the minimum with (2)
     src at src._offset + c . src_strides, for every c in `shape`."""
+    if dst._dtype.kind == "c":
+        raise NotImplementedError(f'"scatter_reduce" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[dst._dtype]}'")
     _launch("scatter_combine", dst._dtype, dst._storage.device, shape,
             [(dst, dst._offset, strides), (src, src._offset, src_strides)], slots, [op])
     return dst
@@ -169,6 +187,10 @@ def nonzero_raw(x):
     A compaction without barriers: each work-item counts the nonzeros of its chunk, the host turns
     the counts into starting rows (it has to wait for the total anyway), each work-item writes the
     coordinates of its chunk's nonzeros from its row on."""
+    if x._dtype.kind == "c":                  # nonzero where either part is
+        # function-level: elementwise's dispatch imports the copy family, as this module does
+        from .elementwise import ENTRIES, run
+        x = run(ENTRIES["ne"], (x, 0))
     dev = x._storage.device
     nd = len(x._shape)
     check_dims("nonzero", nd)

@@ -16,9 +16,10 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import group_limit, vec_width
-from ..tensor import alias, contiguous_strides, empty_tensor, numel_of
+from ..tensor import (alias, complex_view, contiguous_strides, empty_tensor, numel_of,
+                      real_view)
 from ._layout import collapse, pack8
-from .copy import cast_raw, check_fp64, contiguous_raw, full_raw
+from .copy import cast_raw, check_fp64, contiguous_raw, copy_into, full_raw
 
 _INT_MIN = {"int": "(-2147483647 - 1)", "long": "(-9223372036854775807L - 1)", "uchar": "0",
             "short": "(-32768)", "char": "(-128)"}
@@ -107,6 +108,8 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     dev = x._storage.device
     dt = x._dtype
     check_fp64(dt, dev)
+    if dt.kind == "c":
+        return _cast_out(_reduce_complex(name, x, dims, keepdim, scale), out_dtype)
     R = REDUCTIONS[dt][name]
     shape = x._shape
     oshape = out_shape(shape, dims, keepdim)
@@ -203,6 +206,42 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     if res._dtype is not R.out:
         res = cast_raw(res, R.out)
     return _cast_out(res, out_dtype)
+
+
+def _reduce_complex(name, x, dims, keepdim, scale):
+    """Complex reductions, without programs of their own: a sum is the sum of the real view (the
+    (re, im) pair dim is kept), read back as complex; a product multiplies halves of the reduced
+    elements together (the elementwise table's complex mul) until one is left, log2(N) launches."""
+    if name == "sum":
+        r = reduce_raw("sum", real_view(x), dims, keepdim, scale)
+        return complex_view(r, x._dtype)
+    if name != "prod":
+        raise NotImplementedError(f'"{name}" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[x._dtype]}'")
+    # function-level: the elementwise family's dispatch imports the copy family, as this does
+    from .elementwise import ENTRIES, run
+    shape = x._shape
+    kept = [d for d in range(len(shape)) if d not in dims]
+    oshape = out_shape(shape, dims, keepdim)
+    m, n = numel_of([shape[d] for d in kept]), numel_of([shape[d] for d in dims])
+    # (kept..., reduced...) as a contiguous (m, n) matrix
+    perm = alias(x, tuple(shape[d] for d in kept + list(dims)),
+                 tuple(x._strides[d] for d in kept + list(dims)), x._offset)
+    cur = contiguous_raw(perm)
+    cur = alias(cur, (m, n), (n, 1), cur._offset)
+    if n == 0:
+        return full_raw(oshape, 1, x._dtype, x._storage.device)
+    while n > 1:
+        h = n // 2
+        lo = alias(cur, (m, h), (cur._strides[0], 1), cur._offset)
+        hi = alias(cur, (m, h), (cur._strides[0], 1), cur._offset + h)
+        nxt = run(ENTRIES["mul"], (lo, hi))
+        if n % 2:              # the odd one out joins the first product
+            last = alias(cur, (m, 1), (cur._strides[0], 1), cur._offset + n - 1)
+            first = alias(nxt, (m, 1), (h, 1), 0)
+            copy_into(first, run(ENTRIES["mul"], (first, last)))
+        cur, n = nxt, h
+    return alias(contiguous_raw(cur), oshape, contiguous_strides(oshape), 0)
 
 
 def _cast_out(t, dt):

@@ -79,7 +79,7 @@ class Mean(Op):
     def forward(ctx, x, dims, keepdim, dtype):
         if dtype is not None and x._dtype is not dtype:
             x = cast_raw(x, dtype)
-        if x._dtype.kind != "f":
+        if x._dtype.kind not in "fc":
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {x._dtype.name.capitalize()}")
         n = 1
@@ -114,7 +114,10 @@ class Prod(Op):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         gk = _expand_back(g, x._shape, ctx.dims, ctx.keepdim)
-        return gk * _prod_partials(x, out, ctx.dims, ctx.keepdim), None, None, None
+        partials = _prod_partials(x, out, ctx.dims, ctx.keepdim)
+        if partials._dtype.kind == "c":             # torch's convention: g * conj(d prod / dx)
+            partials = elementwise.OPS["conj"].apply(partials)
+        return gk * partials, None, None, None
 
     @staticmethod
     def jvp(args, tangents, out):

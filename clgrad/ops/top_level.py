@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
-from . import creation, join, views
+from . import complexes, creation, join, views
 from .copies import Clone
 from ..runtime.memory import Storage
 from ..runtime.device import get_device
@@ -302,6 +302,12 @@ _COPIES = {
                     "[[0.0, 1.0], [2.0, 3.0]]"),
     "unsqueeze_copy": (lambda x, dim: x.unsqueeze(dim),
                        "clgrad.unsqueeze_copy(clgrad.zeros(2), 0).shape", "clgrad.Size([1, 2])"),
+    "view_as_real_copy": (lambda x: complexes.view_as_real(x),
+                          "clgrad.view_as_real_copy(clgrad.tensor([1j])).tolist()",
+                          "[[0.0, 1.0]]"),
+    "view_as_complex_copy": (lambda x: complexes.view_as_complex(x),
+                             "clgrad.view_as_complex_copy(clgrad.ones(1, 2)).tolist()",
+                             "[(1+1j)]"),
     "view_copy": (lambda x, size: x.view(size) if isinstance(size, dtypes.dtype) else
                   x.view(*size) if isinstance(size, (tuple, list)) else x.view(size),
                   "clgrad.view_copy(clgrad.arange(4.0), [2, 2]).tolist()",
