@@ -183,16 +183,17 @@ __kernel void fft_local(__global const ${T} *x, long xo, long sb, long ss, int r
     }
 }
 
-/* y[b, j] = x[b, j] * c_j * scale for j < n, 0 for n <= j < m: B * m work-items. Without
-   `chirped`, a scaled copy (the transform of length 1). */
+/* y[b, j] = x[b, j] * c_j * scale for j < n, 0 for n <= j < m: m work-items (dimension 0) per
+   row (dimension 1), as in the kernels below. Without `chirped`, a scaled copy (the transform of
+   length 1). */
 __kernel void chirp_in(__global const ${T} *x, long xo, long sb, long ss, int real_in,
                        __global ${T} *y, long yo, long n, long m, long B, ${T} sign,
                        ${T} scale, int chirped)
 {
-    long gid = get_global_id(0);
-    if (gid >= B * m) return;
+    long j = get_global_id(0), b = get_global_id(1);
+    if (j >= m) return;
     y += yo;
-    long b = gid / m, j = gid - b * m;
+    long gid = b * m + j;
     CPLX v = (CPLX)(0, 0);
     if (j < n) {
         v = ld(x + xo + b * sb, j * ss, real_in);
@@ -218,27 +219,27 @@ __kernel void chirp_filter(__global ${T} *h, long ho, long n, long m, ${T} sign)
     st(h, 2 * t, v / (${T})m);
 }
 
-/* y[b, k] *= f[k]: B * m work-items */
+/* y[b, k] *= f[k] */
 __kernel void cmul_rows(__global ${T} *y, long yo, __global const ${T} *f, long fo, long m,
                         long B)
 {
-    long gid = get_global_id(0);
-    if (gid >= B * m) return;
+    long k = get_global_id(0), b = get_global_id(1);
+    if (k >= m) return;
     y += yo;
     f += fo;
-    long k = gid % m;
+    long gid = b * m + k;
     st(y, 2 * gid, cmul(ld(y, 2 * gid, 0), ld(f, 2 * k, 0)));
 }
 
-/* y[b, k] = x[b, k] * c_k * scale, k < n, for x of rows of m: B * n work-items */
+/* y[b, k] = x[b, k] * c_k * scale, k < n, for x of rows of m */
 __kernel void chirp_out(__global const ${T} *x, long xo, __global ${T} *y, long yo, long n,
                         long m, long B, ${T} sign, ${T} scale)
 {
-    long gid = get_global_id(0);
-    if (gid >= B * n) return;
+    long k = get_global_id(0), b = get_global_id(1);
+    if (k >= n) return;
     x += xo;
     y += yo;
-    long b = gid / n, k = gid - b * n;
+    long gid = b * n + k;
     st(y, 2 * gid, cmul(ld(x, 2 * (b * m + k), 0), chirp(k, n, sign)) * scale);
 }
 
@@ -287,14 +288,14 @@ __kernel void c2r_pre(__global const ${T} *x, long xo, long sb, long ss, __globa
 }
 
 /* The Hermitian extension of a one-sided spectrum: y[b, k] = x[b, k] for k < h, conj(x[b, n - k])
-   after (h = n / 2 + 1 entries given, any strides): B * n work-items */
+   after (h = n / 2 + 1 entries given, any strides) */
 __kernel void hermitian(__global const ${T} *x, long xo, long sb, long ss, __global ${T} *y,
                         long yo, long n, long B)
 {
-    long gid = get_global_id(0);
-    if (gid >= B * n) return;
+    long k = get_global_id(0), b = get_global_id(1);
+    if (k >= n) return;
     y += yo;
-    long b = gid / n, k = gid - b * n;
+    long gid = b * n + k;
     __global const ${T} *xb = x + xo + b * sb;
     CPLX v;
     if (k < n / 2 + 1) {

@@ -150,20 +150,24 @@ def fft_raw(x, inverse, scale=1.0, real_in=False):
     args = (sb, ss, int(real_in))
     if n == 1:
         out = empty_tensor((B, 1, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_in", B, x, *args, out, 1, 1, B, float(sign), float(scale), 0)
+        FFT.launch(dev, dt, "chirp_in", _grid2(dev, 1, B), x, *args, out, 1, 1, B, float(sign),
+                   float(scale), 0)
     elif is_pow2(n):
         out = _pow2(dev, dt, x, args, B, n, sign, scale, real_in)
     else:
         m = bluestein_length(n)
         a = empty_tensor((B, m, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_in", B * m, x, *args, a, n, m, B, float(sign), 1.0, 1)
+        FFT.launch(dev, dt, "chirp_in", _grid2(dev, m, B), x, *args, a, n, m, B, float(sign),
+                   1.0, 1)
         spec = _pow2(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0, False)
         del a
-        FFT.launch(dev, dt, "cmul_rows", B * m, spec, _filter(dev, dt, n, m, sign), m, B)
+        FFT.launch(dev, dt, "cmul_rows", _grid2(dev, m, B), spec, _filter(dev, dt, n, m, sign),
+                   m, B)
         conv = _pow2(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0, False)
         del spec
         out = empty_tensor((B, n, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_out", B * n, conv, out, n, m, B, float(sign), float(scale))
+        FFT.launch(dev, dt, "chirp_out", _grid2(dev, n, B), conv, out, n, m, B, float(sign),
+                   float(scale))
     return view_raw(out, shape, contiguous_strides(shape), 0)
 
 
@@ -240,5 +244,5 @@ def hermitian_raw(x, n):
     assert h == n // 2 + 1, (h, n)
     out = empty_tensor(shape, dt, dev)
     if B and n:
-        FFT.launch(dev, dt, "hermitian", B * n, x, sb, ss, out, n, B)
+        FFT.launch(dev, dt, "hermitian", _grid2(dev, n, B), x, sb, ss, out, n, B)
     return out
