@@ -128,19 +128,24 @@ def hostify(obj):
     return out
 
 
+def host_bits(t):
+    """A host tensor's elements in host representation (bf16 as its 16-bit words), read from
+    its numpy buffer in any process."""
+    dt = t._dtype
+    flat = t._storage.buf[:t._storage.nbytes].view(dt.np)
+    if not flat.size:
+        return np.empty(t._shape, dtype=dt.np)
+    return np.array(np.lib.stride_tricks.as_strided(
+        flat[t._offset:], shape=t._shape, strides=[s * dt.itemsize for s in t._strides]))
+
+
 def _read_host_any(self):
     """Tensor._read_host in host mode: host tensors read their numpy buffer; a device tensor
     (inherited through fork) cannot be read here."""
     if not isinstance(self._storage.device, HostDevice):
         raise RuntimeError(NEEDS_DEVICE.format(what="reading a device tensor made before this "
                                                     "process started"))
-    dt = self._dtype
-    flat = self._storage.buf[:self._storage.nbytes].view(dt.np)
-    view = np.lib.stride_tricks.as_strided(
-        flat[self._offset:], shape=self._shape,
-        strides=[s * dt.itemsize for s in self._strides]) if flat.size else \
-        np.empty(self._shape, dtype=dt.np)
-    return np.array(view)
+    return host_bits(self)
 
 
 _enqueue_copy = cl.enqueue_copy
@@ -368,10 +373,11 @@ class Packed:
     """A tensor's values on their way to another process (by value: OpenCL buffers cannot be
     shared between processes)."""
 
-    __slots__ = ("bits", "dtype_name", "requires_grad", "parameter")
+    __slots__ = ("bits", "dtype_name", "requires_grad", "parameter", "host")
 
     def __init__(self, t):
-        self.bits = np.ascontiguousarray(t.detach()._read_host())
+        self.host = is_host(t)
+        self.bits = np.ascontiguousarray(host_bits(t) if self.host else t.detach()._read_host())
         self.dtype_name = t._dtype.name
         self.requires_grad = bool(t.requires_grad and t.grad_fn is None)
         self.parameter = bool(t._is_param)
@@ -379,14 +385,17 @@ class Packed:
     @classmethod
     def of_bits(cls, bits, dt):
         """A Packed of host bits (a worker's stacked batch)."""
-        return _rebuild_packed(np.ascontiguousarray(bits), dt.name, False, False)
+        return _rebuild_packed(np.ascontiguousarray(bits), dt.name, False, False, True)
 
-    def unpack(self):
-        """A tensor on this process's default device (a host tensor in host mode)."""
+    def unpack(self, device=None):
+        """A tensor on `device`, by default this process's default device (the host device in
+        host mode)."""
         dt = dtypes.BY_NAME[self.dtype_name]
-        dev = dmod.get_device(None)
+        dev = dmod.get_device(None) if device is None else device
         t = empty_tensor(tuple(self.bits.shape), dt, dev)
-        if self.bits.size:
+        if self.bits.size and isinstance(dev, HostDevice):
+            t._storage.buf[:self.bits.nbytes] = self.bits.reshape(-1).view(np.uint8)
+        elif self.bits.size:
             cl.enqueue_copy(dev.queue, t._storage.buf, self.bits, is_blocking=True)
         if self.parameter:
             from .nn.parameter import Parameter   # function-level: nn sits above this module
@@ -394,13 +403,14 @@ class Packed:
         return t.requires_grad_(True) if self.requires_grad else t
 
     def __reduce__(self):
-        return (_rebuild_packed, (self.bits, self.dtype_name, self.requires_grad, self.parameter))
+        return (_rebuild_packed, (self.bits, self.dtype_name, self.requires_grad, self.parameter,
+                                  self.host))
 
 
-def _rebuild_packed(bits, dtype_name, requires_grad, parameter):
+def _rebuild_packed(bits, dtype_name, requires_grad, parameter, host=False):
     p = Packed.__new__(Packed)
-    p.bits, p.dtype_name, p.requires_grad, p.parameter = bits, dtype_name, requires_grad, \
-        parameter
+    p.bits, p.dtype_name, p.requires_grad, p.parameter, p.host = bits, dtype_name, \
+        requires_grad, parameter, host
     return p
 
 

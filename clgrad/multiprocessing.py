@@ -53,6 +53,11 @@ __all__ = ["spawn", "start_processes", "ProcessContext", "SpawnContext",
 
 # ---- tensors between processes -----------------------------------------------------------------
 def _rebuild_tensor(packed):
+    # a host tensor reaching a process that has not touched OpenCL stays on the host (a
+    # DataLoader worker started with "spawn" receives its dataset's tensors so); any other
+    # tensor goes to the receiving process's default device
+    if packed.host and _dmod._devices is None:
+        return packed.unpack(_host.HOST)
     return packed.unpack()
 
 

@@ -129,3 +129,26 @@ def test_device_work_in_a_worker_names_the_op():
         list(clgrad.utils.data.DataLoader(_NeedsDevice(), batch_size=2, num_workers=1))
     assert clgrad.utils.data.DataLoader(_NeedsDevice(), batch_size=2).__iter__().__next__() \
         .shape == (2, 2)
+
+
+class _Windows(clgrad.utils.data.Dataset):
+    def __init__(self):
+        self.data = clgrad.arange(50) % 7
+
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return self.data[i:i + 4], clgrad.tensor([i / 2.0])
+
+
+def test_spawned_workers_get_the_datasets_tensors_on_the_host():
+    """With multiprocessing_context="spawn" the dataset is pickled: its tensors (host copies)
+    arrive as host tensors in the worker, which never starts OpenCL."""
+    loader = clgrad.utils.data.DataLoader(_Windows(), batch_size=5, num_workers=2,
+                                          multiprocessing_context="spawn")
+    (x0, t0), (x1, t1) = list(loader)
+    data = (np.arange(50) % 7).tolist()
+    assert x1.tolist() == [data[i:i + 4] for i in range(5, 10)]
+    assert t1.tolist() == [[i / 2.0] for i in range(5, 10)] and t0.dtype is clgrad.float32
+    assert x0.device == clgrad.get_default_device()
