@@ -11,6 +11,7 @@ functions that nn's cells run.
 """
 from . import dtypes
 # the computations are nn.functional's, which live in the ops layer (clgrad/ops/<subject>.py)
+from .ops import dispatch
 from .ops import (activation as _activation, conv_composed as _conv_composed,
                   distance as _distance, dropout as _dropout, embedding as _embedding,
                   grid_sample as _grid_sample, linear as _linear, loss as _loss,
@@ -758,7 +759,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     if input.shape[0] != N or input.shape[1] != C or input.numel() != N * C * HxW:
         raise RuntimeError(f"native_group_norm: expected input of N={N}, C={C}, HxW={HxW}, "
                            f"got {list(input.shape)}")
-    out = _normalization.group_norm(input, group, weight, bias, eps)
+    out = dispatch.F.group_norm(input, group, weight, bias, eps)     # autocast applies
     mean, rstd = _stats(input.reshape(N, group, -1), (2,), eps)
     return out, mean.squeeze(2), rstd.squeeze(2)
 
@@ -793,5 +794,6 @@ def conv_tbc(input, weight, bias, pad=0):
     if input.ndim != 3 or weight.ndim != 3:
         raise RuntimeError(f"conv_tbc: expected a 3-D input and weight, got "
                            f"{list(input.shape)} and {list(weight.shape)}")
-    out = _conv_composed.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    # conv1d through nn.functional's namespace: an autocast region's wrapper applies
+    out = dispatch.F.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
     return out.permute(2, 0, 1)

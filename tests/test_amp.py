@@ -230,3 +230,22 @@ def test_float64_is_never_cast_and_linear_checks_as_torch():
                 F.linear(v, v[0])
             assert F.linear(v, v).float().item() == 5.0
             assert F.linear(v, v, _cpu_tensor(1.0)).float().item() == 6.0   # matmul, add_
+
+
+def test_composite_ops_cast_their_inner_calls():
+    """An op composed of nn.functional's functions reaches the autocast-wrapped ones through
+    nn.functional's namespace (clgrad/ops/dispatch.py), as torch's dispatcher casts the inner
+    calls: multi-head attention's projections, an RNN step's GEMMs and conv_tbc's convolution run
+    in the region's dtype, linear_cross_entropy's loss in float32."""
+    clgrad.manual_seed(0)
+    mha = clgrad.nn.MultiheadAttention(4, 2)
+    q = clgrad.randn(3, 1, 4)
+    with autocast("cpu", dtype=clgrad.bfloat16):
+        assert mha(q, q, q)[0].dtype is clgrad.bfloat16
+        assert clgrad.rnn_tanh_cell(clgrad.randn(1, 3), clgrad.randn(1, 2), clgrad.randn(2, 3),
+                                    clgrad.randn(2, 2)).dtype is clgrad.bfloat16
+        assert clgrad.conv_tbc(clgrad.randn(3, 1, 1), clgrad.randn(2, 1, 1),
+                               clgrad.zeros(1)).dtype is clgrad.bfloat16
+        loss = F.linear_cross_entropy(clgrad.randn(4, 3), clgrad.randn(5, 3),
+                                      clgrad.tensor([0, 1, 2, 3]))
+        assert loss.dtype is clgrad.float32

@@ -8,12 +8,12 @@ F.scaled_dot_product_attention; with it the weights are computed explicitly and 
 import math
 
 from .. import dtypes
+from ..ops import dispatch
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.creation import zeros
 from ..ops.dropout import dropout
 from ..ops.join import cat
 from ..ops.linalg import baddbmm, bmm
-from ..ops.linear import linear
 from ..ops.pointwise import where
 from ..ops.shape import pad
 from ..ops.softmax import softmax
@@ -29,6 +29,12 @@ def _float_mask(mask, name, dtype):
     if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask.to(dtype)
+
+
+def _linear(x, w, b):
+    # through nn.functional's namespace: an autocast region's wrapper of linear applies to the
+    # projections (clgrad/ops/dispatch.py)
+    return dispatch.F.linear(x, w, b)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -87,15 +93,15 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = in_proj_bias.chunk(3)
-        q = linear(query, q_proj_weight, bq)
-        k = linear(key, k_proj_weight, bk)
-        v = linear(value, v_proj_weight, bv)
+        q = _linear(query, q_proj_weight, bq)
+        k = _linear(key, k_proj_weight, bk)
+        v = _linear(value, v_proj_weight, bv)
     else:
         wq, wk, wv = in_proj_weight.chunk(3)
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = in_proj_bias.chunk(3)
-        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+        q, k, v = _linear(query, wq, bq), _linear(key, wk, bk), _linear(value, wv, bv)
 
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -151,7 +157,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             weights = dropout(weights, p=dropout_p)
         out = bmm(weights, v)                                    # [N*H, L, hd]
         out = out.transpose(0, 1).reshape(L * N, E)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+        out = _linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
         weights = weights.reshape(N, num_heads, L, S)
         if average_attn_weights:
             weights = weights.mean(1)
@@ -167,7 +173,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = v.reshape(N, num_heads, S, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(L * N, E)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+    out = _linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
     if not batched:
         out = out.squeeze(1)
     return out, None

@@ -17,6 +17,7 @@ __torch_function__ helpers (clgrad/nn/_functional_overrides.py).
 # ...): kept, so that code reaching them here finds the same objects
 import math
 import numbers
+import sys
 import warnings
 
 from .. import dtypes
@@ -112,3 +113,9 @@ from ..ops.loss_class import (  # noqa: E402,F401
     _gather_targets, _picked)
 from ..ops.normalization import (  # noqa: E402,F401
     _channel_shape, _check_float, _check_mixed, _check_same_dtype, _what)
+
+# the ops layer's view of this namespace (clgrad/ops/dispatch.py): where an op composed of these
+# functions calls one that autocast wraps, it calls it here
+from ..ops import dispatch as _dispatch  # noqa: E402
+
+_dispatch.F = sys.modules[__name__]

@@ -8,7 +8,7 @@ hardtanh_backward does.
 """
 import warnings
 
-from . import softmax as _softmax
+from . import dispatch, softmax as _softmax
 from .elementwise import apply_ew
 from .pointwise import inplace as _inplace, where
 from ..tensor import Tensor
@@ -277,7 +277,8 @@ def mish(input, inplace=False):
     >>> round(F.mish(clgrad.tensor([1.0])).item(), 4)
     0.8651
     """
-    return _inplace_result(input, lambda x: x * softplus(x).tanh(), inplace)
+    # softplus through nn.functional's namespace: autocast's wrapper applies (ops.dispatch)
+    return _inplace_result(input, lambda x: x * dispatch.F.softplus(x).tanh(), inplace)
 
 
 def glu(input, dim=-1):
@@ -400,7 +401,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     >>> F.softmin(clgrad.tensor([0.0, 0.0]), dim=0).tolist()
     [0.5, 0.5]
     """
-    return softmax(-input, dim, dtype=dtype)
+    return dispatch.F.softmax(-input, dim, dtype=dtype)     # autocast applies (ops.dispatch)
 
 
 # ---- in place, and sampled -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
+from . import dispatch
 from .creation import arange, full, tensor as _tensor
 from .join import cat, stack
 from .pointwise import minimum, where
@@ -245,7 +246,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> round(F.soft_margin_loss(clgrad.tensor([0.0]), clgrad.tensor([1.0])).item(), 4)
     0.6931
     """
-    return _reduced(softplus(-target * input), size_average, reduce, reduction)
+    # softplus through nn.functional's namespace: autocast's wrapper applies (ops.dispatch)
+    return _reduced(dispatch.F.softplus(-target * input), size_average, reduce, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,

@@ -6,6 +6,7 @@ helpers are in clgrad/ops/loss.py."""
 import math
 
 from .. import dtypes
+from . import dispatch
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from .pointwise import clamp, where
@@ -13,7 +14,6 @@ from .activation import log_softmax, softplus
 from .loss import _check_into, _check_reduction, _reduce, _reduction, _times_into
 from ._base import same_device
 from .index import Gather, _check_range
-from .linear import linear
 from ..kernels.index import class_targets_raw
 
 __all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -292,9 +292,10 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     C, extra = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
     w = linear_weight.reshape(-1, linear_weight.shape[-1])
     b = None if linear_bias is None else linear_bias.reshape(-1)
-    logits = linear(input, w, b)
+    # through nn.functional's namespace: an autocast region's wrappers apply (ops.dispatch)
+    logits = dispatch.F.linear(input, w, b)
     if extra:                       # (N, C * prod(out), ) -> (N, C, *out)
         logits = logits.reshape(tuple(input.shape[:-1]) + (C,) + extra)
-    return cross_entropy(logits, target, weight=weight, reduction=reduction,
-                           ignore_index=-100 if ignore_index is None else ignore_index,
-                           label_smoothing=label_smoothing)
+    return dispatch.F.cross_entropy(logits, target, weight=weight, reduction=reduction,
+                                    ignore_index=-100 if ignore_index is None else ignore_index,
+                                    label_smoothing=label_smoothing)

@@ -10,29 +10,35 @@
 """
 from ..tensor import Tensor
 from . import rnn_cell as _fused
-from .linear import linear
+from . import dispatch
 
 __all__ = ["rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"]
 
 
+def _linear(x, w, b=None):
+    # through nn.functional's namespace: an autocast region's wrapper of linear applies to the
+    # steps' GEMMs (ops.dispatch), as nn's layers had it
+    return dispatch.F.linear(x, w, b)
+
+
 # ---- one step of each kind: x_proj is input @ W_ih^T + b_ih, already computed -------------------
 def rnn_step(act, x_proj, h, w_hh, b_hh):
-    h = act(x_proj + linear(h, w_hh, b_hh))
+    h = act(x_proj + _linear(h, w_hh, b_hh))
     return h, h
 
 
 def lstm_step(x_proj, state, w_hh, b_hh, w_hr):
     h, c = state
-    gates = x_proj + linear(h, w_hh, b_hh)
+    gates = x_proj + _linear(h, w_hh, b_hh)
     # the gates (torch's order: input, forget, cell, output) in one kernel, forward and backward
     h, c = _fused.lstm_cell(gates, c)
     if w_hr is not None:
-        h = linear(h, w_hr)                            # proj_size: h is projected down
+        h = _linear(h, w_hr)                           # proj_size: h is projected down
     return h, (h, c)
 
 
 def gru_step(x_proj, h, w_hh, b_hh):
-    gh = linear(h, w_hh, b_hh)
+    gh = _linear(h, w_hh, b_hh)
     xr, xz, xn = x_proj.chunk(3, -1)                     # torch's order: reset, update, new
     hr, hz, hn = gh.chunk(3, -1)
     r = (xr + hr).sigmoid()
@@ -75,7 +81,7 @@ def _proj(name, input, hx, w_ih, b_ih, w_hh, c=None):
     if input.ndim != 2 or hx.ndim != 2 or c is not None and c.ndim != 2:
         raise RuntimeError(f"{name}: expected 2-D input and hidden state, got input "
                            f"{list(input.shape)} and hx {list(hx.shape)}")
-    return linear(input, w_ih, b_ih)
+    return _linear(input, w_ih, b_ih)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
