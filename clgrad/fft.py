@@ -15,21 +15,16 @@ tensor([10.+0.j, -2.+2.j, -2.+0.j])
 tensor([1., 2., 3., 4.])
 """
 import math
-import sys
 
 from . import dtypes as _dtypes
 from .ops import fft as _f
+from .ops.complexes import view_as_complex as _view_as_complex, view_as_real as _view_as_real
 from .ops.creation import arange as _arange
 from .ops.shape import roll as _roll
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftfreq",
            "rfftfreq", "fftshift", "ifftshift"]
-
-
-def _ns():
-    # complex tensors' views (view_as_real / view_as_complex) are top-level names
-    return sys.modules["clgrad"]
 
 
 def _is_complex(x):
@@ -42,13 +37,13 @@ def _pairs(name, x, complex_ok):
         if not complex_ok:
             raise RuntimeError(f"{name} expects a real input tensor, but got "
                                f"{_dtypes.TORCH_NAMES.get(x.dtype, x.dtype.name)}")
-        return _ns().view_as_real(x), None
+        return _view_as_real(x), None
     dt = _f.fft_dtype(name, x, False)
     return None, (x if x.dtype is dt else x.to(dt))
 
 
 def _complex(p):
-    return _ns().view_as_complex(p)
+    return _view_as_complex(p)
 
 
 def _dim(x, dim):
