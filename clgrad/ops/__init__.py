@@ -9,7 +9,8 @@ from . import linalg, softmax, scan, shape, conv, sort, einsum, special, arrange
 from . import stats, methods, storage, linalg_lu, linalg_decomp, scatter_reduce  # noqa: F401
 from . import top_level  # noqa: F401
 from . import numeric, complexes  # noqa: F401
+from . import fft, spectral  # noqa: F401
 
 MODULES = [pointwise, subscript, scatter_gather, join, linalg, softmax, scan, shape, conv, sort,
            einsum, special, arrange, stats, methods, storage, linalg_lu, linalg_decomp,
-           scatter_reduce, top_level, numeric, complexes]
+           scatter_reduce, top_level, numeric, complexes, spectral]

@@ -1,0 +1,99 @@
+"""clgrad.fft timings against torch.fft on the same CPU, measured in one run.
+
+    python tools/bench_fft.py            # every workload, on the default device
+    python tools/bench_fft.py --rounds 3 # fewer rounds (noisier)
+    python tools/bench_fft.py --device pocl --device intel   # each device in turn
+
+Each workload runs in rounds that alternate clgrad and torch, and the best time of each is kept,
+so that a neighbour's load on shared cores hits both alike. torch runs with as many threads as
+the OpenCL device has compute units. Ratios are clgrad time / torch time (below 1: clgrad is
+faster).
+
+Workloads: a 1-d batch (64 x 4096 complex64 fft, the same of 64 x 4096 float32 through rfft),
+a length that is not a power of two (64 x 1000 fft, Bluestein's), a 2-d image (512 x 512
+complex64 fft2, and rfft2 of a float32 one), and fft + backward of the 1-d batch.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import clgrad  # noqa: E402
+import clgrad.fft  # noqa: E402
+
+
+def timed(fn, sync):
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t0
+
+
+def compare(name, ours, theirs, rounds, repeat=3):
+    """Best of rounds x repeat runs of each, alternating."""
+    ours()
+    clgrad.cl.synchronize()
+    theirs()
+    a = b = float("inf")
+    for _ in range(rounds):
+        for _ in range(repeat):
+            a = min(a, timed(ours, clgrad.cl.synchronize))
+        for _ in range(repeat):
+            b = min(b, timed(theirs, lambda: None))
+    print(f"  {name:44s} {a * 1e3:8.2f} ms  torch {b * 1e3:8.2f} ms  ratio {a / b:5.2f}x",
+          flush=True)
+    return a, b
+
+
+def workloads(torch, rounds):
+    rng = np.random.default_rng(0)
+
+    def pair(shape, complex_):
+        a = rng.standard_normal(shape).astype(np.float32)
+        if complex_:
+            a = (a + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        return clgrad.tensor(a), torch.tensor(a)
+
+    x, tx = pair((64, 4096), True)
+    compare("fft 64 x 4096 complex64", lambda: clgrad.fft.fft(x), lambda: torch.fft.fft(tx),
+            rounds)
+    r, tr = pair((64, 4096), False)
+    compare("rfft 64 x 4096 float32", lambda: clgrad.fft.rfft(r), lambda: torch.fft.rfft(tr),
+            rounds)
+    b, tb = pair((64, 1000), True)
+    compare("fft 64 x 1000 complex64 (not a power of 2)", lambda: clgrad.fft.fft(b),
+            lambda: torch.fft.fft(tb), rounds)
+    im, tim = pair((512, 512), True)
+    compare("fft2 512 x 512 complex64", lambda: clgrad.fft.fft2(im),
+            lambda: torch.fft.fft2(tim), rounds)
+    ri, tri = pair((512, 512), False)
+    compare("rfft2 512 x 512 float32", lambda: clgrad.fft.rfft2(ri),
+            lambda: torch.fft.rfft2(tri), rounds)
+    xg, txg = x.clone().requires_grad_(), tx.clone().requires_grad_()
+    compare("fft 64 x 4096 complex64 fwd+bwd", lambda: clgrad.fft.fft(xg).abs().sum().backward(),
+            lambda: torch.fft.fft(txg).abs().sum().backward(), rounds)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--device", action="append", metavar="SPEC",
+                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
+    args = ap.parse_args()
+    import torch
+    for spec in args.device or [None]:
+        if spec is not None:
+            clgrad.runtime.device.set_default_device(spec)
+        dev = clgrad.runtime.device.default_device()
+        torch.set_num_threads(dev.compute_units)
+        print(f"device: {dev.name} ({dev.platform_name}), torch {torch.__version__} with "
+              f"{torch.get_num_threads()} threads")
+        workloads(torch, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
