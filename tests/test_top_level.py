@@ -1,5 +1,6 @@
-"""torch's top-level functions (clgrad/_nn_top_level.py, clgrad/ops/top_level.py): ATen's argument
-lists mapped onto nn.functional, in-place forms, and the composed utilities, against numpy."""
+"""torch's top-level functions (clgrad/_nn_top_level.py, clgrad/ops/function_forms.py,
+creation_forms.py): ATen's argument lists mapped onto nn.functional, in-place forms, and the
+composed utilities, against numpy."""
 import itertools
 import warnings
 

@@ -7,10 +7,10 @@ from . import elementwise, pointwise, views, reduce, creation, join, inplace, in
 from . import subscript, scatter_gather  # noqa: F401
 from . import linalg, softmax, scan, shape, conv, sort, einsum, special, arrange  # noqa: F401
 from . import stats, methods, storage, linalg_lu, linalg_decomp, scatter_reduce  # noqa: F401
-from . import top_level  # noqa: F401
+from . import creation_forms, function_forms  # noqa: F401
 from . import numeric, complexes  # noqa: F401
 from . import fft, spectral  # noqa: F401
 
 MODULES = [pointwise, subscript, scatter_gather, join, linalg, softmax, scan, shape, conv, sort,
            einsum, special, arrange, stats, methods, storage, linalg_lu, linalg_decomp,
-           scatter_reduce, top_level, numeric, complexes, spectral]
+           scatter_reduce, creation_forms, function_forms, numeric, complexes, spectral]

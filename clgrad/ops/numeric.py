@@ -1,5 +1,6 @@
 """torch's numeric utilities, composed of clgrad ops: integer (`gcd`, `lcm`), float bits (`frexp`,
-`nextafter`), sets and counts (`isin`, `combinations`, `histogram`), finite differences
+`nextafter`), sets and counts (`isin`, `combinations`, `histogram`), flat indices as coordinates
+(`unravel_index`), finite differences
 (`gradient`) and the signal windows (`i0` is a table kernel: ops/special.py).
 
 No new kernels. Bit-level utilities work on integer views of the float bits, so a device that
@@ -7,6 +8,7 @@ flushes subnormals in float arithmetic still gets them right.
 """
 import builtins
 import itertools
+import math
 import numbers
 
 import numpy as np
@@ -431,6 +433,32 @@ def _gradient_1d(f, d, h, order, n):
     return join.cat([first, inner, last], d)
 
 
+def unravel_index(indices, shape):
+    """The coordinates in an array of `shape` of flat (C order) indices: a tuple of tensors.
+
+    >>> import clgrad
+    >>> [t.tolist() for t in clgrad.unravel_index(clgrad.tensor([5, 7]), (2, 4))]
+    [[1, 1], [1, 3]]
+    """
+    if not isinstance(indices, Tensor):
+        indices = creation.tensor(indices)
+    if indices.dtype.kind not in "iu" or indices.dtype is dtypes.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    n = math.prod(shape)
+    if indices.numel() and bool(((indices < -n) | (indices >= n)).any()):
+        raise ValueError(f"unravel_index: index out of bounds for shape {list(shape)}")
+    flat = indices.long() % n if n else indices.long()     # negative indices count from the end
+    out = []
+    for d in reversed(shape):
+        out.append(flat % d)
+        flat = flat // d
+    return tuple(reversed(out))
+
+
+__all__ += ["unravel_index"]
 FUNCTIONS = {n: globals()[n] for n in __all__}
 METHODS = {"gcd": gcd, "gcd_": gcd_, "lcm": lcm, "lcm_": lcm_, "frexp": frexp,
            "nextafter": nextafter, "nextafter_": nextafter_, "histogram": histogram}

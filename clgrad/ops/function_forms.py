@@ -1,29 +1,24 @@
-"""torch's top-level functions that compose existing ops: in-place forms (`clgrad.clamp_(x, ...)`),
-predicates, creation helpers (`scalar_tensor`, `asarray`, `range`, `empty_strided`), the `*_copy`
-forms of view ops and a few deprecated or ATen-level names (`frobenius_norm`, `nuclear_norm`,
-`norm_except_dim`, `unravel_index`, `nonzero_static`). The numeric utilities are in
-clgrad/ops/numeric.py.
+"""torch's top-level functions that are another op in another form, composed of it: a Tensor
+method called as a function (the in-place forms `clgrad.clamp_(x, ...)`, `ldexp_`, predicates
+such as `is_complex`, the `unsafe_*` splits), ATen's `*_copy` forms of the view ops (the view,
+then a copy), nonzero with a fixed size (`nonzero_static`), the deprecated names of the norms
+that ATen keeps (`frobenius_norm`, `nuclear_norm`, `norm_except_dim`) and torch's predicates on
+objects (`is_storage`, `is_distributed`). torch's other creation functions are in
+clgrad/ops/creation_forms.py.
 
 No new kernels: each is written in clgrad ops, so what is differentiable in torch differentiates
 here through those ops.
 """
-import builtins
-import math
 import numbers
-import warnings
-
-import numpy as np
 
 from .. import dtypes
-from ..tensor import Tensor
-from . import complexes, creation, join, views
-from .copies import Clone
 from ..runtime.memory import Storage
-from ..runtime.device import get_device
-from .linalg_lu import vector_norm, matrix_norm
+from ..tensor import Tensor
+from . import complexes, creation, join
+from .copies import Clone
+from .linalg_lu import matrix_norm, vector_norm
 
-__all__ = ["fill", "scalar_tensor", "asarray", "range", "frobenius_norm", "nuclear_norm",
-           "is_storage", "is_distributed", "ldexp_", "empty_strided"]
+__all__ = ["frobenius_norm", "nuclear_norm", "is_storage", "is_distributed", "ldexp_"]
 
 
 # ---- torch's in-place top-level functions: the Tensor method, called as a function -------------
@@ -94,17 +89,6 @@ def ldexp_(input, other):
     return input.mul_(2.0 ** (other.to(input.dtype) if isinstance(other, Tensor) else other))
 
 
-def fill(input, value):
-    """A new tensor of input's shape, dtype and device, every element value (differentiable in
-    a 0-d tensor value; input's gradient is zero).
-
-    >>> import clgrad
-    >>> clgrad.fill(clgrad.zeros(2), 3).tolist()
-    [3.0, 3.0]
-    """
-    return views.clone(input).fill_(value)
-
-
 def is_storage(obj):
     """Whether obj is a storage object: clgrad keeps storages internal (no
     Tensor.untyped_storage), so only its own Storage class answers True.
@@ -127,100 +111,6 @@ def is_distributed(input):
         raise TypeError(f"is_distributed(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     return False
-
-
-# ---- creation ------------------------------------------------------------------------------------
-def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None,
-                  requires_grad=False):
-    """A 0-d tensor holding s, of the default float dtype unless dtype says otherwise.
-
-    >>> import clgrad
-    >>> t = clgrad.scalar_tensor(3); t.dtype, t.item()
-    (clgrad.float32, 3.0)
-    """
-    if isinstance(s, Tensor):
-        s = s.item()
-    return creation.tensor(s, dtype=dtype or dtypes.get_default_dtype(), device=device,
-                           requires_grad=requires_grad)
-
-
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
-    """obj as a tensor: a tensor is returned itself when dtype and device already match (copy=True
-    forces a copy, copy=False refuses one); other data is copied to the device. OpenCL buffers
-    cannot alias host memory, so copy=False on a numpy array or a sequence raises ValueError.
-
-    >>> import clgrad
-    >>> t = clgrad.zeros(2); clgrad.asarray(t) is t, clgrad.asarray([1, 2]).dtype
-    (True, clgrad.int64)
-    """
-    if isinstance(obj, Tensor):
-        dt = obj.dtype if dtype is None else dtypes.as_dtype(dtype)
-        dev = obj._storage.device if device is None else get_device(device)
-        if copy is False and dt is not obj.dtype:
-            raise ValueError(f"can't alias tensor with dtype {obj.dtype} into dtype {dt}.")
-        if copy is False and dev is not obj._storage.device:
-            raise ValueError(f"can't alias tensor from device {obj.device} to "
-                             f"{dev.torch_name if hasattr(dev, 'torch_name') else device}.")
-        out = obj.to(device=device, dtype=dt)
-        if copy and out is obj:
-            out = views.clone(obj)
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
-    if copy is False:
-        raise ValueError("can't alias host memory into an OpenCL tensor: clgrad copies data to "
-                         "the device (use copy=None or copy=True)")
-    if dtype is None and isinstance(obj, np.ndarray) and obj.dtype == np.float64:
-        dtype = dtypes.float64                       # numpy's own dtype is kept, as torch's
-    return creation.tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None, pin_memory=None,
-          requires_grad=False):
-    """Deprecated in torch: start, start + step, ... up to end INCLUSIVE, of the default float
-    dtype unless dtype says otherwise (use arange, which excludes end).
-
-    >>> import clgrad, warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     clgrad.range(1, 4).tolist()
-    [1.0, 2.0, 3.0, 4.0]
-    """
-    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
-                  "behavior is inconsistent with Python's range builtin. Instead, use "
-                  "torch.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)
-    if end is None:
-        start, end = 0, start
-    if step == 0:
-        raise RuntimeError("range: step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError(f"range: upper bound and larger bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
-    n = int(math.floor((end - start) / step)) + 1
-    dt = dtypes.get_default_dtype() if dtype is None else dtypes.as_dtype(dtype)
-    vals = start + step * np.arange(n, dtype=np.float64)
-    if dt.kind != "f":
-        vals = np.trunc(vals).astype(np.int64) if dt is not dtypes.bool_ else vals != 0
-    return creation.tensor(vals, dtype=dt, device=device, requires_grad=requires_grad)
-
-
-def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
-                  pin_memory=False):
-    """An uninitialised tensor with the given size and stride (over a storage just big enough).
-
-    >>> import clgrad
-    >>> clgrad.empty_strided((2, 3), (1, 2)).stride()
-    (1, 2)
-    """
-    size, stride = tuple(size), tuple(stride)
-    if len(size) != len(stride):
-        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape ({size} "
-                           f"and {stride})")
-    n = 0 if 0 in size else 1 + sum((s - 1) * st for s, st in zip(size, stride))
-    base = creation.empty(n, dtype=dtype, device=device)
-    out = views.as_strided(base, size, stride).detach()
-    return out.requires_grad_(True) if requires_grad else out
 
 
 # ---- deprecated norms (ATen keeps them for TorchScript) ------------------------------------------
@@ -250,6 +140,20 @@ def nuclear_norm(input, dim=None, keepdim=False):
         dim, keepdim = None, dim
     return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
 
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The pow-norm of v over every dim except dim, keeping dims (weight_norm's g); dim=-1:
+    over all of v.
+
+    >>> import clgrad
+    >>> n = clgrad.norm_except_dim(clgrad.full((2, 3), 2.0), 2, 0)
+    >>> n.shape, [round(v, 4) for v in n.flatten().tolist()]
+    (clgrad.Size([2, 1]), [3.4641, 3.4641])
+    """
+    if dim == -1:
+        return vector_norm(v, pow)
+    dims = tuple(d for d in range(v.ndim) if d != dim % v.ndim)
+    return vector_norm(v, pow, dims, keepdim=True)
 
 
 # ---- ATen's *_copy ops: the view op, then a copy (what functionalisation produces) --------------
@@ -329,70 +233,6 @@ for _name, _entry in _COPIES.items():
 __all__ += list(_COPIES)
 
 
-def unravel_index(indices, shape):
-    """The coordinates in an array of `shape` of flat (C order) indices: a tuple of tensors.
-
-    >>> import clgrad
-    >>> [t.tolist() for t in clgrad.unravel_index(clgrad.tensor([5, 7]), (2, 4))]
-    [[1, 1], [1, 3]]
-    """
-    if not isinstance(indices, Tensor):
-        indices = creation.tensor(indices)
-    if indices.dtype.kind not in "iu" or indices.dtype is dtypes.bool_:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
-    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-    if any(d < 0 for d in shape):
-        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
-    n = math.prod(shape)
-    if indices.numel() and bool(((indices < -n) | (indices >= n)).any()):
-        raise ValueError(f"unravel_index: index out of bounds for shape {list(shape)}")
-    flat = indices.long() % n if n else indices.long()     # negative indices count from the end
-    out = []
-    for d in reversed(shape):
-        out.append(flat % d)
-        flat = flat // d
-    return tuple(reversed(out))
-
-
-def norm_except_dim(v, pow=2, dim=0):
-    """The pow-norm of v over every dim except dim, keeping dims (weight_norm's g); dim=-1:
-    over all of v.
-
-    >>> import clgrad
-    >>> n = clgrad.norm_except_dim(clgrad.full((2, 3), 2.0), 2, 0)
-    >>> n.shape, [round(v, 4) for v in n.flatten().tolist()]
-    (clgrad.Size([2, 1]), [3.4641, 3.4641])
-    """
-    if dim == -1:
-        return vector_norm(v, pow)
-    dims = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
-    return vector_norm(v, pow, dims, keepdim=True)
-
-
-def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
-                   requires_grad=False, pin_memory=False):
-    """An uninitialised tensor of `size` whose memory holds its dims in physical_layout order
-    (physical_layout[0] outermost).
-
-    >>> import clgrad
-    >>> clgrad.empty_permuted((2, 3, 4), (0, 2, 1)).stride()
-    (12, 1, 3)
-    """
-    size, perm = tuple(size), tuple(physical_layout)
-    if sorted(perm) != list(builtins.range(len(size))):
-        raise RuntimeError(f"empty_permuted: physical_layout {list(perm)} is not a permutation "
-                           f"of the {len(size)} dims of size {list(size)}")
-    base = creation.empty(*[size[p] for p in perm], dtype=dtype, device=device)
-    inv = [perm.index(d) for d in builtins.range(len(size))]
-    out = base.permute(*inv)
-    return out.requires_grad_(True) if requires_grad else out
-
-
-__all__ += ["unravel_index", "norm_except_dim", "empty_permuted"]
-
-
-
-
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero with a fixed number of rows: the first `size` indices, padded with fill_value.
 
@@ -408,7 +248,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     return join.cat([nz, pad], 0)
 
 
-__all__ += ["nonzero_static"]
+__all__ += ["norm_except_dim", "nonzero_static"]
 
 FUNCTIONS = {n: globals()[n] for n in __all__}
 METHODS = {"ldexp_": ldexp_, "nonzero_static": nonzero_static,
