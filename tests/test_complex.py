@@ -129,6 +129,9 @@ def test_casts(device):
     if device.has_fp64:
         assert z.to(clgrad.complex128).dtype is clgrad.complex128
         assert z.to(clgrad.complex128).tolist() == z.tolist()
+    # to bool: True where either part is nonzero (no warning); isclose on both parts
+    assert clgrad.tensor([1 + 1j, 2j, 0j]).bool().tolist() == [True, True, False]
+    assert clgrad.isclose(z, z + 1e-9j).all().item() and not clgrad.isclose(z, z + 1j).any()
     # a transposed complex tensor copied to contiguous memory
     a = _rand((3, 4), 1, np.complex64)
     t = clgrad.tensor(a).t()

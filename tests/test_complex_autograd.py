@@ -48,6 +48,15 @@ def test_gradcheck_on_complex_inputs(c128, name):
     assert gradgradcheck(_FUNCS[name], (a, b))
 
 
+@pytest.mark.parametrize("name", ["mul", "div", "exp_log", "tanh_sigmoid", "abs_angle", "sgn",
+                                  "conj", "real_imag", "pow", "matmul", "sum_mean_prod"])
+def test_forward_mode_on_complex_inputs(c128, name):
+    # forward mode: t * f'(z) for holomorphic f (conj of the VJP of conj t), explicit rules for
+    # abs, angle and sgn
+    a, b = _z(3, 4, c128), _z(3, 5, c128)
+    assert gradcheck(_FUNCS[name], (a, b), check_forward_ad=True)
+
+
 def test_gradcheck_catches_a_wrong_convention(c128):
     # a backward of g * f'(z) instead of g * conj(f'(z)) is wrong for complex z
     class BadMul(clgrad.autograd.Function):

@@ -247,6 +247,8 @@ def _np_values(dt, shape, rng, low=1):
         v = rng.integers(0, 2, n).astype(bool)
     elif dt.kind == "f":
         v = rng.uniform(0.1, 0.9, n)
+    elif dt.kind == "c":
+        v = rng.uniform(0.1, 0.9, n) + 1j * rng.uniform(-0.9, 0.9, n)
     else:                   # small positive ints: no division by zero, no overflow
         v = rng.integers(low, 6, n)
     return v.reshape(shape)
@@ -428,9 +430,10 @@ def drive_index(dev, dt, rng):
     clgrad.zeros((5, 7), dtype=dt, device=dev).scatter(0, perm, src)
     clgrad.zeros((5, 7), dtype=dt, device=dev).scatter_add(0, idx, src)
     # scatter_reduce's compare-and-swap combinations, duplicates included, a strided source
-    for red in ("prod", "amax", "amin"):
-        x.scatter_reduce(0, idx, src, red)
-    x.scatter_reduce(1, idx, src.t().contiguous().t(), "amax", include_self=False)
+    if dt.kind != "c":           # (complex: neither ordered nor combined by compare-and-swap)
+        for red in ("prod", "amax", "amin"):
+            x.scatter_reduce(0, idx, src, red)
+        x.scatter_reduce(1, idx, src.t().contiguous().t(), "amax", include_self=False)
     clgrad.nonzero(_t(dt, (3, 50), dev, rng, low=0))
     clgrad.nonzero(_t(dt, (200,), dev, rng, low=0))
     x.tril(); x.triu(1); x.t().tril(-1)
@@ -668,6 +671,9 @@ DRIVERS = {
     "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
     "attention": drive_attention, "norm": drive_norm, "fft": drive_fft,
 }
+# the families with programs for complex dtypes (the others reach complex tensors through their
+# real views, docs/internals.md)
+COMPLEX_FAMILIES = {"ew", "index"}
 FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
               "fft"}
 
@@ -810,7 +816,7 @@ def main(argv=None):
     families = [f for f in args.families.split(",") if f]
     paths = [p for p in args.paths.split(",") if p]
     wanted = [w for w in args.dtypes.split(",") if w]
-    dts = [d for d in dtypes.ALL
+    dts = [d for d in dtypes.ALL + dtypes.COMPLEX
            if not wanted or d.short in wanted or d.name.split(".")[-1] in wanted]
     steps = []
     for path in paths:
@@ -818,9 +824,11 @@ def main(argv=None):
             for dt in dts:
                 if fam in FLOAT_ONLY and dt.kind != "f":
                     continue
+                if dt.kind == "c" and fam not in COMPLEX_FAMILIES:
+                    continue
                 if fam == "gemm" and dt.kind == "b":
                     continue
-                if dt is dtypes.float64 and not dev.has_fp64:
+                if dt in (dtypes.float64, dtypes.complex128) and not dev.has_fp64:
                     continue
                 steps.append((path, fam, dt))
     from tqdm import tqdm

@@ -48,6 +48,12 @@ def _copy_complex(dst, src):
         copy_into(_part(dst, 0), src)
         fill_raw(_part(dst, 1), 0)
         return dst
+    if dst._dtype.kind == "b":           # True where either part is nonzero, as torch
+        # function-level: the elementwise family's dispatch imports this module
+        from .elementwise import ENTRIES, run
+        if src._shape != dst._shape:
+            src = view_raw(src, dst._shape, expand_strides(src, dst._shape), src._offset)
+        return copy_into(dst, run(ENTRIES["ne"], (src, 0)))
     return copy_into(dst, _part(src, 0))
 
 

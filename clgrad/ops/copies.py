@@ -85,7 +85,7 @@ def to_dtype(x, dtype, copy=False, warn=True):
     dtype = dtypes.as_dtype(dtype)
     if dtype is x._dtype and not copy:
         return x
-    if warn and x._dtype.kind == "c" and dtype.kind != "c":
+    if warn and x._dtype.kind == "c" and dtype.kind not in "cb":
         warn_discard_imag()
     return ToCopy.apply(x, dtype)
 

@@ -137,12 +137,21 @@ def _make_op(e):
             setattr(a, _NAMES[i], operands[i] if i < arity else None)
         a.out = out
         a.p = params
+        cplx = any(isinstance(v, Tensor) and v._dtype.kind == "c"
+                   for v in tuple(operands[:arity]) + (out,))
+        if cplx and e.name in COMPLEX_JVP:
+            return COMPLEX_JVP[e.name](tangents[0], a)
         total = None
         for i in range(arity):
             t = tangents[i]
             if t is None or e.vjp[i] is None:
                 continue
-            term = e.vjp[i](t, a)
+            if cplx:
+                # the VJPs are g * conj(f'(z)) (torch's convention); the tangent of a holomorphic
+                # f is t * f'(z) = conj(vjp(conj(t)))
+                term = _conj(e.vjp[i](_conj(t), a))
+            else:
+                term = e.vjp[i](t, a)
             total = term if total is None else total + term
         return total
 
@@ -250,6 +259,41 @@ def _make_op(e):
 
     cls.apply = classmethod(apply)
     return cls
+
+
+def _conj(t):
+    return OPS["conj"].apply(t) if isinstance(t, Tensor) and t._dtype.kind == "c" else t
+
+
+def _real(t):
+    # function-level: complexes' views sit beside this module; it is imported on use only
+    from .complexes import real
+    return real(t)
+
+
+# Forward-mode rules of the entries that are not holomorphic on complex inputs (with z = x + iy,
+# r = |z|): abs' tangent is Re(t conj(z)) / r, angle's Im(conj(z) t) / r^2, sgn's
+# (t - Re(t conj(s)) s) / r; each 0 where z = 0.
+def _abs_jvp(t, a):
+    r = apply_ew("abs", a.x)
+    d = _real(t * _conj(a.x)) / r
+    return where(r == 0, zeros_like_(d), d)
+
+
+def _angle_jvp(t, a):
+    r2 = apply_ew("abs", a.x) ** 2
+    d = _real(_conj(a.x) * t * -1j) / r2
+    return where(r2 == 0, zeros_like_(d), d)
+
+
+def _sgn_jvp(t, a):
+    r = apply_ew("abs", a.x)
+    s = a.out if a.out is not None else apply_ew("sgn", a.x)
+    d = (t - _real(t * _conj(s)) * s) / r
+    return where(r == 0, zeros_like_(d), d)
+
+
+COMPLEX_JVP = {"abs": _abs_jvp, "angle": _angle_jvp, "sgn": _sgn_jvp}
 
 
 # ---- functional forms, used by the table's gradient formulas (and exported by clgrad.ops) -------

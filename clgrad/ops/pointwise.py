@@ -446,7 +446,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         other = full((), other, dtype=input.dtype, device=input.device)
     dt = dtypes.promote_types(input._dtype, other._dtype)
     a, b = input.to(dt), other.to(dt)
-    if dt.kind != "f":
+    if dt.kind not in "fc":
         return eq(a, b)
     # an infinity is close only to itself: inf - (-inf) <= inf must not count
     finite = a.isfinite().logical_and(b.isfinite())
