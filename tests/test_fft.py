@@ -9,7 +9,7 @@ import pytest
 
 import clgrad
 import clgrad.fft as cfft
-from clgrad.autograd import gradcheck
+from clgrad.autograd import gradcheck, gradgradcheck
 
 NORMS = (None, "backward", "ortho", "forward")
 
@@ -227,6 +227,21 @@ def test_gradients(device):
     for fn in real_cases:
         assert gradcheck(lambda x: clgrad.view_as_real(fn(x)) if fn(x).dtype.is_complex
                          else fn(x), (r,))
+
+
+def test_gradients_on_complex_inputs(device):
+    """gradcheck / gradgradcheck perturbing the real and imaginary parts of complex inputs (torch's
+    convention for complex gradients)."""
+    if not device.has_fp64:
+        pytest.skip("gradcheck needs float64")
+    rng = np.random.default_rng(7)
+    z = t(crandn(rng, (3, 6), np.complex128), device).requires_grad_()
+    for fn in (lambda z: cfft.fft(z), lambda z: cfft.ifft(z, n=4, norm="ortho"),
+               lambda z: cfft.fft2(z, s=(4, 5)), lambda z: cfft.fftn(z, dim=0, norm="forward"),
+               lambda z: cfft.irfft(z, n=9), lambda z: cfft.hfft(z),
+               lambda z: cfft.irfft2(z, norm="ortho"), lambda z: cfft.ihfft(z.real)):
+        assert gradcheck(fn, (z,))
+    assert gradgradcheck(lambda z: cfft.fft(z, n=5) * cfft.ifft(z, n=5), (z,))
 
 
 # ---- stft / istft ------------------------------------------------------------------------------
