@@ -7,9 +7,10 @@ what keeps kernels in order).
 host device: `clgrad.tensor`, `from_numpy`, `as_tensor`, the legacy constructors, `zeros`,
 `ones`, `full`, `arange`, `empty`, `rand`/`randn`/`randint`/`randperm` and their `_like`
 forms make host tensors; views (slicing, indexing with numbers, view/reshape, transpose,
-permute, unsqueeze, squeeze, expand) work on them as on device tensors; dtype casts, + - * /,
-negation, clone/contiguous, stack/cat, sum/mean, flip, sqrt/exp/log/abs/square, comparisons,
-fill_ and assignment run in numpy. Any other op says that it needs a device.
+permute, unsqueeze, squeeze, expand) work on them as on device tensors; HOST_OPS below (dtype
+casts, arithmetic, clone, stack/cat/split, reductions, indexing with tensors, where,
+masked_fill, pad, repeat, roll, rounding, a few functions) and comparisons, fill_ and assignment
+run in numpy. Any other op says that it needs a device.
 
 Host tensors cross process boundaries by value (`pack` / `unpack`: their bytes and dtype), and
 the receiving process that has a device uploads them there (`to_device`): a DataLoader's main
@@ -25,8 +26,9 @@ from .tensor import Tensor, device as _device_cls, empty_tensor, upload
 NEEDS_DEVICE = ("clgrad: {what} needs an OpenCL device, which this process cannot use (a "
                 "DataLoader worker, or a process forked from one that holds an OpenCL context). "
                 "Tensors made here live on the host and support creation, views, dtype casts, "
-                "arithmetic, stack/cat and reading values; do device work in the main process "
-                "(or after the DataLoader hands the batch over), or use num_workers=0")
+                "arithmetic, indexing, reductions, stack/cat and reading values (the list is in "
+                "docs/interop.md); do device work in the main process (or after the DataLoader "
+                "hands the batch over), or use num_workers=0")
 
 
 class _HostPool:
@@ -63,6 +65,12 @@ class HostDevice(dmod.Device):
 
     def __repr__(self):
         return "<clgrad host device (no OpenCL in this process)>"
+
+    def __getattr__(self, name):
+        # what only an OpenCL device has (its context, programs, kernels): a kernel launch
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(NEEDS_DEVICE.format(what=f"a kernel launch (the device's {name})"))
 
     def flush(self):
         pass
@@ -208,6 +216,55 @@ def _join(fn):
     return op
 
 
+def _minmax(t, dims=None, keepdim=False, which="max", *rest):
+    fn = np.max if which in ("max", "amax") else np.min
+    axis = tuple(dims) if dims else None
+    return _out(fn(values(t), axis=axis, keepdims=keepdim), t._dtype)
+
+
+def _minmax_dim(t, dim, keepdim=False, which="max", *rest):
+    a = values(t)
+    idx = (np.argmax if which == "max" else np.argmin)(a, axis=dim)
+    if keepdim:
+        idx = np.expand_dims(idx, dim)
+    vals = np.take_along_axis(a, idx if keepdim else np.expand_dims(idx, dim), axis=dim)
+    if not keepdim:
+        vals = np.squeeze(vals, dim)
+    return _out(vals, t._dtype), _out(idx, dtypes.int64)
+
+
+def _index(t, dims, *indices):
+    key = [slice(None)] * t.dim()
+    for d, i in zip(dims, indices):
+        key[d] = values(i) if isinstance(i, Tensor) else i
+    return _out(values(t)[tuple(key)], t._dtype)
+
+
+def _where(cond, a, b, *rest):
+    dt = dtypes.result_type(a, b)
+    return _out(np.where(values(cond), _val(a), _val(b)), dt)
+
+
+def _pad(t, pad, value=0, *rest):
+    if any(p < 0 for p in pad):
+        raise RuntimeError(NEEDS_DEVICE.format(what="a negative (cropping) pad"))
+    widths = [(0, 0)] * t.dim()
+    for k in range(len(pad) // 2):
+        widths[t.dim() - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    return _out(np.pad(values(t), widths, constant_values=value), t._dtype)
+
+
+def _var(t, dims=None, correction=1, keepdim=False, std=False, *rest):
+    axis = tuple(dims) if dims else None
+    v = np.var(values(t).astype(np.float64), axis=axis, ddof=correction, keepdims=keepdim)
+    return _out(np.sqrt(v) if std else v, t._dtype)
+
+
+def _cumsum(t, dim, *rest):
+    dt = t._dtype if t._dtype.kind == "f" else dtypes.int64
+    return _out(np.cumsum(values(t), axis=dim), dt)
+
+
 HOST_OPS = {
     "ToCopy": _to_copy, "Clone": lambda t, *r: _out(values(t), t._dtype),
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply),
@@ -217,6 +274,27 @@ HOST_OPS = {
     "Sum": _reduce(np.sum), "Mean": _reduce(np.mean, mean=True),
     "Flip": lambda t, dims, *r: _out(np.flip(values(t), axis=tuple(dims)), t._dtype),
     "Stack": _join(np.stack), "Cat": _join(np.concatenate),
+    "Floor": _unary(np.floor), "Ceil": _unary(np.ceil), "Round": _unary(np.round),
+    "Trunc": _unary(np.trunc), "Sin": _unary(np.sin, True), "Cos": _unary(np.cos, True),
+    "Tanh": _unary(np.tanh, True), "Reciprocal": _unary(np.reciprocal, True),
+    "Sigmoid": _unary(lambda a: 1 / (1 + np.exp(-a)), True),
+    "Clamp": lambda t, lo=None, hi=None, *r: _out(np.clip(values(t), lo, hi), t._dtype),
+    "Remainder": _binary(np.mod), "Prod": _reduce(np.prod),
+    "AMax": _minmax, "MaxDim": _minmax_dim, "Index": _index, "Where": _where,
+    "IndexSelect": lambda t, dim, i, *r: _out(np.take(values(t), values(i), axis=dim),
+                                              t._dtype),
+    "Gather": lambda t, dim, i, *r: _out(np.take_along_axis(values(t), values(i), axis=dim),
+                                         t._dtype),
+    "MaskedFill": lambda t, m, v, *r: _out(np.where(values(m), _val(v), values(t)), t._dtype),
+    "Repeat": lambda t, reps, *r: _out(np.tile(values(t), tuple(reps)), t._dtype),
+    "SplitWithSizes": lambda t, sizes, dim, *r: tuple(
+        _out(p, t._dtype) for p in np.split(values(t), np.cumsum(sizes)[:-1], axis=dim)),
+    "ConstantPadNd": _pad, "Var": _var, "Cumsum": _cumsum,
+    "Norm2": lambda t, dims=None, keepdim=False, *r: _out(np.sqrt(np.sum(
+        values(t).astype(np.float64) ** 2, axis=tuple(dims) if dims else None,
+        keepdims=keepdim)), t._dtype),
+    "Roll": lambda t, shifts, dims, *r: _out(np.roll(values(t), tuple(shifts), tuple(dims)),
+                                             t._dtype),
 }
 
 
@@ -312,7 +390,24 @@ def _full_storage(t, a):
 def _host_index(index):
     if isinstance(index, tuple):
         return tuple(_host_index(i) for i in index)
+    if isinstance(index, list):
+        return np.array([values(i) if isinstance(i, Tensor) else i for i in index])
     return values(index) if isinstance(index, Tensor) else index
+
+
+def _advanced(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (Tensor, list, np.ndarray)) for k in keys)
+
+
+def _getitem(original):
+    def getitem(self, key):
+        # basic indexing stays a view (the usual path); indexing with tensors, lists or masks
+        # copies, as in torch, here in numpy (the device path checks bounds with a kernel)
+        if is_host(self) and _advanced(key):
+            return _out(values(self)[_host_index(key)], self._dtype)
+        return original(self, key)
+    return getitem
 
 
 def _fill(self, value):
@@ -344,6 +439,23 @@ def enter_host_mode():
                      ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
         setattr(clgrad, name, _compare(fn))
         setattr(f, name, _compare(fn))
+    f.__getitem__ = _getitem(f.__getitem__)
+    # index_select and gather check their indices with a kernel on the device path
+    for name, op in (("index_select", HOST_OPS["IndexSelect"]), ("gather", HOST_OPS["Gather"])):
+        def host_first(original, op=op):
+            def fn(t, dim, index, *args, **kw):
+                return op(t, dim, index) if is_host(t) else original(t, dim, index, *args, **kw)
+            return fn
+        setattr(f, name, host_first(getattr(f, name)))
+        setattr(clgrad, name, host_first(getattr(clgrad, name)))
+    where = clgrad.where
+
+    def host_where(condition, input=None, other=None, **kw):
+        if is_host(condition) and input is not None:
+            return _where(condition, input, other)
+        return where(condition, input, other, **kw)
+    clgrad.where = host_where
+    f.where = lambda self, condition, other: host_where(condition, self, other)
     f.__setitem__ = _setitem
     f.fill_ = _fill
     f.zero_ = lambda self: _fill(self, 0)
