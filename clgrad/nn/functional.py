@@ -35,87 +35,60 @@ from ..ops.pointwise import addcmul, clamp, inplace as _inplace, where
 from ..ops.shape import pad
 from ..tensor import Tensor
 
-__all__ = ["pad", "scaled_dot_product_attention", "multi_head_attention_forward"]
-
-
-# ---- torch.nn.functional, by subject (clgrad/ops/<subject>.py) ------------------------------
-from ..ops import activation as _activation  # noqa: E402
-from ..ops.activation import *  # noqa: E402,F401,F403
-
-__all__ += _activation.__all__
-from ..ops import distance as _distance  # noqa: E402
-from ..ops.distance import *  # noqa: E402,F401,F403
-
-__all__ += _distance.__all__
-from ..ops import loss as _loss  # noqa: E402
-from ..ops.loss import *  # noqa: E402,F401,F403
-
-__all__ += _loss.__all__
-from ..ops import loss_class as _loss_class  # noqa: E402
-from ..ops.loss_class import *  # noqa: E402,F401,F403
-
-__all__ += _loss_class.__all__
-from ..ops import normalization as _normalization  # noqa: E402
-from ..ops.normalization import *  # noqa: E402,F401,F403
-
-__all__ += _normalization.__all__
-from ..ops import interpolate as _interpolate  # noqa: E402
-from ..ops.interpolate import *  # noqa: E402,F401,F403
-
-__all__ += _interpolate.__all__
-from ..ops import pool as _pool  # noqa: E402
-from ..ops.pool import *  # noqa: E402,F401,F403
-
-__all__ += _pool.__all__
-from ..ops import conv_composed as _conv_composed  # noqa: E402
-from ..ops.conv_composed import *  # noqa: E402,F401,F403
-
-__all__ += _conv_composed.__all__
-from ..ops import pool3d as _pool3d  # noqa: E402
-from ..ops.pool3d import *  # noqa: E402,F401,F403
-
-__all__ += _pool3d.__all__
-from ..ops import grid_sample as _grid_sample  # noqa: E402
-from ..ops.grid_sample import *  # noqa: E402,F401,F403
-
-__all__ += _grid_sample.__all__
-from ..ops import dropout as _dropout  # noqa: E402
-from ..ops.dropout import *  # noqa: E402,F401,F403
-
-__all__ += _dropout.__all__
-from ..ops import embedding as _embedding  # noqa: E402
-from ..ops.embedding import *  # noqa: E402,F401,F403
-
-__all__ += _embedding.__all__
-from ..ops import linear as _linear  # noqa: E402
-from ..ops.linear import *  # noqa: E402,F401,F403
-
-__all__ += _linear.__all__
-from ..ops import unpool as _unpool  # noqa: E402
-from ..ops.unpool import *  # noqa: E402,F401,F403
-
-__all__ += _unpool.__all__
-from . import _functional_overrides  # noqa: E402
-from ._functional_overrides import *  # noqa: E402,F401,F403
-
-__all__ += _functional_overrides.__all__
-
+# torch.nn.functional, by subject: the functions live in the ops layer (clgrad/ops/<subject>.py)
+from ..ops import (activation as _activation, conv_composed as _conv_composed,
+                   distance as _distance, dropout as _dropout, embedding as _embedding,
+                   grid_sample as _grid_sample, interpolate as _interpolate, linear as _linear,
+                   loss as _loss, loss_class as _loss_class, normalization as _normalization,
+                   pool as _pool, pool3d as _pool3d, unpool as _unpool)
+from ..ops.activation import *  # noqa: F401,F403
+from ..ops.distance import *  # noqa: F401,F403
+from ..ops.loss import *  # noqa: F401,F403
+from ..ops.loss_class import *  # noqa: F401,F403
+from ..ops.normalization import *  # noqa: F401,F403
+from ..ops.interpolate import *  # noqa: F401,F403
+from ..ops.pool import *  # noqa: F401,F403
+from ..ops.conv_composed import *  # noqa: F401,F403
+from ..ops.pool3d import *  # noqa: F401,F403
+from ..ops.grid_sample import *  # noqa: F401,F403
+from ..ops.dropout import *  # noqa: F401,F403
+from ..ops.embedding import *  # noqa: F401,F403
+from ..ops.linear import *  # noqa: F401,F403
+from ..ops.unpool import *  # noqa: F401,F403
+from . import _functional_overrides
+from ._functional_overrides import *  # noqa: F401,F403
 # the helpers that other modules reach through clgrad.nn.functional (F._reduce, F._reduction,
 # F._legacy_reduction, F._channel_dropout, F._renorm_rows_, ...), as they always could
-from ..ops.activation import _act, _softmax_dim  # noqa: E402,F401
-from ..ops.dropout import _channel_dropout, _check_feature_dropout  # noqa: E402,F401
-from ..ops.embedding import _ScaleGrad, _renorm_rows_  # noqa: E402,F401
-from ..ops.loss import (  # noqa: E402,F401
+from ..ops.activation import _act, _softmax_dim  # noqa: F401
+from ..ops.dropout import _channel_dropout, _check_feature_dropout  # noqa: F401
+from ..ops.embedding import _ScaleGrad, _renorm_rows_  # noqa: F401
+from ..ops.loss import (  # noqa: F401
     _broadcast_pair, _check_into, _check_reduction, _float_operands, _legacy_reduction, _reduce,
     _reduction, _times_into, _warn_shapes)
-from ..ops.loss_class import (  # noqa: E402,F401
+from ..ops.loss_class import (  # noqa: F401
     _BinaryCrossEntropy, _check_nll_dtypes, _check_targets, _check_weight, _class_dim,
     _gather_targets, _picked)
-from ..ops.normalization import (  # noqa: E402,F401
+from ..ops.normalization import (  # noqa: F401
     _channel_shape, _check_float, _check_mixed, _check_same_dtype, _what)
+from ..ops import dispatch as _dispatch
+
+__all__ = (["pad", "scaled_dot_product_attention", "multi_head_attention_forward"]
+           + _activation.__all__
+           + _distance.__all__
+           + _loss.__all__
+           + _loss_class.__all__
+           + _normalization.__all__
+           + _interpolate.__all__
+           + _pool.__all__
+           + _conv_composed.__all__
+           + _pool3d.__all__
+           + _grid_sample.__all__
+           + _dropout.__all__
+           + _embedding.__all__
+           + _linear.__all__
+           + _unpool.__all__
+           + _functional_overrides.__all__)
 
 # the ops layer's view of this namespace (clgrad/ops/dispatch.py): where an op composed of these
 # functions calls one that autocast wraps, it calls it here
-from ..ops import dispatch as _dispatch  # noqa: E402
-
 _dispatch.F = sys.modules[__name__]
