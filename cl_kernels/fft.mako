@@ -2,23 +2,42 @@
 ## dtype (float32, float64). A complex number is a pair (re, im) of the dtype, interleaved in
 ## memory: the storage of clgrad's complex tensors, and of float tensors of shape [..., n, 2].
 ##
-## Powers of two: Stockham autosort passes (Govindaraju et al., "High performance discrete Fourier
-## transforms on graphics processors", SC 2008), one launch per pass, radix 8 (and one radix-2
-## or radix-4 pass for the rest of log2 n), or all passes in one launch in local memory
-## (fft_local, the GPU paths' way for rows of up to 16 KiB). A pass of radix R over
-## sub-transforms of length Ns reads element j + r * N/R (r < R) of each row, turns them by the twiddles w^(r * (j % Ns)) of N = Ns * R,
-## runs an R-point DFT and writes them to (j / Ns) * Ns * R + j % Ns + r * Ns: no bit reversal.
+## Lengths whose prime factors are 2, 3, 5 and 7: Stockham autosort passes (Govindaraju et al.,
+## "High performance discrete Fourier transforms on graphics processors", SC 2008), one launch
+## per pass: radix 8 (and one radix-2 or radix-4 pass for the rest of the power of two), then
+## radices 3, 5 and 7 (their DFTs by definition); a power of two may instead take all its passes
+## in one launch in local memory (fft_local, the GPU paths' way for rows of up to 16 KiB).
+## A pass of radix R over sub-transforms of length Ns reads element j + r * N/R (r < R) of each
+## row, turns them by the twiddles w^(r * (j % Ns)) of N = Ns * R, runs an R-point DFT and
+## writes them to (j / Ns) * Ns * R + j % Ns + r * Ns: no bit reversal.
 ## The twiddles come from a table of e^(2 pi i k / N) (fft_twiddles, built once per N): `sign`
 ## -1 is the forward transform, +1 the inverse (unnormalised). The first pass reads its input
 ## with any row stride sb and element stride ss (in real elements; real_in: real numbers, the
 ## imaginary parts zero) and the last multiplies by `scale` (the normalisation).
 ##
-## Other lengths n: Bluestein's chirp-z transform through a power-of-two FFT of length m >= 2n - 1:
-## X_k = c_k sum_j (x_j c_j) conj(c_(k-j)) with the chirp c_j = e^(sign pi i j^2 / n), the sum a
-## circular convolution computed as IFFT(FFT(a) * FFT(h)). chirp_in makes a (zero-padded),
-## chirp_filter h (the filter's spectrum is kept per n), cmul_rows the product, chirp_out the
-## result.
+## Other lengths n (a prime factor above 7): Bluestein's chirp-z transform through a power-of-two
+## FFT of length m >= 2n - 1: X_k = c_k sum_j (x_j c_j) conj(c_(k-j)) with the chirp
+## c_j = e^(sign pi i j^2 / n), the sum a circular convolution computed as IFFT(FFT(a) * FFT(h)).
+## chirp_in makes a (zero-padded), chirp_filter h (the filter's spectrum is kept per n),
+## cmul_rows the product, chirp_out the result.
 <%namespace name="c" file="common.mako"/>
+<%!
+import math
+
+
+def dft_row(R, q, T):
+    """Entry q of an R-point DFT of v0 .. v(R-1): v0 + sum_r v_r w^(rq), w = e^(sign 2 pi i / R),
+    the powers of w as literals."""
+    terms = ["v0"]
+    for r in range(1, R):
+        m = r * q % R
+        if m == 0:
+            terms.append(f"v{r}")
+        else:
+            c, s = repr(math.cos(2 * math.pi * m / R)), repr(math.sin(2 * math.pi * m / R))
+            terms.append(f"cmul(v{r}, (CPLX)(({T}){c}, sign * ({T}){s}))")
+    return " + ".join(terms)
+%>
 ${c.prelude([dt])}
 <% T = dt.ct %>
 #define CPLX ${T}2
@@ -71,7 +90,7 @@ __kernel void fft_twiddles(__global ${T} *tw, long two, long N)
         a0 = s02_ + s13_; a1 = d02_ + d13_; a2 = s02_ - s13_; a3 = d02_ - d13_; \
     } while (0)
 
-% for R in (2, 4, 8):
+% for R in (2, 4, 8, 3, 5, 7):
 /* One Stockham pass of radix ${R}: N / ${R} work-items along dimension 0 (j) per row, the rows
    along dimension 1 (no division by the row length: Intel's compiler vectorises across j). */
 __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int real_in,
@@ -83,7 +102,11 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
     if (j >= Q) return;
     y += yo;
     tw += two;
-    long k = j & (Ns - 1);                  /* Ns is a power of two */
+% if R in (2, 4, 8):
+    long k = j & (Ns - 1);                  /* Ns is a power of two here (radices 2, 4, 8 first) */
+% else:
+    long k = j % Ns;
+% endif
     long step = N / (Ns * ${R});            /* the table's stride for twiddles of Ns * R */
     __global const ${T} *xb = x + xo + b * sb;
 % for r in range(R):
@@ -100,7 +123,7 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 % elif R == 4:
     DFT4(v0, v1, v2, v3);
     CPLX u0 = v0, u1 = v1, u2 = v2, u3 = v3;
-% else:
+% elif R == 8:
     /* two 4-point DFTs of the even and odd entries, joined by w^k, w = e^(sign 2 pi i / 8) */
     DFT4(v0, v2, v4, v6);
     DFT4(v1, v3, v5, v7);
@@ -110,6 +133,11 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
     CPLX w3 = h * (CPLX)(-v7.x - sign * v7.y, sign * v7.x - v7.y);
     CPLX u0 = v0 + v1, u4 = v0 - v1, u1 = v2 + w1, u5 = v2 - w1;
     CPLX u2 = v4 + w2, u6 = v4 - w2, u3 = v6 + w3, u7 = v6 - w3;
+% else:
+    /* the ${R}-point DFT by its definition: u_q = sum_r v_r w^(rq), w = e^(sign 2 pi i / ${R}) */
+% for q in range(R):
+    CPLX u${q} = ${dft_row(R, q, T)};
+% endfor
 % endif
     long o = 2 * (b * N + (j - k) * ${R} + k);
 % for r in range(R):

@@ -1,6 +1,6 @@
 """The fft family and the fft ops on (re, im) pairs (clgrad.kernels.fft, clgrad.ops.fft): every
-path of the kernels (Stockham passes of radix 2, 4 and 8, the local-memory kernel of the GPU
-paths, Bluestein's chirp-z, length 1, real and strided inputs, real transforms through half-length
+path of the kernels (Stockham passes of radix 2, 3, 4, 5, 7 and 8, the local-memory kernel of
+the GPU paths, Bluestein's chirp-z, length 1, real and strided inputs, real transforms through half-length
 complex ones, the Hermitian extension) against numpy.fft for many lengths, batches and both
 float dtypes, on both code paths; the Ops' gradients (the adjoint transforms) by gradcheck in
 float64."""
@@ -12,7 +12,9 @@ from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.kernels import fft as kf
 from clgrad.ops import fft as f
 
-LENGTHS = (1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 32, 64, 100, 128, 1000, 1024)
+# powers of two (radix 2, 4, 8 passes; fft_local on the GPU paths), products of 2, 3, 5, 7
+# (mixed radices), others (Bluestein: 11, 17, 26 = 2 * 13)
+LENGTHS = (1, 2, 3, 4, 5, 7, 8, 11, 12, 16, 17, 26, 32, 64, 100, 105, 128, 343, 1000, 1024, 4800)
 
 
 def _dtypes(device):

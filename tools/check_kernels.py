@@ -639,9 +639,8 @@ def drive_attention(dev, dt, rng):
 
 
 def drive_fft(dev, dt, rng):
-    """The transforms of clgrad.ops.fft on (re, im) pairs: powers of two with an odd and an even
-    number of radix-2 bits (8: a radix-2 and a radix-4 pass; 16: two radix-4), a Bluestein length
-    (5, through 16), length 1, real and strided inputs, the Hermitian extension (c2r) and the
+    """The transforms of clgrad.ops.fft on (re, im) pairs: powers of two (8: one radix-8 pass;
+    16: radix 2 then 8), 105 (radices 3, 5, 7), a Bluestein length (11, through 32), length 1, real and strided inputs, the Hermitian extension (c2r) and the
     gradients; on the GPU path (fft_local up to local_max) also a longer row."""
     import clgrad
     from clgrad.kernels.fft import FFT_DTYPES, clear_cache
@@ -651,7 +650,7 @@ def drive_fft(dev, dt, rng):
     clear_cache()               # the twiddle tables and filters are built anew on each path
     # on the GPU path rows up to local_max (1024 / 512) go to fft_local: 2048 takes the passes
     # (one radix-2, five radix-4)
-    for n in (8, 16, 5, 1) + (() if dev.cpu_paths else (2048,)):
+    for n in (8, 16, 11, 1, 105) + (() if dev.cpu_paths else (2048,)):
         p = _t(dt, (2, n, 2), dev, rng).requires_grad_()
         f.c2c(p, [0, 1], False, 0.5).sum().backward()
         f.c2c(_t(dt, (n, 3, 2), dev, rng).transpose(0, 1), [1], True, 1.0)

@@ -1,6 +1,7 @@
 """The fft family (cl_kernels/fft.mako): 1-d complex discrete Fourier transforms of a batch of
-rows, float32 and float64, any length: Stockham passes for powers of two, Bluestein's chirp-z
-transform (through a power-of-two FFT) for the others. Complex numbers are (re, im) pairs in
+rows, float32 and float64, any length: Stockham passes of radices 2 to 8 for lengths of prime
+factors 2, 3, 5 and 7, Bluestein's chirp-z transform (through a power-of-two FFT) for the
+others. Complex numbers are (re, im) pairs in
 memory, so the transforms take and give float tensors of shape [..., n, 2] (the storage of a
 complex tensor, as view_as_real shows it), or real rows [..., n] as input. Raw launches: no
 autograd.
@@ -89,15 +90,16 @@ def local_max(dt):
     return 16384 // (4 * dt.itemsize)
 
 
-def _pow2(dev, dt, x, xo_args, B, N, sign, scale, real_in):
-    """The transforms of length N (a power of two) of B rows read through xo_args (the input's
-    strides); a new contiguous [B, N, 2] tensor. On GPUs, rows that fit local memory go to
+def _stockham(dev, dt, x, xo_args, B, N, sign, scale, real_in):
+    """The transforms of length N (of prime factors 2, 3, 5, 7) of B rows read through xo_args
+    (the input's strides); a new contiguous [B, N, 2] tensor. On GPUs, powers of two that fit
+    local memory go to
     fft_local (a work-group each, one launch); the rest, and every row on CPUs, through one
     launch per Stockham pass. (On CPUs fft_local measured no faster than the passes for
     64 x 4096: 1.0-2.3 ms against 1.3-1.4 on PoCL and Intel's runtime, where a work-group runs
     on one core and the passes' rows stay in cache anyway.)"""
     tw = _twiddles(dev, dt, N)
-    if N <= local_max(dt) and not dev.cpu_paths:
+    if is_pow2(N) and N <= local_max(dt) and not dev.cpu_paths:
         out = empty_tensor((B, N, 2), dt, dev)
         ls = min(max(N // 4, 1), group_limit(dev, FFT.kernel(dev, dt, "fft_local"), 256))
         FFT.launch(dev, dt, "fft_local", ((B * ls,), (ls,)), x, *xo_args, out, tw, N,
@@ -119,11 +121,18 @@ def _pow2(dev, dt, x, xo_args, B, N, sign, scale, real_in):
 
 
 def _radices(N):
-    """The passes of a transform of length N = 2^p: radix 8 while it divides, the rest (2 or 4)
-    first. Fewer passes than radix 4 (four against six for 4096): each reads and writes every
-    row once."""
+    """The passes of a transform of length N = 2^p 3^a 5^b 7^c: the power of two first (radix 8
+    while it divides, the rest, 2 or 4, before them: four passes for 4096, not six with radix 4;
+    each reads and writes every row once), then 3, 5 and 7. None when N has another factor."""
+    out = []
+    for r in (3, 5, 7):
+        while N % r == 0:
+            out.append(r)
+            N //= r
+    if not is_pow2(N):
+        return None
     p = N.bit_length() - 1
-    return ([1 << (p % 3)] if p % 3 else []) + [8] * (p // 3)
+    return ([1 << (p % 3)] if p % 3 else []) + [8] * (p // 3) + out
 
 
 def _filter(dev, dt, n, m, sign):
@@ -131,7 +140,7 @@ def _filter(dev, dt, n, m, sign):
     def make():
         h = empty_tensor((1, m, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_filter", m, h, n, m, float(sign))
-        return _pow2(dev, dt, h, (2 * m, 2, 0), 1, m, -1, 1.0, False)
+        return _stockham(dev, dt, h, (2 * m, 2, 0), 1, m, -1, 1.0, False)
     return _cached(("filter", dev, dt, n, sign), make)
 
 
@@ -152,18 +161,18 @@ def fft_raw(x, inverse, scale=1.0, real_in=False):
         out = empty_tensor((B, 1, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_in", _grid2(dev, 1, B), x, *args, out, 1, 1, B, float(sign),
                    float(scale), 0)
-    elif is_pow2(n):
-        out = _pow2(dev, dt, x, args, B, n, sign, scale, real_in)
+    elif _radices(n) is not None:
+        out = _stockham(dev, dt, x, args, B, n, sign, scale, real_in)
     else:
         m = bluestein_length(n)
         a = empty_tensor((B, m, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_in", _grid2(dev, m, B), x, *args, a, n, m, B, float(sign),
                    1.0, 1)
-        spec = _pow2(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0, False)
+        spec = _stockham(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0, False)
         del a
         FFT.launch(dev, dt, "cmul_rows", _grid2(dev, m, B), spec, _filter(dev, dt, n, m, sign),
                    m, B)
-        conv = _pow2(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0, False)
+        conv = _stockham(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0, False)
         del spec
         out = empty_tensor((B, n, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_out", _grid2(dev, n, B), conv, out, n, m, B, float(sign),
