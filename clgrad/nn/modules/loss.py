@@ -1,6 +1,9 @@
 """Loss modules: each holds its options (and class weights as a buffer) and calls
 clgrad.nn.functional."""
+import math
+
 from .. import functional as F
+from .linear import Linear
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss",
@@ -440,9 +443,6 @@ class LinearCrossEntropyLoss(Module):
                  dtype=None, reduction="mean", weight=None, ignore_index=None,
                  label_smoothing=0.0, options=None):
         super().__init__()
-        import math
-        # function-level: import cycle (linear -> nn.functional -> nn.modules -> this module)
-        from .linear import Linear
         self.num_classes, self.out_features = num_classes, tuple(out_features)
         self.linear = Linear(in_features, num_classes * math.prod(self.out_features), bias=bias,
                              device=device, dtype=dtype)
