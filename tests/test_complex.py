@@ -299,6 +299,11 @@ def test_reductions(device):
         _close(t.sum(1, keepdim=True), a.sum(1, keepdims=True), dt)
         _close(t[:0].sum(), np.zeros((), dt.np), dt)
         _close(t[:0].prod(), np.ones((), dt.np), dt)
+        _close(t.cumsum(1), a.cumsum(1), dt)
+        _close(t.transpose(0, 1).cumsum(0), a.transpose(1, 0, 2).cumsum(0), dt)
+        r = dt.to_real()
+        _close(t.norm(), np.asarray(np.linalg.norm(a), r.np), r)
+        _close(clgrad.linalg.vector_norm(t, 1, dim=2), np.abs(a).sum(2), r)
 
 
 def test_matrix_products(device):

@@ -14,7 +14,7 @@ blocks whose totals are scanned in turn (the carries). Raw launches: no autograd
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import vec_width
-from ..tensor import empty_tensor, numel_of
+from ..tensor import complex_view, empty_tensor, numel_of, real_view
 from ._lines import line_grid, lines, lines_of
 from .copy import check_fp64, contiguous_raw
 from .reduce import _INT_MAX, _INT_MIN
@@ -74,6 +74,14 @@ def scan_raw(name, x, dim, reverse=False, xi=None):
     each element of x (for the scan of block totals), else its position."""
     dev, dt = x._storage.device, x._dtype
     check_fp64(dt, dev)
+    if dt.kind == "c":
+        # complex: the running sum of the real view along the same dim (the pair dim is last);
+        # the other scans order or multiply, which the real view cannot do
+        if name != "cumsum" or xi is not None:
+            raise NotImplementedError(f'"{name}" not implemented for '
+                                      f"'{dtypes.TORCH_NAMES[dt]}'")
+        r = scan_raw("cumsum", real_view(x), dim, reverse)[0]
+        return complex_view(r, dt), None
     S = SCANS[dt][name]
     out = empty_tensor(x._shape, S.out, dev)
     idx = empty_tensor(x._shape, dtypes.int64, dev) if S.is_arg else None

@@ -703,6 +703,8 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         # function-level: import cycle: linalg_lu imports pointwise, which imports reduce
         from .linalg_lu import matrix_norm
         return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
+    if x._dtype.kind == "c":
+        x = x.abs()                # a complex vector's norm is its magnitudes' (real)
     if x._dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {dtypes.TORCH_NAMES[x._dtype]}")
