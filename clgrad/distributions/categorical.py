@@ -3,7 +3,8 @@
 >>> import clgrad
 >>> from clgrad.distributions import Categorical
 >>> d = Categorical(logits=clgrad.zeros(2, 4))
->>> d.sample().shape, round(d.log_prob(clgrad.tensor([1, 3])).tolist()[0], 4), round(d.entropy()[0].item(), 4)
+>>> lp = d.log_prob(clgrad.tensor([1, 3]))
+>>> d.sample().shape, round(lp.tolist()[0], 4), round(d.entropy()[0].item(), 4)
 (clgrad.Size([2]), -1.3863, 1.3863)
 """
 import math

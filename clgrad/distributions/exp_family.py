@@ -16,7 +16,8 @@ __all__ = ["ExponentialFamily"]
 
 
 class ExponentialFamily(Distribution):
-    """Subclasses define _natural_params, _log_normalizer(*natural_params) and _mean_carrier_measure."""
+    """Subclasses define _natural_params, _log_normalizer(*natural_params) and
+    _mean_carrier_measure."""
 
     @property
     def _natural_params(self):

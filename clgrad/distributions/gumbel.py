@@ -33,7 +33,8 @@ class Gumbel(TransformedDistribution):
             base_dist = Uniform(clgrad.full_like(self.loc, finfo.tiny),
                                 clgrad.full_like(self.loc, 1 - finfo.eps),
                                 validate_args=validate_args)
-        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-clgrad.ones_like(self.scale)),
+        transforms = [ExpTransform().inv,
+                      AffineTransform(loc=0, scale=-clgrad.ones_like(self.scale)),
                       ExpTransform().inv, AffineTransform(loc=loc, scale=-self.scale)]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 

@@ -5,7 +5,8 @@ log of the absolute determinant of their Jacobian, used by TransformedDistributi
 >>> from clgrad.distributions.transforms import ExpTransform, AffineTransform, ComposeTransform
 >>> t = ComposeTransform([AffineTransform(1.0, 2.0), ExpTransform()])
 >>> x = clgrad.tensor([0.0, 1.0]); y = t(x)
->>> [round(v, 4) + 0.0 for v in t.inv(y).tolist()], [round(v, 4) for v in t.log_abs_det_jacobian(x, y).tolist()]
+>>> ladj = t.log_abs_det_jacobian(x, y)
+>>> [round(v, 4) + 0.0 for v in t.inv(y).tolist()], [round(v, 4) for v in ladj.tolist()]
 ([0.0, 1.0], [1.6931, 3.6931])
 """
 import functools
