@@ -6,7 +6,7 @@ forward reads that no traced op made become initializers.
 Supported ops (those of MLPs, CNNs and transformer encoders): linear / addmm, mm, bmm, matmul,
 + - * / with tensors and numbers, neg, relu, gelu, silu, tanh, sigmoid, exp, log, sqrt, rsqrt, abs,
 square, clamp, softmax, log_softmax, sum / mean over dims, layer_norm, batch_norm (eval, as traced),
-conv1d/2d, max_pool2d, tril / triu, where, embedding (index_select), LSTM layers, view / reshape / flatten, transpose / t /
+conv1d/2d, max_pool2d, tril / triu, where, embedding (index_select), LSTM, GRU and RNN layers, view / reshape / flatten, transpose / t /
 permute, unsqueeze / squeeze, expand, slicing and select, cat, stack, split, addcmul and clone.
 Any other op raises an error that names it. Shapes are those of the traced call; `dynamic_axes`
 names the marked input and output dims, and reshapes keep a leading dim that is unchanged as
@@ -247,6 +247,41 @@ def _lstm_layer(g, args, outs):
             g.node("Squeeze", [yc, g.ints([0])])]
 
 
+def _gru_layer(g, args, outs):
+    """clgrad's fused GRU layer (input projection with b_ih made) as an ONNX GRU with
+    linear_before_reset=1 (torch's form), gates reordered from torch's (r, z, n) to ONNX's
+    (z, r, h), b_hh as the recurrent bias."""
+    proj, w_hh, b_hh, h0, reverse = args
+    H = w_hh.shape[1]
+    order = np.concatenate([np.arange(H) + k * H for k in (1, 0, 2)])
+    w = np.eye(3 * H, dtype=np.float32)[order][None]
+    r = g.node("Unsqueeze", [g.node("Gather", [g.value(w_hh), g.const(order)], axis=0),
+                             g.ints([0])])
+    rb = g.node("Gather", [g.value(b_hh), g.const(order)], axis=0) if b_hh is not None \
+        else g.const(np.zeros(3 * H, np.float32))
+    b = g.node("Unsqueeze", [g.node("Concat", [g.const(np.zeros(3 * H, np.float32)), rb],
+                                    axis=0), g.ints([0])])
+    h = g.node("Unsqueeze", [g.value(h0), g.ints([0])])
+    y, yh = g.node("GRU", [g.value(proj), g.const(w, "gru_w"), r, b, "", h],
+                   [g.fresh("gru_y"), g.fresh("gru_h")], hidden_size=H, linear_before_reset=1,
+                   direction="reverse" if reverse else "forward")
+    return [g.node("Squeeze", [y, g.ints([1])]), g.node("Squeeze", [yh, g.ints([0])])]
+
+
+def _rnn_layer(g, args, outs):
+    """clgrad's fused Elman RNN layer (input projection with both biases made) as an ONNX
+    RNN whose input weight is the identity."""
+    proj, w_hh, h0, reverse, nonlinearity = args
+    H = w_hh.shape[1]
+    r = g.node("Unsqueeze", [g.value(w_hh), g.ints([0])])
+    h = g.node("Unsqueeze", [g.value(h0), g.ints([0])])
+    y, yh = g.node("RNN", [g.value(proj), g.const(np.eye(H, dtype=np.float32)[None], "rnn_w"),
+                           r, "", "", h], [g.fresh("rnn_y"), g.fresh("rnn_h")], hidden_size=H,
+                   activations=["Relu" if nonlinearity == "relu" else "Tanh"],
+                   direction="reverse" if reverse else "forward")
+    return [g.node("Squeeze", [y, g.ints([1])]), g.node("Squeeze", [yh, g.ints([0])])]
+
+
 def _fused_attention(g, args, outs):
     """The fused attention kernel's op as MatMul, Softmax, MatMul (dropout off, as in eval)."""
     q, k, v, mask, causal, scale, groups, Hq, p = args
@@ -284,7 +319,7 @@ def _tri(upper):
 
 CONVERTERS = {
     "Where": _where, "Tril": _tri(0), "Triu": _tri(1),
-    "LSTMLayer": _lstm_layer, "FusedAttention": _fused_attention,
+    "LSTMLayer": _lstm_layer, "GRULayer": _gru_layer, "RNNLayer": _rnn_layer, "FusedAttention": _fused_attention,
     "Add": _binary("Add"), "Sub": _binary("Sub"), "Mul": _binary("Mul"),
     "Div": _binary("Div"), "Neg": _unary("Neg"), "Relu": _unary("Relu"),
     "Tanh": _unary("Tanh"), "Sigmoid": _unary("Sigmoid"), "Exp": _unary("Exp"),
@@ -359,7 +394,7 @@ def export(model, args, f, export_params=True, verbose=False, training=None, inp
     else:
         kw = {}
     g = _Graph(helper, numpy_helper, opset)
-    inputs = [a for a in args if isinstance(a, Tensor)]
+    inputs = _flatten(args)            # tensors inside tuples (an LSTM's (h, c)) too
     input_names = list(input_names or [])
     for i, t in enumerate(inputs):
         if i >= len(input_names):

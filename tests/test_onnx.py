@@ -86,3 +86,50 @@ def test_dynamic_batch_and_errors(device, tmp_path):
                                                                   "\\(s\\) Erfinv \\("):
         clgrad.onnx.export(lambda t: t.erfinv(), (clgrad.zeros(2),), io.BytesIO())
     assert not clgrad.onnx.is_in_onnx_export()
+
+
+class RNNModel(nn.Module):
+    """pytorch/examples' word_language_model RNNModel (its main.py exports it with
+    torch.onnx.export(model, (dummy_input, hidden), path))."""
+
+    def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        if rnn_type in ["LSTM", "GRU"]:
+            self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+        else:
+            nonlinearity = {"RNN_TANH": "tanh", "RNN_RELU": "relu"}[rnn_type]
+            self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity=nonlinearity, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.rnn_type, self.nhid, self.nlayers = rnn_type, nhid, nlayers
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return nn.functional.log_softmax(decoded, dim=1), hidden
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"])
+def test_word_language_models(device, kind):
+    clgrad.manual_seed(0)
+    model = RNNModel(kind, 20, 8, 8, 2)
+    dummy_input = clgrad.LongTensor(5 * 1).zero_().view(-1, 1)
+    shape = (2, 1, 8)
+    hidden = (clgrad.randn(*shape), clgrad.randn(*shape)) if kind == "LSTM" else \
+        clgrad.randn(*shape)
+    buf = io.BytesIO()
+    clgrad.onnx.export(model, (dummy_input, hidden), buf)
+    sess = onnxruntime.InferenceSession(buf.getvalue())
+    inp = clgrad.randint(0, 20, (5, 1))
+    flat = [inp] + list(hidden if kind == "LSTM" else (hidden,))
+    assert len(sess.get_inputs()) == len(flat)
+    got = sess.run(None, {i.name: t.numpy() for i, t in zip(sess.get_inputs(), flat)})
+    model.eval()
+    with clgrad.no_grad():
+        ref = clgrad.onnx._flatten(model(inp, hidden))
+    assert len(got) == len(ref) == (3 if kind == "LSTM" else 2)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r.numpy(), rtol=1e-4, atol=1e-5)

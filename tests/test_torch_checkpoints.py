@@ -56,6 +56,16 @@ def test_every_dtype_of_a_torch_state_dict(device):
     assert sd["f32"].device == device.torch_device
 
 
+def test_complex_tensors(device):
+    c, ref = fixture("complex")
+    assert compare("", c, ref) == 2
+    assert c["c64"].dtype is clgrad.complex64 and c["c128"].dtype is clgrad.complex128
+    buf = io.BytesIO()
+    clgrad.save(c, buf, _use_new_zipfile_serialization=True)
+    buf.seek(0)
+    assert compare("", clgrad.load(buf, map_location=device), ref) == 2
+
+
 def test_views_share_one_storage(device):
     v, ref = fixture("views")
     assert compare("", v, ref) == 5

@@ -85,6 +85,10 @@ def main():
     sd["empty"] = torch.zeros(0, 3)
     write("dtypes", sd)
 
+    # complex tensors (interleaved (re, im) pairs in torch and in clgrad)
+    write("complex", {"c64": torch.tensor([1 + 2j, -3.5j, 0.25], dtype=torch.complex64),
+                      "c128": torch.randn(2, 2, generator=g, dtype=torch.complex128)})
+
     # views sharing one storage: a slice, a transpose and an offset row of the same base
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
     write("views", {"base": base, "row": base[2], "cols": base[:, 1:4], "t": base.t(),
