@@ -316,6 +316,47 @@ def test_kl_closed_forms_and_monte_carlo(device):
         == math.inf
 
 
+def test_kl_cross_family_pairs(device):
+    """The pairs of different families torch registers, against Monte Carlo; pairs whose p puts
+    mass outside q's support are infinite."""
+    clgrad.manual_seed(6)
+    pairs = [
+        (D.Normal(c([0.3]), c([1.2])), D.Gumbel(c([0.0]), c([2.0]))),
+        (D.Gumbel(c([0.3]), c([1.2])), D.Normal(c([0.0]), c([2.0]))),
+        (D.Laplace(c([0.3]), c([1.2])), D.Normal(c([0.0]), c([2.0]))),
+        (D.Gamma(c([2.5]), c([1.5])), D.Normal(c([1.0]), c([2.0]))),
+        (D.Gamma(c([2.5]), c([1.5])), D.Gumbel(c([1.0]), c([2.0]))),
+        (D.Exponential(c([1.5])), D.Normal(c([1.0]), c([2.0]))),
+        (D.Exponential(c([1.5])), D.Gumbel(c([1.0]), c([2.0]))),
+        (D.Beta(c([2.5]), c([1.5])), D.Normal(c([0.5]), c([1.0]))),
+        (D.Beta(c([2.5]), c([1.5])), D.Gamma(c([2.0]), c([1.0]))),
+        (D.Beta(c([2.5]), c([1.5])), D.Exponential(c([2.0]))),
+        (D.Beta(c([2.5]), c([1.5])), D.Uniform(c([-0.5]), c([1.5]))),
+        (D.Uniform(c([0.1]), c([0.7])), D.Beta(c([2.0]), c([3.0]))),
+        (D.Uniform(c([0.1]), c([0.7])), D.Gamma(c([2.0]), c([3.0]))),
+        (D.Uniform(c([0.1]), c([0.7])), D.Gumbel(c([0.0]), c([1.0]))),
+        (D.Uniform(c([1.1]), c([1.7])), D.Pareto(c([1.0]), c([2.0]))),
+        (D.Pareto(c([1.0]), c([3.5])), D.Pareto(c([0.5]), c([2.0]))),
+        (D.Pareto(c([1.0]), c([3.5])), D.Exponential(c([2.0]))),
+        (D.Pareto(c([1.0]), c([3.5])), D.Normal(c([1.0]), c([2.0]))),
+        (D.Bernoulli(probs=c([0.3])), D.Poisson(c([0.8]))),
+        (D.ContinuousBernoulli(probs=c([0.3])), D.Normal(c([0.5]), c([1.0]))),
+        (D.ContinuousBernoulli(probs=c([0.3])), D.ContinuousBernoulli(probs=c([0.8]))),
+        (D.MultivariateNormal(c([0.0, 1.0]), c([[2.0, 0.5], [0.5, 1.0]])),
+         D.LowRankMultivariateNormal(c([1.0, 0.0]), c([[1.0], [0.5]]), c([1.0, 2.0]))),
+    ]
+    for p, q in pairs:
+        x = p.sample((80000,))
+        mc = (p.log_prob(x) - q.log_prob(x)).mean(0)
+        np.testing.assert_allclose(D.kl_divergence(p, q).numpy(), mc.numpy(), atol=0.03,
+                                   rtol=0.03, err_msg=f"{type(p).__name__} {type(q).__name__}")
+    for p, q in [(D.Normal(c([0.0]), c([1.0])), D.Exponential(c([1.0]))),
+                 (D.Gamma(c([2.0]), c([1.0])), D.Beta(c([2.0]), c([1.0]))),
+                 (D.Poisson(c([2.0])), D.Bernoulli(probs=c([0.5]))),
+                 (D.Pareto(c([1.0]), c([0.8])), D.Exponential(c([1.0])))]:   # no finite mean
+        assert D.kl_divergence(p, q).item() == math.inf
+
+
 def test_register_kl_dispatch(device):
     class N1(D.Normal):
         pass

@@ -17,6 +17,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -32,6 +33,7 @@ from .lowrank_multivariate_normal import (LowRankMultivariateNormal, _batch_lowr
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -350,3 +352,267 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * clgrad.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * clgrad.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+def _x_log_x(t):
+    return t * t.log()
+
+
+def _inf_where(cond, result):
+    return clgrad.where(cond, math.inf, result)
+
+
+# ---- pairs whose support of p is not inside that of q: KL is infinite --------------------------
+def _register_infinite(type_p, types_q, param):
+    def kl(p, q):
+        return _infinite_like(getattr(p, param))
+    for type_q in types_q:
+        register_kl(type_p, type_q)(kl)
+
+
+_BOUNDED = (Beta, ContinuousBernoulli, Pareto, Uniform)
+_register_infinite(Beta, (Pareto,), "concentration1")
+_register_infinite(ContinuousBernoulli, (Pareto,), "probs")
+_register_infinite(Exponential, _BOUNDED, "rate")
+_register_infinite(Gamma, _BOUNDED, "concentration")
+_register_infinite(Gumbel, _BOUNDED + (Exponential, Gamma), "loc")
+_register_infinite(Laplace, _BOUNDED + (Exponential, Gamma), "loc")
+_register_infinite(Normal, _BOUNDED + (Exponential, Gamma), "loc")
+_register_infinite(Pareto, (Beta, ContinuousBernoulli, Uniform), "scale")
+_register_infinite(Poisson, (Bernoulli, Binomial), "rate")
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_to_continuous_bernoulli(p, q):
+    result = (-p.entropy() - p.mean * q.logits - clgrad.log1p(-q.probs)
+              - q._cont_bern_log_norm())
+    if isinstance(p, Uniform):
+        result = _inf_where((p.high >= 1) | (p.low <= 0), result)
+    return result
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return (-p.entropy() - q.rate.log()
+            + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0)))
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    total = p.concentration1 + p.concentration0
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (p.concentration1.digamma() - total.digamma())
+    return -p.entropy() + t2 - t3 + q.rate * p.concentration1 / total
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    total = p.concentration1 + p.concentration0
+    mean = p.concentration1 / total
+    var_normal = q.scale.pow(2)
+    second_moment = mean * (1 - mean) / (total + 1) + mean.pow(2)
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    return (-p.entropy() + t2
+            + (0.5 * second_moment - q.loc * mean + 0.5 * q.loc.pow(2)) / var_normal)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low > 0) | (q.high < 1), result)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + clgrad.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - clgrad.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - clgrad.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).square()) + clgrad.log(q.scale)
+    t3 = (p.variance + p.mean.square() - 2.0 * q.loc * p.mean) / (2.0 * q.scale.square())
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low >= 0) | (q.high <= 1), result)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = clgrad.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
+    return t1 - loc_scale_ratio + t2 + scale_rate_prod.reciprocal()
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    var_normal = q.scale.pow(2)
+    rate_sqr = p.rate.pow(2)
+    t1 = 0.5 * clgrad.log(rate_sqr * var_normal * 2 * math.pi)
+    return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var_normal
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    a = p.concentration
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = (a - 1) * a.digamma() - a.lgamma() - a
+    t2 = beta_scale_prod.log() + a / beta_scale_prod
+    t3 = (clgrad.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-a)
+          - loc_scale_ratio)
+    return t1 + t2 + t3
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    a = p.concentration
+    var_normal = q.scale.pow(2)
+    beta_sqr = p.rate.pow(2)
+    t1 = 0.5 * clgrad.log(beta_sqr * var_normal * 2 * math.pi) - a - a.lgamma()
+    t2 = 0.5 * (a.pow(2) + a) / beta_sqr
+    t3 = q.loc * a / p.rate
+    return t1 + (a - 1) * a.digamma() + (t2 - t3 + 0.5 * q.loc.pow(2)) / var_normal
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    var_normal = q.scale.pow(2)
+    ratio = p.scale.pow(2) / var_normal
+    t1 = 0.5 * clgrad.log(2 * ratio / math.pi)
+    return (-t1 + ratio + (0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)) / var_normal
+            - 1)
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank_mixed(p, q):
+    """Between the two parameterisations, through their covariance matrices (n x n)."""
+    if tuple(p.event_shape) != tuple(q.event_shape):
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    n = p.event_shape[0]
+    Lq = clgrad.linalg.cholesky(q.covariance_matrix)
+    Lp = clgrad.linalg.cholesky(p.covariance_matrix)
+    half_term1 = (Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term2 = clgrad.linalg.solve_triangular(Lq, Lp, upper=False).pow(2).sum((-2, -1))
+    term3 = _batch_mahalanobis(Lq, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_scale_ratio = p.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    loc_scale_ratio = q.loc / q.scale
+    t1 = var_scale_sqr_ratio.log() * 0.5
+    t2 = mean_scale_ratio - loc_scale_ratio
+    t3 = clgrad.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
+    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 - p.alpha.reciprocal() + t3 - 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _inf_where(p.alpha <= 2, t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    return _inf_where(p.scale < q.scale, result)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    width = p.high - p.low
+    t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    t3 = (q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + width) / width
+    t4 = (q.concentration1.lgamma() + q.concentration0.lgamma()
+          - (q.concentration1 + q.concentration0).lgamma())
+    return _inf_where((p.high > 1) | (p.low < 0), t3 + t4 - width.log() - t2)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return _inf_where(p.low < 0, result)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    width = p.high - p.low
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    t4 = q.rate * (p.high + p.low) / 2
+    return _inf_where(p.low < 0, -width.log() + t2 + t3 + t4)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * (clgrad.exp(-high_loc_diff) - clgrad.exp(-low_loc_diff))
+    return t1 - t2
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    return _inf_where(p.low < q.scale, t2 * (q.alpha + 1) - t1)
