@@ -13,6 +13,7 @@ from enum import Enum, auto
 
 import numpy as np
 
+from ... import linalg          # torch.linalg's namespace (the face): ops only
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import eye, tensor, zeros_like
 from ...ops.join import cat
@@ -35,13 +36,8 @@ def _is_orthogonal(Q):
 
 def _make_orthogonal(A):
     # the Q of A = QR with diag(R) >= 0 (torch goes through geqrf; QR then a sign fix is the same)
-    Q, R = _linalg().qr(A)
+    Q, R = linalg.qr(A)
     return Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
-
-
-def _linalg():
-    from ... import linalg      # the linalg namespace imports nn-free ops only; import on use
-    return linalg
 
 
 def _geqrf(Q):
@@ -79,16 +75,16 @@ class _Orthogonal(Module):
                 X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
             A = X - X.mH
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = _linalg().matrix_exp(A)
+                Q = linalg.matrix_exp(A)
             else:
                 Id = eye(n, dtype=A.dtype, device=A.device)
-                Q = _linalg().solve(Id - A * 0.5, Id + A * 0.5)
+                Q = linalg.solve(Id - A * 0.5, Id + A * 0.5)
             if n != k:
                 Q = Q[..., :k]
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _linalg().householder_product(A, tau)
+            Q = linalg.householder_product(A, tau)
             # torch's sign rule: the diagonal of X, truncated to an integer, flips columns
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if "base" in self._buffers:
