@@ -95,10 +95,11 @@ __kernel void fft_twiddles(__global ${T} *tw, long two, long N)
    along dimension 1 (no division by the row length: Intel's compiler vectorises across j). */
 __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int real_in,
                      __global ${T} *y, long yo, __global const ${T} *tw, long two, long N,
-                     long Ns, ${T} sign, ${T} scale)
+                     long Ns, long Q, long step, ${T} sign, ${T} scale)
 {
+    /* Q = N / R, step = N / (Ns * R) (the table's stride for twiddles of Ns * R) come from the
+       host: a 64-bit division per work-item cost as much as the pass */
     long j = get_global_id(0), b = get_global_id(1);
-    long Q = N / ${R};
     if (j >= Q) return;
     y += yo;
     tw += two;
@@ -107,7 +108,6 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 % else:
     long k = j % Ns;
 % endif
-    long step = N / (Ns * ${R});            /* the table's stride for twiddles of Ns * R */
     __global const ${T} *xb = x + xo + b * sb;
 % for r in range(R):
     CPLX v${r} = ld(xb, (j + ${r} * Q) * ss, real_in);
@@ -276,19 +276,20 @@ __kernel void chirp_out(__global const ${T} *x, long xo, __global ${T} *y, long 
    E_k = (Z_k + conj Z_(h-k)) / 2 and O_k = (Z_k - conj Z_(h-k)) / 2i (the transforms of the even
    and odd samples), w = e^(sign 2 pi i / n). r2c_post makes X_k, k < nout, from Z: a
    work-item per k (dimension 0) and row (dimension 1). */
-__kernel void r2c_post(__global const ${T} *z, long zo, __global ${T} *y, long yo, long n,
-                       long nout, ${T} sign, ${T} scale)
+__kernel void r2c_post(__global const ${T} *z, long zo, __global ${T} *y, long yo,
+                       __global const ${T} *tw, long two, long n, long nout, ${T} sign,
+                       ${T} scale)
 {
     long k = get_global_id(0), b = get_global_id(1);
     if (k >= nout) return;
-    long h = n / 2, i = k % h;
+    long h = n / 2, i = k < h ? k : k - h;      /* k < n: no division */
     __global const ${T} *zb = z + zo + 2 * b * h;
-    CPLX zk = ld(zb, 2 * i, 0), zc = ld(zb, 2 * ((h - i) % h), 0);
+    CPLX zk = ld(zb, 2 * i, 0), zc = ld(zb, 2 * (i ? h - i : 0), 0);
     zc.y = -zc.y;
     CPLX e = (zk + zc) * (${T})0.5, d = (zk - zc) * (${T})0.5;
     CPLX o = (CPLX)(d.y, -d.x);                 /* d / i */
-    ${T} a = (${T})(2 * k) / (${T})n;
-    CPLX w = (CPLX)(cospi(a), sign * sinpi(a));
+    long t = two + 2 * k;                       /* w^k from the table of e^(2 pi i k / n) */
+    CPLX w = (CPLX)(tw[t], sign * tw[t + 1]);
     st(y, yo + 2 * (b * nout + k), (e + cmul(w, o)) * scale);
 }
 
@@ -297,7 +298,7 @@ __kernel void r2c_post(__global const ${T} *z, long zo, __global ${T} *y, long y
    Y_k = (X_k + conj X_(h-k)) + i w^k (X_k - conj X_(h-k)), whose transform of length h holds the
    real result's even and odd samples as its real and imaginary parts: h work-items per row. */
 __kernel void c2r_pre(__global const ${T} *x, long xo, long sb, long ss, __global ${T} *y,
-                      long yo, long n, ${T} sign)
+                      long yo, __global const ${T} *tw, long two, long n, ${T} sign)
 {
     long k = get_global_id(0), b = get_global_id(1);
     long h = n / 2;
@@ -310,8 +311,7 @@ __kernel void c2r_pre(__global const ${T} *x, long xo, long sb, long ss, __globa
         xc.y = 0;
     }
     CPLX s = xk + xc, d = xk - xc;
-    ${T} a = (${T})(2 * k) / (${T})n;
-    CPLX wd = cmul((CPLX)(cospi(a), sign * sinpi(a)), d);
+    CPLX wd = cmul((CPLX)(tw[two + 2 * k], sign * tw[two + 2 * k + 1]), d);
     st(y, yo + 2 * (b * h + k), s + (CPLX)(-wd.y, wd.x));
 }
 

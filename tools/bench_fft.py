@@ -10,8 +10,9 @@ the OpenCL device has compute units. Ratios are clgrad time / torch time (below 
 faster).
 
 Workloads: a 1-d batch (64 x 4096 complex64 fft, the same of 64 x 4096 float32 through rfft),
-a length that is not a power of two (64 x 1000 fft, Bluestein's), a 2-d image (512 x 512
-complex64 fft2, and rfft2 of a float32 one), and fft + backward of the 1-d batch.
+lengths that are not powers of two (64 x 1000: mixed radices; 64 x 1009, a prime: Bluestein's),
+a 2-d image (512 x 512 complex64 fft2, and rfft2 of a float32 one), and fft + backward of the
+1-d batch.
 """
 import argparse
 import os
@@ -65,8 +66,11 @@ def workloads(torch, rounds):
     compare("rfft 64 x 4096 float32", lambda: clgrad.fft.rfft(r), lambda: torch.fft.rfft(tr),
             rounds)
     b, tb = pair((64, 1000), True)
-    compare("fft 64 x 1000 complex64 (not a power of 2)", lambda: clgrad.fft.fft(b),
+    compare("fft 64 x 1000 complex64 (radices 8, 5, 5, 5)", lambda: clgrad.fft.fft(b),
             lambda: torch.fft.fft(tb), rounds)
+    p, tp = pair((64, 1009), True)
+    compare("fft 64 x 1009 complex64 (a prime: Bluestein)", lambda: clgrad.fft.fft(p),
+            lambda: torch.fft.fft(tp), rounds)
     im, tim = pair((512, 512), True)
     compare("fft2 512 x 512 complex64", lambda: clgrad.fft.fft2(im),
             lambda: torch.fft.fft2(tim), rounds)

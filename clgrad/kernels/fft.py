@@ -115,7 +115,7 @@ def _stockham(dev, dt, x, xo_args, B, N, sign, scale, real_in):
         last = i == len(radices) - 1
         (g0,), (l0,) = grid(dev, N // R)
         FFT.launch(dev, dt, f"fft_r{R}", ((g0, B), (l0, 1)), src, *src_args, dst, tw, N, Ns,
-                   float(sign), float(scale) if last else 1.0)
+                   N // R, N // (Ns * R), float(sign), float(scale) if last else 1.0)
         src, src_args, Ns = dst, (2 * N, 2, 0), Ns * R
     return src
 
@@ -212,8 +212,8 @@ def rfft_raw(x, inverse, scale=1.0, onesided=True):
     h = n // 2
     z = fft_raw(view_raw(x, (B, h, 2), (sb, 2, 1), x._offset), inverse)
     out = empty_tensor(lead + (m, 2), dt, dev)
-    FFT.launch(dev, dt, "r2c_post", _grid2(dev, m, B), z, out, n, m, float(1 if inverse else -1),
-               float(scale))
+    FFT.launch(dev, dt, "r2c_post", _grid2(dev, m, B), z, out, _twiddles(dev, dt, n), n, m,
+               float(1 if inverse else -1), float(scale))
     return out
 
 
@@ -236,7 +236,7 @@ def irfft_raw(x, n, inverse, scale=1.0):
     x, B, _, sb, ss = _rows(x, False)
     h = n // 2
     y = empty_tensor((B, h, 2), dt, dev)
-    FFT.launch(dev, dt, "c2r_pre", _grid2(dev, h, B), x, sb, ss, y, n,
+    FFT.launch(dev, dt, "c2r_pre", _grid2(dev, h, B), x, sb, ss, y, _twiddles(dev, dt, n), n,
                float(1 if inverse else -1))
     out = fft_raw(y, inverse, scale)
     return view_raw(out, lead + (n,), contiguous_strides(lead + (n,)), 0)
