@@ -62,6 +62,15 @@ def _points(n):
     return n
 
 
+def _out(out, res):
+    """res, or written into `out` (resized to res's shape, as torch's out= does)."""
+    if out is None:
+        return res
+    if tuple(out.shape) != tuple(res.shape):
+        out.resize_(res.shape)
+    return out.copy_(res)
+
+
 # ---- 1-d ---------------------------------------------------------------------------------------
 def _c2c_1d(name, input, n, dim, norm, forward):
     d = _dim(input, dim)
@@ -73,24 +82,24 @@ def _c2c_1d(name, input, n, dim, norm, forward):
     return _complex(_f.c2c(_f.resize(p, [d], [n]), [d], not forward, scale))
 
 
-def fft(input, n=None, dim=-1, norm=None):
+def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The discrete Fourier transform of `input` along `dim` (cut or zero-padded to n points).
 
     >>> import clgrad
     >>> clgrad.fft.fft(clgrad.tensor([1.0, 0.0, 0.0, 0.0]))
     tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    return _c2c_1d("fft", input, n, dim, norm, True)
+    return _out(out, _c2c_1d("fft", input, n, dim, norm, True))
 
 
-def ifft(input, n=None, dim=-1, norm=None):
+def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse discrete Fourier transform along `dim` (divided by n with norm "backward").
 
     >>> import clgrad
     >>> clgrad.fft.ifft(clgrad.tensor([4.0, 0.0, 0.0, 0.0]))
     tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
-    return _c2c_1d("ifft", input, n, dim, norm, False)
+    return _out(out, _c2c_1d("ifft", input, n, dim, norm, False))
 
 
 def _r2c_1d(name, input, n, dim, norm, forward):
@@ -100,17 +109,17 @@ def _r2c_1d(name, input, n, dim, norm, forward):
     return _complex(_f.r2c(x, [d], [n], not forward, _f.norm_scale(norm, n, forward)))
 
 
-def rfft(input, n=None, dim=-1, norm=None):
+def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The transform of a real input along `dim`: its n // 2 + 1 non-negative frequencies.
 
     >>> import clgrad
     >>> clgrad.fft.rfft(clgrad.tensor([1.0, 1.0, 1.0, 1.0]))
     tensor([4.+0.j, 0.+0.j, 0.+0.j])
     """
-    return _r2c_1d("rfft", input, n, dim, norm, True)
+    return _out(out, _r2c_1d("rfft", input, n, dim, norm, True))
 
 
-def ihfft(input, n=None, dim=-1, norm=None):
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of hfft: the n // 2 + 1 non-negative frequencies of the inverse transform of a
     real input.
 
@@ -118,7 +127,7 @@ def ihfft(input, n=None, dim=-1, norm=None):
     >>> clgrad.fft.ihfft(clgrad.tensor([4.0, 0.0, 0.0, 0.0]))
     tensor([1.+0.j, 1.+0.j, 1.+0.j])
     """
-    return _r2c_1d("ihfft", input, n, dim, norm, False)
+    return _out(out, _r2c_1d("ihfft", input, n, dim, norm, False))
 
 
 def _c2r_1d(name, input, n, dim, norm, forward):
@@ -131,7 +140,7 @@ def _c2r_1d(name, input, n, dim, norm, forward):
     return _f.c2r(p, [d], n, not forward, _f.norm_scale(norm, n, forward))
 
 
-def irfft(input, n=None, dim=-1, norm=None):
+def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of rfft: n real values (default 2 * (size - 1)) from the non-negative
     frequencies of a Hermitian spectrum.
 
@@ -139,17 +148,17 @@ def irfft(input, n=None, dim=-1, norm=None):
     >>> clgrad.fft.irfft(clgrad.tensor([4.0, 0.0, 0.0]))
     tensor([1., 1., 1., 1.])
     """
-    return _c2r_1d("irfft", input, n, dim, norm, False)
+    return _out(out, _c2r_1d("irfft", input, n, dim, norm, False))
 
 
-def hfft(input, n=None, dim=-1, norm=None):
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The transform of a signal that is Hermitian in time, given by its first half: n real values.
 
     >>> import clgrad
     >>> clgrad.fft.hfft(clgrad.tensor([1.0, 0.0, 0.0]))
     tensor([1., 1., 1., 1.])
     """
-    return _c2r_1d("hfft", input, n, dim, norm, True)
+    return _out(out, _c2r_1d("hfft", input, n, dim, norm, True))
 
 
 # ---- n-d ---------------------------------------------------------------------------------------
@@ -191,7 +200,7 @@ def _c2c_nd(name, input, s, dim, norm, forward):
     return _complex(_f.c2c(_f.resize(p, dims, sizes), dims, not forward, scale))
 
 
-def fftn(input, s=None, dim=None, norm=None):
+def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-dimensional transform over `dim` (default: all dims, or the last len(s)).
 
     >>> import clgrad
@@ -199,10 +208,10 @@ def fftn(input, s=None, dim=None, norm=None):
     tensor([[4., 0.],
             [0., 0.]])
     """
-    return _c2c_nd("fftn", input, s, dim, norm, True)
+    return _out(out, _c2c_nd("fftn", input, s, dim, norm, True))
 
 
-def ifftn(input, s=None, dim=None, norm=None):
+def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-dimensional inverse transform.
 
     >>> import clgrad
@@ -210,7 +219,7 @@ def ifftn(input, s=None, dim=None, norm=None):
     tensor([[1., 1.],
             [1., 1.]])
     """
-    return _c2c_nd("ifftn", input, s, dim, norm, False)
+    return _out(out, _c2c_nd("ifftn", input, s, dim, norm, False))
 
 
 def _r2c_nd(name, input, s, dim, norm, forward):
@@ -225,17 +234,17 @@ def _r2c_nd(name, input, s, dim, norm, forward):
                            _f.norm_scale(norm, math.prod(sizes), forward)))
 
 
-def rfftn(input, s=None, dim=None, norm=None):
+def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-dimensional transform of a real input, one-sided along the last of `dim`.
 
     >>> import clgrad
     >>> clgrad.fft.rfftn(clgrad.ones(2, 4)).shape
     clgrad.Size([2, 3])
     """
-    return _r2c_nd("rfftn", input, s, dim, norm, True)
+    return _out(out, _r2c_nd("rfftn", input, s, dim, norm, True))
 
 
-def ihfftn(input, s=None, dim=None, norm=None):
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of hfftn: the n-dimensional inverse transform of a real input, one-sided.
 
     >>> import clgrad
@@ -243,7 +252,7 @@ def ihfftn(input, s=None, dim=None, norm=None):
     tensor([[1., 0., 0.],
             [0., 0., 0.]])
     """
-    return _r2c_nd("ihfftn", input, s, dim, norm, False)
+    return _out(out, _r2c_nd("ihfftn", input, s, dim, norm, False))
 
 
 def _c2r_nd(name, input, s, dim, norm, forward):
@@ -260,7 +269,7 @@ def _c2r_nd(name, input, s, dim, norm, forward):
     return _f.c2r(_f.resize(p, dims, sizes), dims, last, not forward, scale)
 
 
-def irfftn(input, s=None, dim=None, norm=None):
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of rfftn: real values from the one-sided n-dimensional spectrum (the last of
     `dim` of size 2 * (size - 1) unless s says).
 
@@ -269,10 +278,10 @@ def irfftn(input, s=None, dim=None, norm=None):
     tensor([[1., 1., 1., 1.],
             [1., 1., 1., 1.]])
     """
-    return _c2r_nd("irfftn", input, s, dim, norm, False)
+    return _out(out, _c2r_nd("irfftn", input, s, dim, norm, False))
 
 
-def hfftn(input, s=None, dim=None, norm=None):
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-dimensional transform of a signal Hermitian in time, given by its one-sided half.
 
     >>> import clgrad
@@ -280,37 +289,37 @@ def hfftn(input, s=None, dim=None, norm=None):
     tensor([[1., 1., 1., 1.],
             [1., 1., 1., 1.]])
     """
-    return _c2r_nd("hfftn", input, s, dim, norm, True)
+    return _out(out, _c2r_nd("hfftn", input, s, dim, norm, True))
 
 
-def fft2(input, s=None, dim=(-2, -1), norm=None):
+def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """fftn over two dims (the last two by default)."""
-    return fftn(input, s, dim, norm)
+    return _out(out, fftn(input, s, dim, norm))
 
 
-def ifft2(input, s=None, dim=(-2, -1), norm=None):
+def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """ifftn over two dims (the last two by default)."""
-    return ifftn(input, s, dim, norm)
+    return _out(out, ifftn(input, s, dim, norm))
 
 
-def rfft2(input, s=None, dim=(-2, -1), norm=None):
+def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """rfftn over two dims (the last two by default)."""
-    return rfftn(input, s, dim, norm)
+    return _out(out, rfftn(input, s, dim, norm))
 
 
-def irfft2(input, s=None, dim=(-2, -1), norm=None):
+def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """irfftn over two dims (the last two by default)."""
-    return irfftn(input, s, dim, norm)
+    return _out(out, irfftn(input, s, dim, norm))
 
 
-def hfft2(input, s=None, dim=(-2, -1), norm=None):
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """hfftn over two dims (the last two by default)."""
-    return hfftn(input, s, dim, norm)
+    return _out(out, hfftn(input, s, dim, norm))
 
 
-def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """ihfftn over two dims (the last two by default)."""
-    return ihfftn(input, s, dim, norm)
+    return _out(out, ihfftn(input, s, dim, norm))
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -319,7 +328,7 @@ def _freq_dtype(dtype):
     return dt
 
 
-def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of fft of n points, d apart: [0, 1, ..., -(n // 2), ..., -1] / (d n).
 
     >>> import clgrad
@@ -330,10 +339,10 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
     k = _arange(n, dtype=dt, device=device)
     if n:
         k = (k - (k >= (n + 1) // 2).to(dt) * n) * (1.0 / (n * d))
-    return k.requires_grad_(requires_grad)
+    return _out(out, k).requires_grad_(requires_grad)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of rfft of n points, d apart: [0, 1, ..., n // 2] / (d n).
 
     >>> import clgrad
@@ -341,8 +350,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fa
     tensor([0.0000, 0.2500, 0.5000])
     """
     dt = _freq_dtype(dtype)
-    out = _arange(n // 2 + 1, dtype=dt, device=device) * (1.0 / (n * d))
-    return out.requires_grad_(requires_grad)
+    k = _arange(n // 2 + 1, dtype=dt, device=device) * (1.0 / (n * d))
+    return _out(out, k).requires_grad_(requires_grad)
 
 
 def _all_dims(input, dim):

@@ -165,6 +165,20 @@ def test_helpers(device):
                                   np.fft.ifftshift(a, axes=(0,)))
 
 
+def test_out(device):
+    x = clgrad.randn(3, 8, device=device)
+    out = clgrad.empty(0, dtype=clgrad.complex64, device=device)
+    res = cfft.rfft(x, out=out)
+    assert res is out and out.shape == (3, 5)
+    close(out, np.fft.rfft(x.numpy()), np.float32)
+    out = clgrad.empty(3, 8, device=device)
+    cfft.irfft(cfft.rfft(x), n=8, out=out)
+    close(out, x.numpy(), np.float32)
+    f = clgrad.empty(4, device=device)
+    assert cfft.fftfreq(4, out=f) is f
+    close(f, np.fft.fftfreq(4), np.float32)
+
+
 def test_errors_as_torch(device):
     x = clgrad.randn(4, device=device)
     z = x.to(clgrad.complex64)
