@@ -157,3 +157,7 @@ from .amp.state import *  # noqa: E402,F401,F403
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 cuda.amp = amp                    # torch.cuda.amp.autocast / GradScaler, as in older scripts
+
+# compiled steps: torch.compile's interface over recordings of the device work (issue 20)
+from . import compiler  # noqa: E402
+from .compiler import compile  # noqa: E402,A001

@@ -11,6 +11,7 @@ reduction; only the final found-inf flag is read to the host, once per step.
 """
 from ..autograd.grad_mode import no_grad
 from ..kernels.optim import amp_unscale
+from ..runtime.recording import host_call
 
 
 class GradScaler:
@@ -70,6 +71,7 @@ class GradScaler:
         return self._per_optimizer.setdefault(id(optimizer), {"unscaled": False,
                                                               "found_inf": False})
 
+    @host_call    # host work in a compiled step (runtime/recording.py)
     def unscale_(self, optimizer):
         """Divide the optimizer's gradients by the scale, in place, and record whether any of
         them is inf or NaN. Once per optimizer between updates."""
@@ -84,6 +86,7 @@ class GradScaler:
         st["found_inf"] = _unscale_and_check(grads, 1.0 / self._scale)
         st["unscaled"] = True
 
+    @host_call    # host work in a compiled step (runtime/recording.py)
     def step(self, optimizer, *args, **kwargs):
         """unscale_ (if not done), then optimizer.step() unless a gradient was inf or NaN.
         Returns what optimizer.step returned, or None when skipped."""
@@ -96,6 +99,7 @@ class GradScaler:
             return None
         return optimizer.step(*args, **kwargs)
 
+    @host_call    # host work in a compiled step (runtime/recording.py)
     def update(self, new_scale=None):
         """Adjust the scale for the next iteration (or set it to new_scale)."""
         if not self._enabled:

@@ -176,7 +176,12 @@ def current_graph_task():
     return stack[-1] if stack else None
 
 
+# How many backward passes have run (a compiled function asks whether its call ran one).
+RUNS = [0]
+
+
 def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
+    RUNS[0] += 1
     root_edges = [F._edge(t) for t in roots]
     # -- dependencies -------------------------------------------------------------------------
     deps = {}

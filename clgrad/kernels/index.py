@@ -30,6 +30,7 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import grid
+from ..runtime.recording import checked_read
 from ..tensor import empty_tensor, numel_of, real_view, upload
 from ._layout import (check_dims, collapse, expand_strides, launch_walk, pack8, pack8_right,
                       view_raw)
@@ -170,7 +171,7 @@ def first_bad(checks):
         check_dims("index", len(shape))
         launch_walk(dev, kern, t.numel(), shape, t, pack8_right(st), lo, hi, flag._storage.buf)
     seen = np.zeros(1, np.int32)
-    cl.enqueue_copy(dev.queue, seen, flag._storage.buf, is_blocking=True)
+    checked_read(dev.queue, seen, flag._storage.buf, "index out of range")
     if not seen[0]:
         return None
     for k, t, lo, hi in live:

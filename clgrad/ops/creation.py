@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
+from ..runtime import recording as _recording
 from ..runtime.device import get_device
 from ..kernels.copy import arange_raw, linspace_raw  # noqa: F401 (arange_raw: ops import it here)
 from ..kernels.random import draw_raw, random_bits_raw
@@ -330,8 +331,12 @@ class Generator:
         return self
 
     def take(self, n):
+        """(seed, offset) for n draws, and the counter moved past them. While a compiled step
+        records, the offset is marked so that each replay draws anew (runtime/recording.py)."""
         off = self._offset
         self._offset += n
+        if _recording.active is not None:
+            off = _recording.philox_offset(self, off)
         return self._seed, off
 
 

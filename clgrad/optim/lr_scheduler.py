@@ -5,6 +5,7 @@ import types
 from bisect import bisect_right
 from collections import Counter
 
+from ..runtime.recording import host_call
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR",
@@ -40,6 +41,11 @@ class LRScheduler:
 
     _is_initial = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:        # host work in a compiled step: see Optimizer
+            cls.step = host_call(cls.step)
+
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -69,6 +75,7 @@ class LRScheduler:
         """The learning rates the last step set, one per parameter group."""
         return self._last_lr
 
+    @host_call
     def step(self, epoch=None):
         """Advance one epoch (or jump to `epoch`, using the closed form where there is one)
         and set the groups' learning rates."""

@@ -6,6 +6,7 @@ from copy import deepcopy
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..runtime.recording import host_call
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -42,6 +43,13 @@ class Optimizer:
     >>> [g["lr"] for g in opt.param_groups]
     [0.1, 0.5]
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A compiled step (clgrad.compile) replays its kernels without running Python; a step
+        # keeps its count and learning rate on the host, so it runs as itself in every replay.
+        if "step" in cls.__dict__:
+            cls.step = host_call(cls.step)
 
     def __init__(self, params, defaults):
         self.defaults = defaults

@@ -390,6 +390,7 @@ def _make_kernel(device, program, name):
             except cl.Error as e:
                 raise MissingKernelError(program.unit(key), device, name, prog, e) from None
             k.set_scalar_arg_dtypes(program.signatures[name])
+            k._clgrad_signature = program.signatures[name]    # a recording's copies need it
             device.kernels[(program.id, name)] = k
     return k
 

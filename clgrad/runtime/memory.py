@@ -46,6 +46,7 @@ class MemoryPool:
         self.total_bytes = total_bytes
         self.max_alloc = max_alloc
         self.cap = None                    # set by set_per_process_memory_fraction
+        self.recorder = None               # the capturing Recording (runtime/recording.py)
         self._bins = {}                    # rounded size -> [cl.Buffer]
         self._pending = []                 # freed (buffer, size) not yet put in their bin
         self._lock = threading.Lock()
@@ -63,6 +64,11 @@ class MemoryPool:
     def alloc(self, nbytes):
         """Return (buffer, block_size) for at least `nbytes` bytes."""
         size = 512 if nbytes <= 512 else rounded_size(nbytes)
+        rec = self.recorder
+        if rec is not None:                # a capture hands out its own freed blocks first
+            buf = rec.alloc(self, nbytes, size)
+            if buf is not None:
+                return buf, size
         with self._lock:
             if self._pending:
                 self._drain()
@@ -82,7 +88,16 @@ class MemoryPool:
     def free(self, buf, size):
         # Called from Storage.__del__, which can run anywhere (inside alloc too, when allocating
         # triggers the garbage collector): a list append is atomic, so no lock is taken here;
-        # the next alloc (or a statistics read) files the block.
+        # the next alloc (or a statistics read) files the block. During a capture the block
+        # goes to the recording's own bins (runtime/recording.py): a replay may still write it.
+        rec = self.recorder
+        if rec is not None:
+            rec.free(self, buf, size)
+            return
+        self._pending.append((buf, size))
+
+    def free_now(self, buf, size):
+        """Give a block back to the pool, bypassing any capture (a recording releasing it)."""
         self._pending.append((buf, size))
 
     def _drain(self):
@@ -181,7 +196,10 @@ class Storage:
     def __init__(self, device, nbytes):
         self.device = device
         self.nbytes = nbytes
-        self.buf, self._block = device.pool.alloc(nbytes)
+        pool = device.pool
+        self.buf, self._block = pool.alloc(nbytes)
+        if pool.recorder is not None:
+            pool.recorder.note_storage(self)
 
     def __del__(self):
         try:

@@ -1,0 +1,357 @@
+"""`clgrad.compile`: a function's device work recorded once and replayed (runtime/recording.py).
+
+A compiled function keeps variants, one per *signature* of a call: the layout of its tensor
+arguments (shape, strides, offset, dtype, device, requires_grad and which of them share storage),
+its other arguments by value, grad and autocast modes and the default dtype. A variant's first
+call runs eagerly (it creates lazily made state: optimizer moments, gradients); its second
+records; later calls replay while the *state* the recording assumed still holds: the identity of
+the parameters, buffers and gradients of the modules and optimizers the function uses, the
+training flags, a GradScaler's scale and the plain Python values of the globals and closure
+variables the function reads. When the state changed, the variant records again; after
+`config.cache_size_limit` recordings the function runs eagerly, with one warning that says why.
+"""
+import types
+import warnings
+import weakref
+
+from .. import _grad_state, dtypes
+from ..autograd import engine
+from ..amp import autocast_mode
+from ..runtime.recording import Recording, active_recording
+from ..tensor import Tensor, alias, empty_tensor
+from ..kernels.copy import copy_into
+from . import config
+
+_compiled = weakref.WeakSet()       # every CompiledFunction, for reset()
+_disabled = [0]                     # > 0 inside clgrad.compiler.disable
+
+
+class CompileError(RuntimeError):
+    """A function compiled with fullgraph=True did something a recording cannot replay."""
+
+
+_PLAIN = (int, float, bool, str, bytes, type(None), complex)
+
+
+def _flatten(obj, leaves, spec):
+    """Leaves of nested tuples / lists / dicts, and a hashable description of the rest."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_flatten(o, leaves, spec) for o in obj))
+    if isinstance(obj, dict):
+        return ("d", tuple((k, _flatten(v, leaves, spec)) for k, v in obj.items()))
+    if isinstance(obj, _PLAIN):
+        return ("v", type(obj), obj)
+    return ("o", id(obj))         # a module, an optimizer, ...: by identity
+
+
+def _bindable(t):
+    """Whether a replay can pass t's buffer where the recording passed another: a contiguous
+    tensor at the start of its storage (a batch the loader made), or one autograd must see.
+    Others (a slice of a larger tensor) are copied into a staging tensor of the recording."""
+    return (t._contig and t._offset == 0) or t.requires_grad
+
+
+def _tensor_key(t, storages):
+    s = t._storage
+    if not _bindable(t):
+        return (t._shape, t._dtype, s.device, "staged")
+    share = storages.setdefault(id(s), len(storages))
+    return (t._shape, t._strides, t._offset, t._dtype, s.device, t.requires_grad, share)
+
+
+def _substitute(obj, new):
+    """obj with the tensors whose id is in `new` replaced."""
+    if isinstance(obj, Tensor):
+        return new.get(id(obj), obj)
+    if type(obj) in (tuple, list):
+        return type(obj)(_substitute(o, new) for o in obj)
+    if type(obj) is dict:
+        return {k: _substitute(v, new) for k, v in obj.items()}
+    return obj
+
+
+def _signature(args, kwargs):
+    leaves = []
+    spec = _flatten((args, kwargs), leaves, None)
+    storages = {}
+    tkeys = tuple(_tensor_key(t, storages) for t in leaves)
+    modes = (_grad_state.state.grad_enabled, _grad_state.state.inference,
+             tuple(autocast_mode._state.stack), dtypes.get_default_dtype())
+    return leaves, (spec, tkeys, modes)
+
+
+class _State:
+    """What a function uses besides its arguments (found from its code once): the modules,
+    optimizers, scalers and tensors it names, and the plain values of the globals and closure
+    variables it reads. `key()` is what a replay must find unchanged."""
+
+    def __init__(self, fn, args, kwargs):
+        from ..nn.modules.module import Module
+        from ..optim.optimizer import Optimizer
+        from ..amp.grad_scaler import GradScaler
+        self.modules, self.optimizers, self.scalers, self.tensors = [], [], [], []
+        self.names = []             # (namespace dict or cell, name) of plain values
+        seen = set()
+
+        def visit(obj, depth):
+            if id(obj) in seen or depth > 2:
+                return
+            seen.add(id(obj))
+            if isinstance(obj, Module):
+                self.modules.extend(obj.modules())
+            elif isinstance(obj, Optimizer):
+                self.optimizers.append(obj)
+            elif isinstance(obj, GradScaler):
+                self.scalers.append(obj)
+            elif isinstance(obj, Tensor):
+                self.tensors.append(obj)
+            elif isinstance(obj, types.MethodType):
+                visit(obj.__self__, depth)
+                visit(obj.__func__, depth)
+            elif isinstance(obj, types.FunctionType):
+                code = obj.__code__
+                g = obj.__globals__
+                for name in code.co_names:
+                    if name in g:
+                        v = g[name]
+                        if isinstance(v, _PLAIN):
+                            self.names.append((g, name))
+                        else:
+                            visit(v, depth + 1)
+                for cell in obj.__closure__ or ():
+                    try:
+                        v = cell.cell_contents
+                    except ValueError:
+                        continue
+                    if isinstance(v, _PLAIN):
+                        self.names.append((cell, None))
+                    else:
+                        visit(v, depth + 1)
+            elif isinstance(obj, (list, tuple)):
+                for v in obj:
+                    visit(v, depth + 1)
+            elif hasattr(obj, "__dict__") and not isinstance(obj, type) and depth < 2:
+                for v in vars(obj).values():          # a trainer object holding the model
+                    if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
+                        visit(v, depth + 1)
+
+        visit(fn, 0)
+        for a in list(args) + list(kwargs.values()):
+            if not isinstance(a, Tensor):
+                visit(a, 1)
+        mods, seen = [], set()
+        for m in self.modules:
+            if id(m) not in seen:
+                seen.add(id(m))
+                mods.append(m)
+        self.modules = mods
+        tensors = []
+        for m in mods:
+            tensors.extend(m._parameters.values())
+            tensors.extend(m._buffers.values())
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                tensors.extend(group["params"])
+        self.tensors = [t for t in dict.fromkeys(tensors + self.tensors) if t is not None]
+
+    def key(self):
+        k = [m.training for m in self.modules]
+        for t in self.tensors:
+            g = t.grad
+            k.append((id(t), id(t._storage), t._offset, t._shape, t.requires_grad,
+                      None if g is None else (id(g), id(g._storage))))
+        for s in self.scalers:
+            k.append((s._enabled, s._scale))
+        for ns, name in self.names:
+            k.append(ns.cell_contents if name is None else ns.get(name))
+        return tuple(k)
+
+
+class _Variant:
+    """One signature's recording and what a replay needs around it."""
+
+    def __init__(self):
+        self.calls = 0
+        self.recordings = 0
+        self.rec = None
+        self.state = None
+        self.why_eager = None       # set when this variant runs eagerly from now on
+        self.inputs = []            # per tensor argument: (slots, buffer bound last)
+        self.outputs = None         # how to build the return value
+        self.staged = []            # per tensor argument: its staging tensor, or None
+
+
+class CompiledFunction:
+    """What `clgrad.compile(fn)` returns: call it as fn (see the module text)."""
+
+    def __init__(self, fn, fullgraph=False, mode=None):
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.mode = mode
+        self._variants = {}
+        self._state = None
+        self._why_eager = None
+        self.stats = {"eager_calls": 0, "recordings": 0, "replays": 0}
+        _compiled.add(self)
+        try:
+            self.__wrapped__ = fn
+            self.__name__ = getattr(fn, "__name__", "compiled")
+            self.__doc__ = getattr(fn, "__doc__", None)
+        except AttributeError:
+            pass
+
+    def reset(self):
+        """Drop every recording (they give their buffers back)."""
+        for v in self._variants.values():
+            if v.rec is not None:
+                v.rec.release()
+        self._variants = {}
+        self._state = None
+        self._why_eager = None
+
+    def _eager(self, args, kwargs):
+        self.stats["eager_calls"] += 1
+        return self._fn(*args, **kwargs)
+
+    def _give_up(self, variant, why):
+        variant.why_eager = why
+        if self.fullgraph:
+            raise CompileError(f"clgrad.compile(fullgraph=True) of {self.__name__}: {why}")
+        warnings.warn(f"clgrad.compile: {self.__name__} runs eagerly from now on for these "
+                      f"arguments: {why}", RuntimeWarning, stacklevel=3)
+
+    def __get__(self, obj, objtype=None):       # a compiled method binds as a function does
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if _disabled[0] or self._why_eager or active_recording() is not None:
+            # inside another function's capture, the work is that capture's to record
+            return self._fn(*args, **kwargs)
+        leaves, key = _signature(args, kwargs)
+        v = self._variants.get(key)
+        if v is None:
+            if len(self._variants) >= config.cache_size_limit:
+                self._why_eager = (f"{len(self._variants)} different argument signatures "
+                                   f"(config.cache_size_limit)")
+                self._give_up(_Variant(), self._why_eager)
+                return self._eager(args, kwargs)
+            v = self._variants[key] = _Variant()
+        if v.why_eager:
+            return self._eager(args, kwargs)
+        if self._state is None:
+            self._state = _State(self._fn, args, kwargs)
+        if v.rec is not None and v.state == self._state.key() and v.rec.valid():
+            return self._replay(v, leaves)
+        v.calls += 1
+        if v.calls == 1:
+            return self._eager(args, kwargs)         # warm-up: lazily made state appears
+        if v.recordings >= config.cache_size_limit:
+            self._give_up(v, f"recorded {v.recordings} times: what it uses keeps changing "
+                             f"between calls (parameters, gradients, globals)")
+            return self._eager(args, kwargs)
+        return self._record(v, args, kwargs, leaves)
+
+    # -- recording ------------------------------------------------------------------------------
+    def _record(self, v, args, kwargs, leaves):
+        if v.rec is not None:
+            v.rec.release()
+            v.rec = None
+        v.recordings += 1
+        self.stats["recordings"] += 1
+        staged = {}
+        for t in leaves:
+            if not _bindable(t) and id(t) not in staged:
+                c = empty_tensor(t._shape, t._dtype, t._storage.device)
+                copy_into(c, t)
+                staged[id(t)] = c
+        if staged:
+            args, kwargs = _substitute((args, kwargs), staged)
+        v.staged = [staged.get(id(t)) for t in leaves]
+        runs = engine.RUNS[0]
+        with Recording() as rec:
+            out = self._fn(*args, **kwargs)
+        backward_ran = engine.RUNS[0] != runs
+        if rec.broken:
+            self._give_up(v, rec.broken + " (return the tensor and read it outside the "
+                             "compiled function)")
+            return out
+        out_leaves = []
+        spec = _flatten_out(out, out_leaves)
+        known = {id(t) for t in leaves} | {id(t) for t in self._state.tensors}
+        leaves = [st if st is not None else t for st, t in zip(v.staged, leaves)]
+        outs = []
+        for t in out_leaves:
+            if t.requires_grad and t.grad_fn is not None and not backward_ran:
+                rec.release()
+                self._give_up(v, "an output needs autograd (a compiled function's outputs "
+                                 "cannot be differentiated outside it yet: run backward inside)")
+                return out
+            if id(t) in known:
+                outs.append(("same", t))
+            else:
+                # a step's loss: its graph was used inside, the copy has none (as detach())
+                outs.append(("copy", (alias(t), t.requires_grad and t.grad_fn is None)))
+        v.outputs = (spec, outs)
+        v.inputs = [(rec.slots_of(t._storage.buf), t._storage.buf) for t in leaves]
+        v.rec = rec
+        v.state = self._state.key()
+        return _outputs(v)     # copies: the recording's buffers are overwritten by each replay
+
+    def _replay(self, v, leaves):
+        self.stats["replays"] += 1
+        bindings = []
+        for i, t in enumerate(leaves):
+            st = v.staged[i]
+            if st is not None:
+                copy_into(st, t)
+                continue
+            slots, bound = v.inputs[i]
+            buf = t._storage.buf
+            if buf is not bound and slots:
+                bindings.append((slots, buf))
+                v.inputs[i] = (slots, buf)
+        v.rec.replay(bindings)
+        return _outputs(v)
+
+
+def _outputs(v):
+    """The return value of a replay: tensors that are the recording's copied out, others as
+    they are."""
+    spec, outs = v.outputs
+    made = []
+    for how, what in outs:
+        if how == "same":
+            made.append(what)
+        else:
+            src, rg = what
+            t = empty_tensor(src._shape, src._dtype, src._storage.device)
+            copy_into(t, src)
+            if rg:
+                t.requires_grad_(True)
+            made.append(t)
+    return _unflatten_out(spec, iter(made))
+
+
+def _flatten_out(obj, leaves):
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, (tuple, list)) and type(obj) in (tuple, list):
+        return (type(obj), tuple(_flatten_out(o, leaves) for o in obj))
+    if isinstance(obj, dict) and type(obj) is dict:
+        return ("d", tuple((k, _flatten_out(v, leaves)) for k, v in obj.items()))
+    return ("v", obj)
+
+
+def _unflatten_out(spec, made):
+    tag = spec[0]
+    if tag == "T":
+        return next(made)
+    if tag == "v":
+        return spec[1]
+    if tag == "d":
+        return {k: _unflatten_out(s, made) for k, s in spec[1]}
+    return tag(_unflatten_out(s, made) for s in spec[1])

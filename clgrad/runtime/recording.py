@@ -1,0 +1,452 @@
+"""Recordings: the device work of a stretch of Python, captured once and replayed without Python.
+
+While a `Recording` captures, every kernel launch (through the chokepoint `kernels.launch`),
+every buffer copy and upload, and every allocation and free of the memory pools is noted. A
+replay enqueues the same kernels with the same arguments on the same buffers, in the same order:
+no op dispatch, no autograd bookkeeping, no allocation. This is the mechanism under
+`clgrad.compile` and `torch.cuda.graph` (CUDA graphs record the same way).
+
+What makes a replay right:
+- **Buffers stay the recording's.** Buffers freed during the capture go to the recording's own
+  bins (a private pool, as a CUDA graph has) and are handed out again only inside the capture;
+  a buffer still held by a tensor at the end is kept alive by a reference to its storage. So no
+  tensor made after the capture ever shares a buffer that a replay writes.
+- **Each launch gets a kernel object of its own** with its arguments set once; a replay only
+  enqueues. A buffer that should change between replays (the next batch) is re-bound
+  (`slots_of` + `replay(bindings=...)`).
+- **Random draws advance.** Counter offsets handed out by a Philox generator during the capture
+  are marked (`philox_offset`); a replay moves each to the generator's offset at replay time and
+  advances the generator by what the capture drew, so dropout draws what eager would draw.
+- **Host work stays on the host.** A call wrapped in `host_call` (an optimizer's step, which keeps
+  its step count and learning rate on the host) is not recorded but called again at its place
+  in every replay.
+- **What cannot be replayed says why.** A read of device values to the host (`.item()`,
+  `print(t)`, control flow on values) makes the recording `broken` with the place it happened:
+  its result could steer Python, which a replay does not run.
+
+>>> import clgrad
+>>> x = clgrad.ones(4)
+>>> with Recording() as rec:
+...     y = x * 2 + 1
+>>> _ = x.fill_(5.0); rec.replay(); y.tolist()    # y's buffer gets the new result
+[11.0, 11.0, 11.0, 11.0]
+"""
+import os
+import sys
+import weakref
+
+import numpy as np
+import pyopencl as cl
+
+from . import kernels as _kernels
+from .device import devices
+
+# The recording capturing now (one at a time, in one thread), or None.
+active = None
+
+
+def active_recording():
+    """The recording capturing now, or None."""
+    return active
+
+
+class PhiloxOffset(int):
+    """A Philox counter offset handed out during a capture: an int that remembers its generator
+    and how far into the capture's draws it lies, so that a replay can move it."""
+    __slots__ = ()
+
+
+def philox_offset(generator, offset):
+    """The offset a random op passes to its kernel: marked while a capture runs (see the module
+    text), else `offset` itself."""
+    rec = active
+    if rec is None or rec.paused:
+        return offset
+    return rec._mark_offset(generator, offset)
+
+
+def host_call(fn):
+    """Decorator: a method whose work is done on the host (an optimizer's step) runs as itself
+    during a capture, unrecorded, and is called again at its place in every replay.
+
+    >>> class Counter:
+    ...     n = 0
+    ...     @host_call
+    ...     def step(self):
+    ...         self.n += 1
+    >>> c = Counter()
+    >>> with Recording() as rec:
+    ...     c.step()
+    >>> rec.replay(); rec.replay(); c.n
+    3
+    """
+    def wrapper(*args, **kwargs):
+        rec = active
+        if rec is None or rec.paused:
+            return fn(*args, **kwargs)
+        rec.paused += 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            rec.paused -= 1
+        rec._ops.append(("host", (fn, args, kwargs)))
+        return out
+    wrapper.__name__, wrapper.__qualname__ = fn.__name__, fn.__qualname__
+    wrapper.__doc__, wrapper.__wrapped__ = fn.__doc__, fn
+    return wrapper
+
+
+class aside:
+    """Work done inside `with aside():` is not recorded (a one-time measurement of the device
+    that a capture happens to trigger): it runs now and never in a replay."""
+
+    def __enter__(self):
+        self.rec = active
+        if self.rec is not None:
+            self.rec.paused += 1
+
+    def __exit__(self, *exc):
+        if self.rec is not None:
+            self.rec.paused -= 1
+
+
+def checked_read(queue, host, buf, what):
+    """Read `buf` (a check's flag) into the numpy array `host`, blocking. A check does not break
+    a capture: its replays enqueue the read without waiting, and the next replay (or `check()`)
+    raises IndexError with `what` when the flag was set, as a GPU's asynchronous errors do.
+    """
+    rec = active
+    if rec is not None and not rec.paused:
+        rec._ops.append(("check", (queue, buf, np.zeros_like(host), what)))
+        return rec._copy(queue, host, buf, is_blocking=True)
+    return cl.enqueue_copy(queue, host, buf, is_blocking=True)
+
+
+def _where():
+    """file:line of the first frame outside clgrad (where a user's program did something)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(2)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
+
+
+class Recording:
+    """The device work of a `with Recording():` block, replayable (see the module text).
+
+    known_storages: storages the caller knows the recording may use (inputs, parameters); any
+    other buffer a launch used is found among the live storages at the end of the capture."""
+
+    def __init__(self):
+        self._ops = []              # (kind, payload) in program order, while capturing
+        self._plan = None           # [(function, args)] after the capture
+        self._bins = {}             # (pool id, block size) -> [buffer]: the private pool
+        self._pools = {}            # pool id -> pool
+        self._allocated = []        # weak references to storages made during the capture
+        self._held = []             # storages whose buffers the replay uses
+        self._offsets = []          # PhiloxOffset values handed out
+        self._seeds = {}            # generator -> seed at capture time
+        self._drawn = {}            # generator -> counters drawn by the capture
+        self._philox = []           # (kernel, arg index, generator, delta, numpy type)
+        self._slots = {}            # id(buffer) -> [(kernel, arg index)]
+        self._devices = set()       # devices the replay launches on
+        self._gated = set()         # those whose bursts are held behind an event
+        self._checks = []           # (host flag, message) of the index checks
+        self._check_events = []     # reads of the flags by the last replay
+        self.paused = 0
+        self.broken = None          # why the recording cannot replay, or None
+        self.launches = 0
+        self.capturing = False
+
+    # -- capture ------------------------------------------------------------------------------
+    def __enter__(self):
+        global active
+        if active is not None:
+            raise RuntimeError("a recording is already capturing (captures do not nest)")
+        for dev in devices():
+            dev.queue                      # enqueue what waits: the capture starts clean
+            if dev.pool.recorder is not None:
+                raise RuntimeError("a recording is already capturing")
+            dev.pool.recorder = self
+        self._copy = cl.enqueue_copy
+        self._fill = cl.enqueue_fill_buffer
+        self._map = cl.enqueue_map_buffer
+        cl.enqueue_copy, cl.enqueue_fill_buffer = self._on_copy, self._on_fill
+        cl.enqueue_map_buffer = self._on_map
+        _kernels.launch_hooks.append(self._on_launch)
+        self.capturing = True
+        active = self
+        return self
+
+    def __exit__(self, *exc):
+        global active
+        active = None
+        self.capturing = False
+        _kernels.launch_hooks.remove(self._on_launch)
+        cl.enqueue_copy, cl.enqueue_fill_buffer = self._copy, self._fill
+        cl.enqueue_map_buffer = self._map
+        try:
+            if exc[0] is None:
+                self._finish()
+        finally:
+            for dev in devices():
+                if dev.pool.recorder is self:
+                    dev.pool.recorder = None
+            if exc[0] is not None or self.broken:
+                self.release()
+        return False
+
+    def _on_launch(self, device, kernel, gsize, lsize, args, event):
+        if not self.paused:
+            self._ops.append(("launch", (device, kernel, gsize, lsize, args)))
+
+    def _on_copy(self, queue, dest, src, **kw):
+        if not self.paused:
+            host_dest = not isinstance(dest, cl.MemoryObjectHolder)
+            host_src = not isinstance(src, cl.MemoryObjectHolder)
+            if host_dest:
+                self._break(f"a read of device values to the host at {_where()}")
+            elif host_src:       # an upload: its bytes are a constant of the recording
+                src = np.array(src, copy=True)
+                self._ops.append(("copy", (queue, dest, src, kw)))
+            else:
+                self._ops.append(("copy", (queue, dest, src, kw)))
+        return self._copy(queue, dest, src, **kw)
+
+    def _on_fill(self, queue, mem, pattern, offset, size, *a, **kw):
+        if not self.paused:
+            self._ops.append(("fill", (queue, mem, np.array(pattern, copy=True), offset, size)))
+        return self._fill(queue, mem, pattern, offset, size, *a, **kw)
+
+    def _on_map(self, *a, **kw):
+        if not self.paused:
+            self._break(f"a mapping of device memory to the host at {_where()}")
+        return self._map(*a, **kw)
+
+    def _break(self, why):
+        if self.broken is None:
+            self.broken = why
+
+    def _mark_offset(self, generator, offset):
+        seed = self._seeds.setdefault(generator, generator._seed)
+        if seed != generator._seed:
+            self._break("a generator was re-seeded during the capture")
+        base = self._drawn.setdefault(generator, offset)   # the capture's first draw
+        marked = PhiloxOffset(offset)
+        self._offsets.append((marked, generator, offset - base))
+        return marked
+
+    # The private pool: MemoryPool.alloc / free ask these first while a capture runs.
+    def alloc(self, pool, nbytes, size):
+        if self.paused:
+            return None      # host work allocates what it keeps from the shared pool
+        free = self._bins.get((id(pool), size))
+        return free.pop() if free else None
+
+    def free(self, pool, buf, size):
+        self._pools[id(pool)] = pool
+        self._bins.setdefault((id(pool), size), []).append(buf)
+
+    def note_storage(self, storage):
+        self._allocated.append(weakref.ref(storage))
+
+    # -- from the noted work to a plan --------------------------------------------------------
+    def _finish(self):
+        if self.broken:
+            return
+        for gen, seed in self._seeds.items():
+            self._drawn[gen] = gen._offset - self._drawn[gen]
+        used = {}                                   # id(buffer) -> buffer
+        plan = []
+        found_offsets = set()
+        launches = 0
+        for kind, payload in self._ops:
+            if kind == "launch":
+                device, kernel, gsize, lsize, args = payload
+                k = cl.Kernel(kernel.program, kernel.function_name)
+                k.set_scalar_arg_dtypes(kernel._clgrad_signature)
+                k.set_args(*args)
+                sig = kernel._clgrad_signature
+                for i, a in enumerate(args):
+                    if isinstance(a, cl.MemoryObjectHolder):
+                        used[id(a)] = a
+                        self._slots.setdefault(id(a), []).append((k, i))
+                    elif type(a) is PhiloxOffset:
+                        found_offsets.add(id(a))
+                for marked, gen, delta in self._offsets:
+                    for i, a in enumerate(args):
+                        if a is marked:
+                            self._philox.append((k, i, gen, delta, sig[i]))
+                plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
+                self._devices.add(device)
+                launches += 1
+            elif kind == "copy":
+                queue, dest, src, kw = payload
+                for m in (dest, src):
+                    if isinstance(m, cl.MemoryObjectHolder):
+                        used[id(m)] = m
+                kw = {k: v for k, v in kw.items() if k != "is_blocking"}
+                plan.append((_enqueue_copy, (self._copy, queue, dest, src, kw)))
+            elif kind == "check":
+                queue, buf, host, what = payload
+                used[id(buf)] = buf
+                self._checks.append((host, what))
+                plan.append((_enqueue_check, (self, self._copy, queue, host, buf)))
+            elif kind == "fill":
+                queue, mem, pattern, offset, size = payload
+                used[id(mem)] = mem
+                plan.append((_enqueue_fill, (self._fill, queue, mem, pattern, offset, size)))
+            else:
+                fn, args, kwargs = payload
+                plan.append((_host, (fn, args, kwargs, self._devices)))
+        missing = [m for m, _, _ in self._offsets if id(m) not in found_offsets]
+        if missing:
+            self._break("a random op's counter offset did not reach its kernel unchanged")
+            return
+        # Buffers: those in the private bins stay there (the recording's); the bins' others go
+        # back to the pool; a used buffer held by a live storage is kept by holding the storage.
+        in_bins = set()
+        for (pid, size), bufs in self._bins.items():
+            keep = []
+            for b in bufs:
+                if id(b) in used:
+                    keep.append(b)
+                    in_bins.add(id(b))
+                else:
+                    self._pools[pid].free_now(b, size)
+            bufs[:] = keep
+        wanted = {i for i in used if i not in in_bins}
+        for ref in self._allocated:
+            s = ref()
+            if s is not None and id(s.buf) in wanted:
+                self._held.append(s)
+                wanted.discard(id(s.buf))
+        if wanted:
+            import gc
+            from .memory import Storage
+            for obj in gc.get_objects():
+                if type(obj) is Storage and id(obj.buf) in wanted:
+                    self._held.append(obj)
+                    wanted.discard(id(obj.buf))
+                    if not wanted:
+                        break
+        if wanted:
+            self._break("a kernel used a buffer that no live tensor holds")
+            return
+        self._allocated = []
+        self._ops = []
+        self._gated = {d for d in self._devices if d.gate_bursts}
+        self._plan = _bursts(plan, self._gated)
+        self.launches = launches
+
+    # -- replay ---------------------------------------------------------------------------------
+    def slots_of(self, buf):
+        """Where the replay passes `buf` to a kernel: [(kernel, argument index)]."""
+        return self._slots.get(id(buf), [])
+
+    def valid(self):
+        """Whether the generators the capture drew from still have their seeds."""
+        return all(gen._seed == seed for gen, seed in self._seeds.items())
+
+    def replay(self, bindings=()):
+        """Enqueue the recorded work again. bindings: [(slots, buffer)] to pass `buffer` where
+        the capture passed another (see `slots_of`)."""
+        if self._plan is None:
+            raise RuntimeError(f"this recording cannot be replayed: {self.broken or 'empty'}")
+        self.check()
+        for slots, buf in bindings:
+            for k, i in slots:
+                k.set_arg(i, buf)
+        if self._philox:
+            base = {gen: gen._offset for gen in self._drawn}
+            for k, i, gen, delta, np_type in self._philox:
+                k.set_arg(i, np_type(base[gen] + delta))
+            for gen, n in self._drawn.items():
+                gen._offset = base[gen] + n
+        for dev in self._devices:
+            dev.queue                                   # what waits goes first
+        for fn, args in self._plan:
+            fn(*args)
+
+    def check(self):
+        """Raise IndexError if an index check of the last replay failed (it waits for them)."""
+        events, self._check_events = self._check_events, []
+        if events:
+            cl.wait_for_events(events)
+            for host, what in self._checks:
+                if host[0]:
+                    host[0] = 0
+                    raise IndexError(f"{what} (found by a replay of a compiled step: the "
+                                     f"failing step is the one before this call)")
+
+    def release(self):
+        """Give the private pool's buffers back (the recording cannot replay after this)."""
+        for (pid, size), bufs in self._bins.items():
+            for b in bufs:
+                self._pools[pid].free_now(b, size)
+        self._bins = {}
+        self._held = []
+        self._plan = None
+
+    def __del__(self):
+        try:
+            if self._bins:
+                self.release()
+        except Exception:
+            pass
+
+
+def _enqueue_kernel(device, kernel, gsize, lsize):
+    cl.enqueue_nd_range_kernel(device._queue, kernel, gsize, lsize)
+
+
+def _bursts(plan, gated):
+    """The plan with each run of kernel launches made one step (_enqueue_burst)."""
+    out, run = [], []
+    for fn, args in plan + [(None, None)]:
+        if fn is _enqueue_kernel:
+            run.append(args)
+            continue
+        if run:
+            out.append((_enqueue_burst, (gated, run)))
+            run = []
+        if fn is not None:
+            out.append((fn, args))
+    return out
+
+
+def _enqueue_burst(gated, launches):
+    # PoCL's worker threads start on the first launch and then contend with the enqueues that
+    # follow (Device.flush): hold the burst behind a user event and release it whole. Only
+    # kernel launches go behind the gate: a copy or host work may wait for the queue.
+    gates = []
+    if len(launches) >= 8:
+        for dev in gated:
+            gate = cl.UserEvent(dev.context)
+            cl.enqueue_barrier(dev._queue, wait_for=[gate])
+            gates.append(gate)
+    enqueue = cl.enqueue_nd_range_kernel
+    try:
+        for dev, k, g, l in launches:
+            enqueue(dev._queue, k, g, l)
+    finally:
+        for gate in gates:
+            gate.set_status(cl.command_execution_status.COMPLETE)
+
+
+def _enqueue_copy(copy, queue, dest, src, kw):
+    copy(queue, dest, src, is_blocking=False, **kw)
+
+
+def _enqueue_check(rec, copy, queue, host, buf):
+    rec._check_events.append(copy(queue, host, buf, is_blocking=False))
+
+
+def _enqueue_fill(fill, queue, mem, pattern, offset, size):
+    fill(queue, mem, pattern, offset, size)
+
+
+def _host(fn, args, kwargs, devices):
+    fn(*args, **kwargs)
+    for dev in devices:          # its tiny launches wait in the burst queue: send them first
+        dev.queue
