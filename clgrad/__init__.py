@@ -139,7 +139,7 @@ from .func import vmap  # noqa: E402
 from .serialization import load, save  # noqa: E402
 # torch's top-level forms of nn.functional ops (ATen's argument lists) and its RNN cell ops
 from ._nn_top_level import *  # noqa: E402,F401,F403
-from .nn._rnn_cell_ops import *  # noqa: E402,F401,F403
+from .ops.rnn_step import *  # noqa: E402,F401,F403
 # torch's constants, its smaller namespaces and samplers (issue 23)
 from math import e, inf, nan, pi  # noqa: E402  (Python floats, as torch's)
 from . import _inductor, accelerator, random, version  # noqa: E402
