@@ -24,6 +24,8 @@
 <%!
 import math
 
+COMP = "0123456789abcdef"          # OpenCL's names of vector components
+
 
 def dft_row(R, q, T):
     """Entry q of an R-point DFT of v0 .. v(R-1): v0 + sum_r v_r w^(rq), w = e^(sign 2 pi i / R),
@@ -145,6 +147,81 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 % endfor
 }
 % endfor
+
+<% W = c.attr.width(dt) %>
+/* ---- radix 8 on vectors: W = ${W} neighbouring j per work-item (PoCL vectorises nothing across
+   work-items by itself). Used for the passes whose sub-transforms are at least W long (Ns >= W),
+   where the W lanes' inputs and outputs are contiguous: (re, im) pairs are loaded as two
+   W-vectors and split into a vector of real and one of imaginary parts. The twiddles come from
+   the pass's own table pt (e^(2 pi i r k / (Ns * 8)) at (r - 1) * Ns + k), contiguous in k
+   too. ---- */
+typedef CAT(${T}, ${W}) vreal;
+% for w in (2, 4, 8, 16):
+#if ${W} == ${w}
+/* the real / imaginary parts of W pairs held in a (first W reals) and b (the next W) */
+#define VRE(a, b) ((vreal)(${", ".join(f"a.s{COMP[2*l]}" for l in range(w // 2))}, ${", ".join(f"b.s{COMP[2*l]}" for l in range(w // 2))}))
+#define VIM(a, b) ((vreal)(${", ".join(f"a.s{COMP[2*l+1]}" for l in range(w // 2))}, ${", ".join(f"b.s{COMP[2*l+1]}" for l in range(w // 2))}))
+/* and back: the first W reals of the pairs (re, im), the next W */
+#define VLO(re, im) ((vreal)(${", ".join(f"re.s{COMP[l]}, im.s{COMP[l]}" for l in range(w // 2))}))
+#define VHI(re, im) ((vreal)(${", ".join(f"re.s{COMP[l]}, im.s{COMP[l]}" for l in range(w // 2, w))}))
+#endif
+% endfor
+
+/* a 4-point DFT of vector pairs (r0, i0) .. (r3, i3), in place */
+#define VDFT4(r0, i0, r1, i1, r2, i2, r3, i3) do { \
+        vreal sr_ = r0 + r2, si_ = i0 + i2, dr_ = r0 - r2, di_ = i0 - i2; \
+        vreal tr_ = r1 + r3, ti_ = i1 + i3, er_ = -sign * (i1 - i3), ei_ = sign * (r1 - r3); \
+        r0 = sr_ + tr_; i0 = si_ + ti_; r2 = sr_ - tr_; i2 = si_ - ti_; \
+        r1 = dr_ + er_; i1 = di_ + ei_; r3 = dr_ - er_; i3 = di_ - ei_; \
+    } while (0)
+
+__kernel void fft_r8v(__global const ${T} *x, long xo, __global ${T} *y, long yo,
+                      __global const ${T} *pt, long pto, long N, long Ns, long Q, long step,
+                      ${T} sign, ${T} scale)
+{
+    long j0 = get_global_id(0) * ${W}, b = get_global_id(1);
+    if (j0 >= Q) return;
+    __global const ${T} *xb = x + xo + 2 * b * N;
+    long k0 = j0 & (Ns - 1);
+% for r in range(8):
+    vreal r${r}, i${r};
+    {
+        __global const ${T} *p = xb + 2 * (j0 + ${r} * Q);
+        vreal a = LDV(${T}, ${W}, 0, p), c = LDV(${T}, ${W}, 0, p + ${W});
+        r${r} = VRE(a, c);
+        i${r} = VIM(a, c);
+    }
+% endfor
+% for r in range(1, 8):
+    {
+        __global const ${T} *p = pt + pto + 2 * (${r - 1} * Ns + k0);
+        vreal a = LDV(${T}, ${W}, 0, p), c = LDV(${T}, ${W}, 0, p + ${W});
+        vreal cr = VRE(a, c), ci = sign * VIM(a, c);
+        vreal nr = r${r} * cr - i${r} * ci;
+        i${r} = r${r} * ci + i${r} * cr;
+        r${r} = nr;
+    }
+% endfor
+    VDFT4(r0, i0, r2, i2, r4, i4, r6, i6);
+    VDFT4(r1, i1, r3, i3, r5, i5, r7, i7);
+    const ${T} h = (${T})0.70710678118654752440;
+    vreal w1r = h * (r3 - sign * i3), w1i = h * (sign * r3 + i3);
+    vreal w2r = -sign * i5, w2i = sign * r5;
+    vreal w3r = h * (-r7 - sign * i7), w3i = h * (sign * r7 - i7);
+    vreal ur[8], ui[8];
+    ur[0] = r0 + r1; ui[0] = i0 + i1; ur[4] = r0 - r1; ui[4] = i0 - i1;
+    ur[1] = r2 + w1r; ui[1] = i2 + w1i; ur[5] = r2 - w1r; ui[5] = i2 - w1i;
+    ur[2] = r4 + w2r; ui[2] = i4 + w2i; ur[6] = r4 - w2r; ui[6] = i4 - w2i;
+    ur[3] = r6 + w3r; ui[3] = i6 + w3i; ur[7] = r6 - w3r; ui[7] = i6 - w3i;
+    __global ${T} *yb = y + yo + 2 * (b * N + (j0 - k0) * 8 + k0);
+% for r in range(8):
+    {
+        vreal re = ur[${r}] * scale, im = ui[${r}] * scale;
+        STV(${T}, ${W}, VLO(re, im), 0, yb + 2 * ${r} * Ns);
+        STV(${T}, ${W}, VHI(re, im), 0, yb + 2 * ${r} * Ns + ${W});
+    }
+% endfor
+}
 
 <% LMAX = 16384 // (4 * dt.itemsize) %>
 #define LMAX ${LMAX}

@@ -640,17 +640,16 @@ def drive_attention(dev, dt, rng):
 
 def drive_fft(dev, dt, rng):
     """The transforms of clgrad.ops.fft on (re, im) pairs: powers of two (8: one radix-8 pass;
-    16: radix 2 then 8), 105 (radices 3, 5, 7), a Bluestein length (11, through 32), length 1, real and strided inputs, the Hermitian extension (c2r) and the
-    gradients; on the GPU path (fft_local up to local_max) also a longer row."""
+    16: radix 2 then 8), 105 (radices 3, 5, 7), a Bluestein length (11, through 32), length 1,
+    real and strided inputs, the Hermitian extension (c2r) and the gradients; single long rows
+    for the passes (below)."""
     import clgrad
     from clgrad.kernels.fft import FFT_DTYPES, clear_cache
     from clgrad.ops import fft as f
     if dt not in FFT_DTYPES:
         return
     clear_cache()               # the twiddle tables and filters are built anew on each path
-    # on the GPU path rows up to local_max (1024 / 512) go to fft_local: 2048 takes the passes
-    # (one radix-2, five radix-4)
-    for n in (8, 16, 11, 1, 105) + (() if dev.cpu_paths else (2048,)):
+    for n in (8, 16, 11, 1, 105):
         p = _t(dt, (2, n, 2), dev, rng).requires_grad_()
         f.c2c(p, [0, 1], False, 0.5).sum().backward()
         f.c2c(_t(dt, (n, 3, 2), dev, rng).transpose(0, 1), [1], True, 1.0)
@@ -658,8 +657,15 @@ def drive_fft(dev, dt, rng):
         y = f.r2c(x, [1], [n], False, 1.0)
         h = y.detach().requires_grad_()
         (y.sum() + f.c2r(h, [1], n, True, 1.0 / n).sum()).backward()
-    if not dev.cpu_paths:       # passes that start with radix 2 (8192 = 2 * 8^4), forward only
-        f.c2c(_t(dt, (1, 8192, 2), dev, rng), [1], False, 1.0)
+    # single rows forward, for the passes: on the CPU paths 1024 = 2 * 8^3, whose pass over
+    # sub-transforms of 16 takes fft_r8v at every vector width; on the GPU path (rows up to
+    # local_max, 1024 / 512, go to fft_local) 2048 = 4 * 8^3 and, in float32, 8192 = 2 * 8^4
+    # (radix 2 first, fft_r8 over sub-transforms of 2 < VEC), in float64 1024 (radix 2 first)
+    # and 4096 = 8^4 (fft_r8 over sub-transforms of 1 < VEC8)
+    lengths = (1024,) if dev.cpu_paths else \
+        (2048, 8192) if dt is clgrad.float32 else (1024, 2048, 4096)
+    for n in lengths:
+        f.c2c(_t(dt, (1, n, 2), dev, rng), [1], False, 1.0)
 
 
 # family -> the function that drives its ops for one dtype

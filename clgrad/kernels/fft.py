@@ -16,10 +16,12 @@ autograd.
 """
 from collections import OrderedDict
 
+import numpy as np
+
 from .. import dtypes
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import grid, group_limit
-from ..tensor import contiguous_strides, empty_tensor, numel_of
+from ..runtime.kernels import grid, group_limit, vec_width
+from ..tensor import contiguous_strides, empty_tensor, numel_of, upload
 from ._layout import collapse, view_raw
 from .copy import check_fp64, contiguous_raw
 
@@ -90,6 +92,16 @@ def local_max(dt):
     return 16384 // (4 * dt.itemsize)
 
 
+def _pass_twiddles(dev, dt, Ns):
+    """The twiddles of a radix-8 pass over sub-transforms of length Ns, laid out for fft_r8v's
+    vector loads: e^(2 pi i r k / (8 Ns)) at (r - 1) * Ns + k (computed in float64 on the host,
+    once per Ns and device)."""
+    def make():
+        a = 2 * np.pi * np.outer(np.arange(1, 8), np.arange(Ns)) / (8 * Ns)
+        return upload(np.stack([np.cos(a), np.sin(a)], -1).reshape(-1, 2), dt, dev)
+    return _cached(("pass", dev, dt, Ns), make)
+
+
 def _stockham(dev, dt, x, xo_args, B, N, sign, scale, real_in):
     """The transforms of length N (of prime factors 2, 3, 5, 7) of B rows read through xo_args
     (the input's strides); a new contiguous [B, N, 2] tensor. On GPUs, powers of two that fit
@@ -108,14 +120,19 @@ def _stockham(dev, dt, x, xo_args, B, N, sign, scale, real_in):
     bufs = [empty_tensor((B, N, 2), dt, dev), None]
     src, src_args, Ns = x, xo_args, 1
     radices = _radices(N)
+    w = vec_width(dev, dt)
     for i, R in enumerate(radices):
         dst = bufs[i % 2]
         if dst is None:
             dst = bufs[1] = empty_tensor((B, N, 2), dt, dev)
         last = i == len(radices) - 1
-        (g0,), (l0,) = grid(dev, N // R)
-        FFT.launch(dev, dt, f"fft_r{R}", ((g0, B), (l0, 1)), src, *src_args, dst, tw, N, Ns,
-                   N // R, N // (Ns * R), float(sign), float(scale) if last else 1.0)
+        args = (N, Ns, N // R, N // (Ns * R), float(sign), float(scale) if last else 1.0)
+        if R == 8 and Ns >= w and (N // 8) % w == 0:    # w lanes of one sub-transform
+            FFT.launch(dev, dt, "fft_r8v", _grid2(dev, N // 8 // w, B), src, dst,
+                       _pass_twiddles(dev, dt, Ns), *args)
+        else:
+            FFT.launch(dev, dt, f"fft_r{R}", _grid2(dev, N // R, B), src, *src_args, dst, tw,
+                       *args)
         src, src_args, Ns = dst, (2 * N, 2, 0), Ns * R
     return src
 
