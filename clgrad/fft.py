@@ -38,7 +38,7 @@ def _pairs(name, x, complex_ok):
             raise RuntimeError(f"{name} expects a real input tensor, but got "
                                f"{_dtypes.TORCH_NAMES.get(x.dtype, x.dtype.name)}")
         return _view_as_real(x), None
-    dt = _f.fft_dtype(name, x, False)
+    dt = _f.fft_dtype(x)
     return None, (x if x.dtype is dt else x.to(dt))
 
 

@@ -332,6 +332,12 @@ def test_stft_istft(device):
           np_istft(want, 16, 4, 16, hann, True, 110), dt)
     close(clgrad.istft(s, 16, window=t(hann, device), length=90),
           np_istft(want, 16, 4, 16, hann, True, 90), dt)
+    # align_to_window: frames of the window's length, centred in n_fft
+    got = clgrad.stft(t(x, device), 8, hop_length=4, win_length=4, window=t(hann[::4], device),
+                      center=False, align_to_window=True, return_complex=True)
+    frames = np.stack([np.pad(x[:, k * 4:k * 4 + 4] * hann[::4], [(0, 0), (2, 2)])
+                       for k in range(1 + (100 - 4) // 4)], -2)
+    close(got, np.swapaxes(np.fft.rfft(frames), -1, -2), dt)
     # complex signals: two-sided; istft back to complex
     z = (x[0] + 1j * x[1])
     sz = clgrad.stft(t(z, device), 16, window=t(hann, device))
@@ -353,6 +359,8 @@ def test_stft_errors_and_gradient(device):
         clgrad.stft(x, 0, center=False, return_complex=True)
     with pytest.raises(RuntimeError, match="expected a 1D or 2D tensor"):
         clgrad.stft(x.view(2, 5, 10), 4, return_complex=True)
+    with pytest.raises(RuntimeError, match="align_to_window should only be set when center"):
+        clgrad.stft(x, 16, align_to_window=True, return_complex=True)
     with pytest.raises(RuntimeError, match="Cannot have onesided output"):
         clgrad.stft(x.to(clgrad.complex64), 16, onesided=True, return_complex=True)
     s = clgrad.stft(x, 16, return_complex=True)

@@ -24,12 +24,10 @@ The n-d transforms are 1-d ones along each dim in turn, the normalisation applie
 """
 import math
 
-import numpy as np
-
 from .. import dtypes
 from ..autograd.op import Op
+from ..kernels.copy import full_raw
 from ..kernels.fft import fft_raw, irfft_raw, rfft_raw
-from ..tensor import upload
 from .join import stack
 from .shape import constant_pad_nd
 
@@ -99,9 +97,8 @@ class C2R(Op):
         gi = R2C.apply(g, not ctx.inverse, ctx.scale, True)
         h = n // 2 + 1
         if n - h > 0:                   # entries 1 .. n - h stand for two of the full spectrum
-            w = np.ones((h, 1))
-            w[1:1 + n - h] = 2
-            gi = gi * upload(w.astype(gi.dtype.np), gi.dtype, gi._storage.device)
+            twice = full_raw((n - h, 1), 1, gi.dtype, gi._storage.device)
+            gi = gi * (constant_pad_nd(twice, (0, 0, 1, 2 * h - 1 - n)) + 1)
         return gi, None, None, None
 
     @staticmethod
@@ -159,7 +156,7 @@ def real_pairs(x):
     return stack([x, x.new_zeros(()).expand(x.shape)], -1)
 
 
-def fft_dtype(name, x, complex_input):
+def fft_dtype(x):
     """The real dtype torch computes the transforms of x in: float32 or float64 (integers and
     bools promote to the default dtype), as torch's CPU transforms; 16-bit floats are refused."""
     dt = x.dtype

@@ -74,6 +74,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                                "inputs, and will further require that return_complex=True in a "
                                "future PyTorch release.")
         return_complex = True
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
     if x.dim() not in (1, 2):
@@ -81,7 +83,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError(f"stft({_torch_type(x)}[{shape}], n_fft={n_fft}) : expected a 1D or "
                            f"2D tensor")
     if not x.dtype.is_complex:
-        x = x.to(_f.fft_dtype("stft", x, False))
+        x = x.to(_f.fft_dtype(x))
     batched = x.dim() == 2
     if not batched:
         x = x.unsqueeze(0)
@@ -110,15 +112,24 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if onesided and cplx:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     scale = 1.0 / math.sqrt(n_fft) if normalized else 1.0
+    # align_to_window: frames of win_length samples hop apart (the window's own), centred in
+    # n_fft by zeros, rather than frames of n_fft whose middle the window covers
+    size, left = (win, (n_fft - win) // 2) if align_to_window else (n_fft, 0)
+    if align_to_window:
+        w = window
     if cplx:
-        frames = x.unfold(-2, n_fft, hop).transpose(-1, -2)     # [B, T, n_fft, 2]
+        frames = x.unfold(-2, size, hop).transpose(-1, -2)      # [B, T, size, 2]
         if w is not None:
             frames = _times_window(frames, w)
+        if size < n_fft:
+            frames = constant_pad_nd(frames, (0, 0, left, n_fft - size - left))
         pairs = _f.C2C.apply(frames, False, scale)
     else:
-        frames = x.unfold(-1, n_fft, hop)                       # [B, T, n_fft]
+        frames = x.unfold(-1, size, hop)                        # [B, T, size]
         if w is not None:
             frames = frames * w
+        if size < n_fft:
+            frames = constant_pad_nd(frames, (left, n_fft - size - left))
         pairs = _f.R2C.apply(frames, False, scale, onesided)
     pairs = pairs.transpose(-3, -2)                             # [B, n_freq, T, 2]
     if not batched:
