@@ -16,10 +16,12 @@ import weakref
 
 from .. import _grad_state, dtypes
 from ..autograd import engine
+from ..autograd.engine import grad as autograd_grad
+from ..autograd.function import Function
 from ..amp import autocast_mode
 from ..runtime.recording import Recording, active_recording
 from ..tensor import Tensor, alias, empty_tensor
-from ..kernels.copy import copy_into
+from ..kernels.copy import copy_into, fill_raw
 from . import config
 
 _compiled = weakref.WeakSet()       # every CompiledFunction, for reset()
@@ -157,10 +159,16 @@ class _State:
                 tensors.extend(group["params"])
         self.tensors = [t for t in dict.fromkeys(tensors + self.tensors) if t is not None]
 
-    def key(self):
+    def grads_used(self, rec):
+        """Indices of the tensors whose gradient's buffer the recording uses (a step that runs
+        backward inside writes them): their .grad must stay the same tensor."""
+        return frozenset(i for i, t in enumerate(self.tensors)
+                         if t.grad is not None and rec.uses(t.grad._storage.buf))
+
+    def key(self, grads=frozenset()):
         k = [m.training for m in self.modules]
-        for t in self.tensors:
-            g = t.grad
+        for i, t in enumerate(self.tensors):
+            g = t.grad if i in grads else None
             k.append((id(t), id(t._storage), t._offset, t._shape, t.requires_grad,
                       None if g is None else (id(g), id(g._storage))))
         for s in self.scalers:
@@ -182,6 +190,16 @@ class _Variant:
         self.inputs = []            # per tensor argument: (slots, buffer bound last)
         self.outputs = None         # how to build the return value
         self.staged = []            # per tensor argument: its staging tensor, or None
+        self.grads = frozenset()    # state tensors whose .grad the recording uses
+        # outputs differentiated outside (a module's forward): see _Call
+        self.joint = None           # (output positions, differentiable inputs' places)
+        self.brec = None            # the recording of their backward
+        self.bstage = []            # staging tensors of the output gradients it reads
+        self.bouts = []             # the gradients it writes (aliases), None where unused
+        self.captured = []          # the recorded call's argument buffers
+        self.bslots = []            # where the backward recording passes them
+        self.epoch = 0              # forward calls so far (a backward must match its own)
+        self.last = None            # weak reference to the latest _Call
 
 
 class CompiledFunction:
@@ -243,8 +261,16 @@ class CompiledFunction:
             return self._eager(args, kwargs)
         if self._state is None:
             self._state = _State(self._fn, args, kwargs)
-        if v.rec is not None and v.state == self._state.key() and v.rec.valid():
-            return self._replay(v, leaves)
+        if v.rec is not None and v.state == self._state.key(v.grads) and v.rec.valid():
+            if v.joint is None:
+                return self._replay(v, leaves)
+            last = v.last() if v.last is not None else None
+            if last is not None and not last.done:
+                # the last call's backward has not run: a replay would overwrite what it reads
+                return self._eager(args, kwargs)
+            if v.brec is not None:
+                return self._replay(v, leaves)
+            # the recorded call's outputs were dropped before their backward: record again
         v.calls += 1
         if v.calls == 1:
             return self._eager(args, kwargs)         # warm-up: lazily made state appears
@@ -274,6 +300,7 @@ class CompiledFunction:
         with Recording() as rec:
             out = self._fn(*args, **kwargs)
         backward_ran = engine.RUNS[0] != runs
+        v.joint, v.brec = None, None
         if rec.broken:
             self._give_up(v, rec.broken + " (return the tensor and read it outside the "
                              "compiled function)")
@@ -283,23 +310,48 @@ class CompiledFunction:
         known = {id(t) for t in leaves} | {id(t) for t in self._state.tensors}
         leaves = [st if st is not None else t for st, t in zip(v.staged, leaves)]
         outs = []
-        for t in out_leaves:
+        joint = []
+        for k, t in enumerate(out_leaves):
             if t.requires_grad and t.grad_fn is not None and not backward_ran:
-                rec.release()
-                self._give_up(v, "an output needs autograd (a compiled function's outputs "
-                                 "cannot be differentiated outside it yet: run backward inside)")
-                return out
-            if id(t) in known:
+                joint.append(k)      # differentiated outside: its copy gets a _Call's node
+                outs.append(("copy", (alias(t), False)))
+            elif id(t) in known:
                 outs.append(("same", t))
             else:
                 # a step's loss: its graph was used inside, the copy has none (as detach())
                 outs.append(("copy", (alias(t), t.requires_grad and t.grad_fn is None)))
         v.outputs = (spec, outs)
         v.inputs = [(rec.slots_of(t._storage.buf), t._storage.buf) for t in leaves]
+        v.captured = [t._storage.buf for t in leaves]
         v.rec = rec
-        v.state = self._state.key()
-        return _outputs(v)     # copies: the recording's buffers are overwritten by each replay
+        v.grads = self._state.grads_used(rec)
+        v.state = self._state.key(v.grads)
+        if not joint:
+            return _outputs(v)   # copies: the recording's buffers are overwritten by each replay
+        places = [("arg", i) for i, t in enumerate(leaves) if t.requires_grad] + \
+            [("state", j) for j, t in enumerate(self._state.tensors) if t.requires_grad]
+        v.joint = (joint, places)
+        eager = ([out_leaves[k] for k in joint], self._diff_inputs(v, leaves))
+        return self._joined(v, leaves, eager)
 
+    def _diff_inputs(self, v, leaves):
+        return [leaves[i] if where == "arg" else self._state.tensors[i]
+                for where, i in v.joint[1]]
+
+    def _joined(self, v, leaves, eager=None):
+        """The outputs, those differentiated outside linked to one node whose backward replays
+        (or, the first time, records) the backward of the recorded call."""
+        made = _outputs(v, flat=True)
+        v.epoch += 1
+        call = _Call(self, v, v.epoch, eager)
+        call.leaves = [st if st is not None else t for st, t in zip(v.staged, leaves)]
+        joint = v.joint[0]
+        call.outs = [made[k] for k in joint]
+        linked = _Joint.apply(call, *self._diff_inputs(v, leaves))
+        for k, t in zip(joint, linked):
+            made[k] = t
+        v.last = weakref.ref(call)
+        return _unflatten_out(v.outputs[0], iter(made))
     def _replay(self, v, leaves):
         self.stats["replays"] += 1
         bindings = []
@@ -314,10 +366,89 @@ class CompiledFunction:
                 bindings.append((slots, buf))
                 v.inputs[i] = (slots, buf)
         v.rec.replay(bindings)
+        if v.joint is not None:
+            return self._joined(v, leaves)
         return _outputs(v)
 
 
-def _outputs(v):
+class _Call:
+    """One call of a compiled function whose outputs are differentiated outside it: its
+    backward replays the variant's backward recording, made from the eager graph of the
+    recorded call the first time."""
+
+    def __init__(self, fn, v, epoch, eager):
+        self.fn, self.v, self.epoch, self.eager = fn, v, epoch, eager
+        self.outs = []
+        self.leaves = []            # the call's tensor arguments (staged ones' copies)
+        self.done = False
+
+    def backward(self, grads):
+        v = self.v
+        if _grad_state.state.grad_enabled:
+            raise RuntimeError("clgrad.compile: a compiled call cannot be differentiated twice "
+                               "(create_graph=True through its outputs)")
+        if self.epoch != v.epoch:
+            raise RuntimeError("clgrad.compile: this call's saved values were overwritten by a "
+                               "later call of the same compiled function; call backward before "
+                               "calling it again")
+        if self.eager is None and v.brec is None:
+            raise RuntimeError("clgrad.compile: the backward of this call was not recorded")
+        if self.eager is not None:                   # the recorded call: record its backward
+            outs, inputs = self.eager
+            self.eager = None
+            v.bstage = [empty_tensor(o._shape, o._dtype, o._storage.device) for o in outs]
+            for st, g, o in zip(v.bstage, grads, outs):
+                if g is None:
+                    fill_raw(st, 0)
+                else:
+                    copy_into(st, g)
+            with Recording() as rec:
+                got = autograd_grad(outs, inputs, v.bstage, allow_unused=True)
+            if rec.broken:
+                v.rec.release()
+                v.rec = None
+                self.fn._give_up(v, rec.broken + " (in the backward of a compiled call)")
+                self.done = True
+                return tuple(got)
+            v.brec = rec
+            v.bouts = [None if g is None else alias(g) for g in got]
+            # the backward reads the arguments too (a weight's gradient reads the input)
+            v.bslots = [rec.slots_of(b) for b in v.captured]
+        else:
+            for st, g in zip(v.bstage, grads):
+                if g is None:
+                    fill_raw(st, 0)
+                else:
+                    copy_into(st, g)
+            v.brec.replay([(slots, t._storage.buf)
+                           for slots, t in zip(v.bslots, self.leaves) if slots])
+        self.done = True
+        self.leaves = None
+        result = []
+        for g in v.bouts:
+            if g is None:
+                result.append(None)
+            else:
+                t = empty_tensor(g._shape, g._dtype, g._storage.device)
+                copy_into(t, g)
+                result.append(t)
+        return tuple(result)
+
+
+class _Joint(Function):
+    """The node of a compiled call's differentiated outputs (see _Call)."""
+
+    @staticmethod
+    def forward(ctx, call, *inputs):
+        ctx.call = call
+        return tuple(call.outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + ctx.call.backward(grads)
+
+
+def _outputs(v, flat=False):
     """The return value of a replay: tensors that are the recording's copied out, others as
     they are."""
     spec, outs = v.outputs
@@ -332,7 +463,7 @@ def _outputs(v):
             if rg:
                 t.requires_grad_(True)
             made.append(t)
-    return _unflatten_out(spec, iter(made))
+    return made if flat else _unflatten_out(spec, iter(made))
 
 
 def _flatten_out(obj, leaves):

@@ -153,6 +153,7 @@ class Recording:
         self._gated = set()         # those whose bursts are held behind an event
         self._checks = []           # (host flag, message) of the index checks
         self._check_events = []     # reads of the flags by the last replay
+        self._used = set()          # ids of the buffers the replay uses
         self.paused = 0
         self.broken = None          # why the recording cannot replay, or None
         self.launches = 0
@@ -335,11 +336,16 @@ class Recording:
             return
         self._allocated = []
         self._ops = []
+        self._used = set(used)
         self._gated = {d for d in self._devices if d.gate_bursts}
         self._plan = _bursts(plan, self._gated)
         self.launches = launches
 
     # -- replay ---------------------------------------------------------------------------------
+    def uses(self, buf):
+        """Whether the replay reads or writes `buf`."""
+        return id(buf) in self._used
+
     def slots_of(self, buf):
         """Where the replay passes `buf` to a kernel: [(kernel, argument index)]."""
         return self._slots.get(id(buf), [])

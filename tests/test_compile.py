@@ -1,0 +1,262 @@
+"""Compiled steps (clgrad.compile over runtime/recording.py): replays give eager's results bit for
+bit (dropout and Adam included), guards record again when what the recording assumed changes,
+host reads fall back to eager with a warning (an error under fullgraph), outputs are never
+overwritten by later replays, and launches are replayed, not dispatched."""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn as nn
+import clgrad.nn.functional as F
+from clgrad.runtime import kernels
+from clgrad.runtime.recording import Recording
+
+
+def _mlp(p=0.2):
+    clgrad.manual_seed(0)
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Dropout(p), nn.Linear(32, 4))
+
+
+def _data(n=6, batch=16, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(clgrad.tensor(rng.standard_normal((batch, 12)).astype(np.float32)),
+             clgrad.tensor(rng.integers(0, 4, batch))) for _ in range(n)]
+
+
+def _train(model, opt, data, compiled, sched=None):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        return loss
+    run = clgrad.compile(step) if compiled else step
+    clgrad.manual_seed(7)
+    losses = [run(x, y) for x, y in data]
+    return [l.item() for l in losses], run
+
+
+@pytest.mark.parametrize("optim", ["sgd", "adam"])
+def test_training_step_replays_bit_for_bit(device, optim):
+    results = []
+    for compiled in (False, True):
+        model = _mlp()
+        if optim == "sgd":
+            opt = clgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        else:
+            opt = clgrad.optim.Adam(model.parameters(), lr=0.01)
+        sched = clgrad.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        losses, run = _train(model, opt, _data(), compiled, sched)
+        results.append((losses, [p.detach().numpy() for p in model.parameters()], opt.param_groups[0]["lr"]))
+    (le, pe, lre), (lc, pc, lrc) = results
+    assert le == lc                      # dropout draws and Adam's bias corrections advance
+    for a, b in zip(pe, pc):
+        np.testing.assert_array_equal(a, b)
+    assert lre == lrc                    # the scheduler ran at every replay
+    assert run.stats["replays"] == 4 and run.stats["recordings"] == 1
+
+
+def test_replay_launches_without_dispatch(device):
+    x = clgrad.randn(64)
+    f = clgrad.compile(lambda t: (t * 2 + 1).tanh().sum())
+    f(x), f(x)
+    seen = []
+    kernels.launch_hooks.append(lambda *a: seen.append(a[1]))
+    try:
+        out = f(x)
+    finally:
+        kernels.launch_hooks.pop()
+    # the only launch that goes through the chokepoint is the copy of the output
+    assert len(seen) == 1
+    np.testing.assert_allclose(out.item(), np.tanh(x.numpy() * 2 + 1).sum(), rtol=1e-5)
+
+
+def test_outputs_are_not_overwritten(device):
+    f = clgrad.compile(lambda t: t * 3)
+    outs = [f(clgrad.full((4,), float(i))) for i in range(5)]
+    assert [o.tolist() for o in outs] == [[3.0 * i] * 4 for i in range(5)]
+    assert f.stats["replays"] == 3
+
+
+def test_new_batches_are_bound_and_slices_staged(device):
+    data = clgrad.arange(40.0).view(10, 4)
+    f = clgrad.compile(lambda t: (t + 1).sum(1))
+    got = [f(data[i:i + 2]).tolist() for i in range(0, 10, 2)]      # views at offsets
+    want = [(data.numpy()[i:i + 2] + 1).sum(1).tolist() for i in range(0, 10, 2)]
+    assert got == want
+    fresh = [f(clgrad.full((2, 4), float(i))).tolist() for i in range(4)]
+    assert fresh == [[4.0 * (i + 1)] * 2 for i in range(4)]
+
+
+def test_new_shape_records_a_variant(device):
+    f = clgrad.compile(lambda t: t.exp())
+    for n in (3, 5, 3, 5, 3, 5):
+        x = clgrad.linspace(0, 1, n)
+        np.testing.assert_allclose(f(x).numpy(), np.exp(x.numpy()), rtol=1e-6)
+    assert len(f._variants) == 2 and f.stats["replays"] == 2
+
+
+def test_guards_on_globals_and_parameters(device):
+    global SCALE
+    SCALE = 2.0
+    w = nn.Parameter(clgrad.ones(3))
+
+    def f(x):
+        return x * w * SCALE
+    cf = clgrad.compile(f)
+    x = clgrad.ones(3)
+    for _ in range(3):
+        assert cf(x).tolist() == [2.0] * 3
+    SCALE = 5.0                           # a baked Python value changed: recorded again
+    assert cf(x).tolist() == [5.0] * 3
+    with clgrad.no_grad():
+        w.mul_(2)                         # same parameter, new values: replayed as is
+    assert cf(x).tolist() == [10.0] * 3
+    assert cf.stats["recordings"] == 2
+
+
+def test_host_read_falls_back_with_a_warning(device):
+    def f(x):
+        if x.sum().item() > 0:            # control flow on a value
+            return x * 2
+        return x * 3
+    cf = clgrad.compile(f)
+    cf(clgrad.ones(2))
+    with pytest.warns(RuntimeWarning, match="read of device values to the host"):
+        cf(clgrad.ones(2))
+    assert cf(-clgrad.ones(2)).tolist() == [-3.0, -3.0]        # eager: right either way
+    with pytest.raises(clgrad.compiler.CompileError, match="test_compile.py"):
+        g = clgrad.compile(f, fullgraph=True)
+        g(clgrad.ones(2)), g(clgrad.ones(2))
+
+
+def test_cache_limit_then_eager(device, monkeypatch):
+    monkeypatch.setattr(clgrad.compiler.config, "cache_size_limit", 2)
+    f = clgrad.compile(lambda t: t + 1)
+    with pytest.warns(RuntimeWarning, match="cache_size_limit"):
+        for n in range(1, 5):
+            assert f(clgrad.zeros(n)).tolist() == [1.0] * n
+    assert f(clgrad.zeros(7)).tolist() == [1.0] * 7
+
+
+def test_index_check_reports_on_the_next_replay(device):
+    emb = nn.Embedding(5, 3)
+    f = clgrad.compile(lambda i: emb(i).sum())
+    good = clgrad.tensor([0, 4])
+    with clgrad.no_grad():
+        f(good), f(good), f(good)
+        f(clgrad.tensor([1, 9]))          # replayed: the check's flag is read without waiting
+        with pytest.raises(IndexError, match="index out of range"):
+            f(good)
+    assert f.stats["replays"] >= 2
+
+
+def test_module_compile_and_optimized_module(device):
+    net = _mlp(p=0.0).eval()
+    ref = copy.deepcopy(net)
+    opt_mod = clgrad.compile(net)
+    assert isinstance(opt_mod, clgrad.compiler.OptimizedModule)
+    assert all(k.startswith("_orig_mod.") for k in opt_mod.state_dict())
+    x = clgrad.randn(5, 12)
+    with clgrad.no_grad():
+        for _ in range(3):
+            np.testing.assert_array_equal(opt_mod(x).numpy(), ref(x).numpy())
+    assert opt_mod._compiled.stats["replays"] == 1
+    net.compile()
+    with clgrad.no_grad():
+        for _ in range(3):
+            np.testing.assert_array_equal(net(x).numpy(), ref(x).numpy())
+
+
+def test_compile_arguments(device):
+    f = lambda t: t + 1  # noqa: E731
+    assert clgrad.compile(f, backend="eager") is f
+    assert clgrad.compile(f, disable=True) is f
+    deco = clgrad.compile(mode="reduce-overhead")
+    assert deco(f)(clgrad.zeros(1)).tolist() == [1.0]
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        clgrad.compile(f, mode="fastest")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        clgrad.compile(f, mode="default", options={})
+    clgrad.compiler.reset()
+    assert not clgrad.compiler.is_compiling()
+
+
+def test_disable_runs_as_host_work(device):
+    calls = []
+
+    @clgrad.compiler.disable
+    def log(t):
+        calls.append(1)
+
+    f = clgrad.compile(lambda t: (log(t), t * 2)[1])
+    for _ in range(4):
+        f(clgrad.ones(2))
+    assert len(calls) == 4 and f.stats["replays"] == 2
+
+
+def test_recording_gives_buffers_back(device):
+    pool = device.pool
+    pool.settle()
+    before = pool.allocated
+    x = clgrad.randn(1000)
+    with Recording() as rec:
+        y = (x * 2).exp() + 1
+    del y
+    rec.release()
+    del rec
+    pool.settle()
+    assert pool.allocated == before + x._storage._block
+
+
+def test_compiled_module_differentiated_outside(device):
+    """torch.compile(model) in a training loop: forward replayed, its backward recorded on the
+    first backward and replayed after, gradients equal to eager bit for bit."""
+    model = _mlp()
+    ref = copy.deepcopy(model)
+    cm = clgrad.compile(model)
+    opts = [clgrad.optim.Adam(m.parameters(), lr=0.01) for m in (model, ref)]
+    data = _data()
+    out = []
+    for net, opt in zip((cm, ref), opts):
+        clgrad.manual_seed(3)
+        losses = []
+        for x, y in data:
+            opt.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        out.append(losses)
+    assert out[0] == out[1]
+    for a, b in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert cm._compiled.stats["replays"] == 4
+
+
+def test_compiled_call_input_gradients_and_overlap(device):
+    w = nn.Parameter(clgrad.randn(4, 3, dtype=clgrad.float64))
+    f = clgrad.compile(lambda x: (x @ w).tanh())
+    xs = [clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True) for _ in range(5)]
+    for x in xs:
+        f(x).sum().backward()
+    for x in xs:
+        want = (1 - np.tanh(x.detach().numpy() @ w.detach().numpy()) ** 2) @ \
+            w.detach().numpy().T
+        np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    # two calls before one backward: the second runs eagerly, both gradients right
+    a, b = clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True), \
+        clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True)
+    (f(a).sum() + f(b).sum()).backward()
+    for x in (a, b):
+        want = (1 - np.tanh(x.detach().numpy() @ w.detach().numpy()) ** 2) @ \
+            w.detach().numpy().T
+        np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="differentiated twice"):
+        x = clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True)
+        clgrad.autograd.grad(f(x).sum(), x, create_graph=True)
