@@ -28,9 +28,9 @@ from .copy import check_fp64, contiguous_raw
 FFT_DTYPES = (dtypes.float32, dtypes.float64)
 FFT = KernelFamily("fft", lambda dt: dict(dt=dt), FFT_DTYPES)
 
-# Per-device constants: the twiddle tables of the power-of-two lengths and the spectra of
-# Bluestein's filters, built on the device on first use of a length (as FFT libraries keep
-# their plans), the most recent _KEEP kept.
+# Per-device constants: the twiddle tables of each length and of fft_r8v's passes, and the
+# spectra of Bluestein's filters, built on first use of a length (as FFT libraries keep their
+# plans), the most recent _KEEP kept.
 _KEEP = 32
 _CACHE = OrderedDict()
 
@@ -102,14 +102,13 @@ def _pass_twiddles(dev, dt, Ns):
     return _cached(("pass", dev, dt, Ns), make)
 
 
-def _stockham(dev, dt, x, xo_args, B, N, sign, scale, real_in):
+def _stockham(dev, dt, x, xo_args, B, N, sign, scale):
     """The transforms of length N (of prime factors 2, 3, 5, 7) of B rows read through xo_args
     (the input's strides); a new contiguous [B, N, 2] tensor. On GPUs, powers of two that fit
-    local memory go to
-    fft_local (a work-group each, one launch); the rest, and every row on CPUs, through one
-    launch per Stockham pass. (On CPUs fft_local measured no faster than the passes for
-    64 x 4096: 1.0-2.3 ms against 1.3-1.4 on PoCL and Intel's runtime, where a work-group runs
-    on one core and the passes' rows stay in cache anyway.)"""
+    local memory go to fft_local (a work-group each, one launch); the rest, and every row on
+    CPUs, through one launch per Stockham pass. (On CPUs fft_local measured no faster than the
+    radix-4 passes for 64 x 4096: 1.0-2.3 ms against 1.3-1.4 on PoCL and Intel's runtime, where
+    a work-group runs on one core and a pass's rows stay in cache anyway.)"""
     tw = _twiddles(dev, dt, N)
     if is_pow2(N) and N <= local_max(dt) and not dev.cpu_paths:
         out = empty_tensor((B, N, 2), dt, dev)
@@ -157,7 +156,7 @@ def _filter(dev, dt, n, m, sign):
     def make():
         h = empty_tensor((1, m, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_filter", m, h, n, m, float(sign))
-        return _stockham(dev, dt, h, (2 * m, 2, 0), 1, m, -1, 1.0, False)
+        return _stockham(dev, dt, h, (2 * m, 2, 0), 1, m, -1, 1.0)
     return _cached(("filter", dev, dt, n, sign), make)
 
 
@@ -179,17 +178,17 @@ def fft_raw(x, inverse, scale=1.0, real_in=False):
         FFT.launch(dev, dt, "chirp_in", _grid2(dev, 1, B), x, *args, out, 1, 1, B, float(sign),
                    float(scale), 0)
     elif _radices(n) is not None:
-        out = _stockham(dev, dt, x, args, B, n, sign, scale, real_in)
+        out = _stockham(dev, dt, x, args, B, n, sign, scale)
     else:
         m = bluestein_length(n)
         a = empty_tensor((B, m, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_in", _grid2(dev, m, B), x, *args, a, n, m, B, float(sign),
                    1.0, 1)
-        spec = _stockham(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0, False)
+        spec = _stockham(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0)
         del a
         FFT.launch(dev, dt, "cmul_rows", _grid2(dev, m, B), spec, _filter(dev, dt, n, m, sign),
                    m, B)
-        conv = _stockham(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0, False)
+        conv = _stockham(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0)
         del spec
         out = empty_tensor((B, n, 2), dt, dev)
         FFT.launch(dev, dt, "chirp_out", _grid2(dev, n, B), conv, out, n, m, B, float(sign),
