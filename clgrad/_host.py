@@ -479,6 +479,15 @@ def enter_host_mode():
     clgrad.full_like = lambda t, v, dtype=None, **kw: full(tuple(t.shape), v,
                                                            dtype=dtype or t.dtype)
 
+    def new(maker):
+        def make(self, *size, dtype=None, **kw):
+            kw.pop("device", None), kw.pop("requires_grad", None), kw.pop("pin_memory", None)
+            return maker(*size, dtype=dtype or self.dtype, **kw)
+        return make
+    f.new_zeros, f.new_ones, f.new_empty = new(zeros), new(ones), new(empty)
+    f.new_full = lambda self, size, fill_value, dtype=None, **kw: full(
+        size, fill_value, dtype=dtype or self.dtype)
+
 
 # ---- between processes ---------------------------------------------------------------------------
 class Packed:

@@ -133,7 +133,9 @@ class _MoreOps(clgrad.utils.data.Dataset):
                 "norm": x.norm(), "bidx": x[x > 3][:2], "cumsum": x.cumsum(0),
                 "prod": x[0, 1:3].prod(), "chunk": x.chunk(2, 1)[1], "roll": x.roll(1, 0),
                 "recip": (x + 10).reciprocal(),
-                "gather": x.gather(1, clgrad.tensor([[0], [1], [2]]))}
+                "gather": x.gather(1, clgrad.tensor([[0], [1], [2]])),
+                "new_zeros": x.new_zeros(2), "new_full": x.new_full((2,), 7.0),
+                "long_tensor": clgrad.LongTensor([i, 2]), "as_tensor": clgrad.as_tensor([i])}
 
 
 def test_host_ops_give_what_the_device_gives():
