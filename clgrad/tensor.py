@@ -489,10 +489,20 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def _real_item(self, name):
+        """item() for float() / int(): a complex value only without an imaginary part, as
+        torch."""
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+            return v.real
+        return v
 
     def __index__(self):
         if self._dtype.kind not in "iub" or self.numel() != 1:

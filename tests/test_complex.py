@@ -379,3 +379,29 @@ def test_complex128_follows_the_float64_rule(device, monkeypatch):
     with pytest.raises(TypeError, match="float64 is not supported"):
         clgrad.zeros(2, dtype=clgrad.float64)
     assert (clgrad.tensor([1j]) * 2).dtype is clgrad.complex64
+
+
+def test_complex_values_into_real_tensors(device):
+    # torch raises where a complex value with an imaginary part would be written into a real
+    # tensor, and takes one without it
+    z = clgrad.tensor(1 + 1j)
+    for f, what in ((lambda: float(z), "double"), (lambda: int(z), "int64_t"),
+                    (lambda: clgrad.zeros(2).__setitem__(0, 1j), "float"),
+                    (lambda: clgrad.zeros(2).fill_(1j), "float"),
+                    (lambda: clgrad.full((2,), 1j, dtype=clgrad.int64), "int64_t"),
+                    (lambda: clgrad.zeros(2).masked_fill(clgrad.tensor([True, False]), 1j),
+                     "float")):
+        with pytest.raises(RuntimeError, match=f"converted to type {what} without overflow"):
+            f()
+    assert float(clgrad.tensor(2 + 0j)) == 2.0
+    t = clgrad.zeros(2)
+    t[0] = 2 + 0j
+    assert t.tolist() == [2.0, 0.0]
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        clgrad.tensor([1j], dtype=clgrad.float32)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Float"):
+        clgrad.zeros(2).mul_(1j)
+    # a complex exponent makes a complex power
+    np.testing.assert_allclose((clgrad.tensor([2]) ** 1j).numpy(), [2 ** 1j], rtol=1e-6)
+    np.testing.assert_allclose((clgrad.tensor([2.0]) ** (1 + 1j)).numpy(), [2 ** (1 + 1j)],
+                               rtol=1e-6)

@@ -144,7 +144,10 @@ _PAIR = {"float2": cltypes.float2, "double2": cltypes.double2}
 
 def scalar_for(dt, value):
     """A Python number as the kernel argument for a tensor of dtype dt (compute type): a
-    float2 / double2 (re, im) for complex dtypes."""
+    float2 / double2 (re, im) for complex dtypes. A complex number for a real dtype gives its
+    real part (callers refuse a nonzero imaginary part first: ops._base.check_fits)."""
+    if isinstance(value, complex) and dt.kind != "c":
+        value = value.real
     if dt.kind == "f":
         return float(value)
     if dt.kind == "c":

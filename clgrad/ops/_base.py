@@ -103,6 +103,7 @@ _OVERFLOW_NAMES = {dtypes.int8: "int8_t", dtypes.uint8: "uint8_t", dtypes.int16:
                    dtypes.int32: "int", dtypes.int64: "int64_t", dtypes.float16: "c10::Half",
                    dtypes.float32: "float"}
 _FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.float32: 3.4028234663852886e38}
+_REAL_NAMES = {dtypes.float64: "double", dtypes.bfloat16: "c10::BFloat16", dtypes.bool_: "bool"}
 
 
 def check_fits(value, dt):
@@ -115,6 +116,12 @@ def check_fits(value, dt):
     Traceback (most recent call last):
     RuntimeError: value cannot be converted to type int8_t without overflow
     """
+    if isinstance(value, (complex, np.complexfloating)) and dt.kind != "c":
+        # a complex number fits a real dtype only with no imaginary part, as in torch
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{_OVERFLOW_NAMES.get(dt) or _REAL_NAMES[dt]} without overflow")
+        value = value.real
     name = _OVERFLOW_NAMES.get(dt)
     if name is None or isinstance(value, (bool, np.bool_)):
         return

@@ -78,6 +78,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     """
     arr, inferred = _host_array(data)
     dt = _dtype_or(dtype, inferred)
+    if inferred.kind == "c" and dt.kind != "c" and not isinstance(data, Tensor):
+        raise TypeError("must be real number, not complex")        # torch's, for Python data
     dev = _dev(device if device is not None else
                (data.device if isinstance(data, Tensor) else None))
     check_fp64(dt, dev)

@@ -326,7 +326,9 @@ def pow(input, exponent, *, out=None):
     if not isinstance(exponent, numbers.Number):
         raise TypeError(f"pow(): exponent must be a Tensor or a number, not "
                         f"{type(exponent).__name__}")
-    if input._dtype.kind in "iub" and isinstance(exponent, float):
+    if isinstance(exponent, complex) and input._dtype.kind != "c":
+        input = input.to(dtypes.result_type(input, exponent))     # a complex power
+    elif input._dtype.kind in "iub" and isinstance(exponent, float):
         input = input.to(dtypes.get_default_dtype())
     elif input._dtype.kind in "iu" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
