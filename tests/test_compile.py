@@ -3,7 +3,6 @@ bit (dropout and Adam included), guards record again when what the recording ass
 host reads fall back to eager with a warning (an error under fullgraph), outputs are never
 overwritten by later replays, and launches are replayed, not dispatched."""
 import copy
-import warnings
 
 import numpy as np
 import pytest
@@ -260,3 +259,70 @@ def test_compiled_call_input_gradients_and_overlap(device):
     with pytest.raises(RuntimeError, match="differentiated twice"):
         x = clgrad.randn(2, 4, dtype=clgrad.float64, requires_grad=True)
         clgrad.autograd.grad(f(x).sum(), x, create_graph=True)
+
+
+def _run_tool(module, argv, capsys):
+    assert module.main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_examples_compiled_reach_eager_losses(device, tmp_path, capsys):
+    """tools/train.py --compile (torch.compile(model)) and tools/train_gpt.py --compile (the
+    whole step compiled) print the same losses as eager."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools"))
+    import train
+    import train_gpt
+    common = ["--model", "mlp", "--epochs", "2", "--train-size", "600", "--test-size", "200",
+              "--batch-size", "50", "--checkpoint", str(tmp_path / "a"),
+              "--device", f"cl:{device.index}"]
+    eager = _run_tool(train, common, capsys)
+    compiled = _run_tool(train, common + ["--compile"], capsys)
+    losses = [[line.split("|")[0] for line in out.splitlines() if line.startswith("epoch ")]
+              for out in (eager, compiled)]
+    assert len(losses[0]) == 2 and losses[0] == losses[1]
+    gpt = ["--steps", "6", "--layers", "1", "--d-model", "32", "--heads", "2", "--context", "16",
+           "--batch", "4", "--sample", "0", "--device", f"cl:{device.index}",
+           "--checkpoint", str(tmp_path / "g")]
+    finals = [_run_tool(train_gpt, gpt + extra, capsys).split("held-out loss after training:")[1]
+              .split()[0] for extra in ([], ["--compile"])]
+    assert finals[0] == finals[1]
+
+
+@pytest.mark.parametrize("ns", ["cuda", "cl"])
+def test_graph_capture_and_replay(device, ns):
+    mod = getattr(clgrad, ns)
+    clgrad.manual_seed(0)
+    static_x = clgrad.zeros(64)
+    g = mod.CUDAGraph()
+    with mod.graph(g):
+        assert mod.is_current_stream_capturing()
+        static_y = F.dropout(static_x + 1, 0.5) * 3
+    draws = []
+    for i in range(3):
+        static_x.copy_(clgrad.full((64,), float(i)))
+        g.replay()
+        y = static_y.numpy()
+        assert set(np.unique(y)) <= {0.0, 6.0 * (i + 1)}
+        draws.append(y != 0)
+    assert not (draws[0] == draws[1]).all()          # each replay draws a new mask
+    g2 = mod.CUDAGraph()
+    with pytest.raises(RuntimeError, match="not permitted when stream is capturing"):
+        with mod.graph(g2):
+            static_x.sum().item()
+
+
+def test_make_graphed_callables(device):
+    lin = nn.Linear(4, 3)
+    ref = copy.deepcopy(lin)
+    x = clgrad.randn(5, 4)
+    graphed = clgrad.cuda.make_graphed_callables(lin, (x,))
+    assert graphed is lin and lin.weight.grad is None
+    for _ in range(3):
+        xb = clgrad.randn(5, 4)
+        lin.zero_grad()
+        ref.zero_grad()
+        lin(xb).pow(2).sum().backward()
+        ref(xb).pow(2).sum().backward()
+        np.testing.assert_array_equal(lin.weight.grad.numpy(), ref.weight.grad.numpy())

@@ -94,6 +94,9 @@ def main(argv=None):
                    help="stop after this many training steps (no evaluation, no checkpoint)")
     p.add_argument("--amp", choices=["off", "bf16", "fp16"], default="off",
                    help="mixed precision: autocast to bfloat16, or to float16 with a GradScaler")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model: its forward and backward are recorded once "
+                        "and replayed on later steps (docs/compile.md)")
     p.add_argument("--ddp", action="store_true",
                    help="one rank of a data-parallel job (start it with python -m "
                         "clgrad.distributed.run --nproc-per-node N tools/train.py --ddp): "
@@ -139,6 +142,8 @@ def main(argv=None):
     print(f"model: {args.model}, {n_params} parameters")
     # under DDP the wrapper averages the gradients over the ranks during backward
     model = clgrad.nn.parallel.DistributedDataParallel(net) if args.ddp else net
+    if args.compile:
+        model = clgrad.compile(model)
     opt = clgrad.optim.Adam(model.parameters(), lr=args.lr)
     amp_dtype = {"bf16": clgrad.bfloat16, "fp16": clgrad.float16}.get(args.amp)
     # float16's range is narrow: its gradients are scaled (and steps with inf skipped)

@@ -144,6 +144,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="train a character-level GPT with clgrad")
     p.add_argument("--device", default=None, help="cpu, cuda, cl:N, pocl, intel, ...")
     p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--compile", action="store_true",
+                   help="compile the whole training step (forward, backward, clipping, AdamW, "
+                        "schedule): recorded once, replayed after (docs/compile.md)")
     add_model_args(p)
     p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     p.add_argument("--prompt", default="import clgrad\n")
@@ -187,9 +190,10 @@ def main(argv=None):
     curve, t0 = [], time.perf_counter()
     run_sum = clgrad.zeros(())
     every = max(1, args.steps // 10)
+    step_fn = clgrad.compile(train_step) if args.compile else train_step
     for step in range(1, args.steps + 1):
         x, y = batches(train, args.context, args.batch, rng)
-        loss = train_step(model, opt, sched, x, y)
+        loss = step_fn(model, opt, sched, x, y)
         with clgrad.no_grad():
             run_sum += loss.detach()
         if step % every == 0 or step == args.steps:

@@ -10,9 +10,9 @@ allocation (clgrad/runtime/recording.py; docs/compile.md says what is captured a
 ...     return (x * w).tanh() + 1
 >>> [round(v, 4) for v in f(clgrad.full((3,), 0.5)).tolist()]
 [1.4621, 1.4621, 1.4621]
->>> out = [f(clgrad.full((3,), float(i))) for i in range(3)]     # recorded, then replayed
+>>> out = [f(clgrad.full((3,), float(i))) for i in range(3)]     # recorded, replayed twice
 >>> [round(o[0].item(), 4) for o in out], f.stats["replays"]
-([1.0, 1.7616, 1.964], 1)
+([1.0, 1.7616, 1.964], 2)
 """
 import functools
 

@@ -10,6 +10,7 @@ training flags, a GradScaler's scale and the plain Python values of the globals 
 variables the function reads. When the state changed, the variant records again; after
 `config.cache_size_limit` recordings the function runs eagerly, with one warning that says why.
 """
+import dis
 import types
 import warnings
 import weakref
@@ -85,6 +86,17 @@ def _signature(args, kwargs):
     return leaves, (spec, tkeys, modes)
 
 
+def _global_names(code):
+    """The globals a code object reads (co_names also holds attribute names: `opt.step` must not
+    make a global `step` a guarded value), nested functions' included."""
+    names = {i.argval for i in dis.get_instructions(code)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _global_names(c)
+    return sorted(names)
+
+
 class _State:
     """What a function uses besides its arguments (found from its code once): the modules,
     optimizers, scalers and tensors it names, and the plain values of the globals and closure
@@ -114,9 +126,8 @@ class _State:
                 visit(obj.__self__, depth)
                 visit(obj.__func__, depth)
             elif isinstance(obj, types.FunctionType):
-                code = obj.__code__
                 g = obj.__globals__
-                for name in code.co_names:
+                for name in _global_names(obj.__code__):
                     if name in g:
                         v = g[name]
                         if isinstance(v, _PLAIN):
