@@ -125,11 +125,16 @@ __kernel void standard_gamma(${c.ptr(dt)} out, long oo, ${c.cptr(dt)} a, long ao
     ${CT} v = 1;                               /* the mean, if no draw were accepted */
     for (uint k = 0; k < MAX_TRIES; ++k) {
         uint4 r = philox_at(ctr, 2 * k + 1, seed);
-        uint4 q = philox_at(ctr, 2 * k + 2, seed);
         ${CT} x = sqrt(-2 * log(unif_open(r.x, r.y))) * cos((${CT})6.283185307179586 * unif_open(r.z, r.w));
         ${CT} y = 1 + cc * x;
         if (y <= 0) continue;
-        ${CT} y3 = y * y * y, u = unif_open(q.x, q.y), xx = x * x;
+% if CT == "double":
+        uint4 q = philox_at(ctr, 2 * k + 2, seed);
+        ${CT} u = unif_open(q.x, q.y);
+% else:
+        ${CT} u = unif_open(r.y, 0u);    /* float uniforms take one word: r.y is still unused */
+% endif
+        ${CT} y3 = y * y * y, xx = x * x;
         if (u < 1 - (${CT})0.0331 * xx * xx || log(u) < (${CT})0.5 * xx + d * (1 - y3 + log(y3))) {
             v = y3;
             break;
