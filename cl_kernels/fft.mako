@@ -19,7 +19,7 @@
 ## FFT of length m >= 2n - 1: X_k = c_k sum_j (x_j c_j) conj(c_(k-j)) with the chirp
 ## c_j = e^(sign pi i j^2 / n), the sum a circular convolution computed as IFFT(FFT(a) * FFT(h)).
 ## chirp_in makes a (zero-padded), chirp_filter h (the filter's spectrum is kept per n),
-## cmul_rows the product, chirp_out the result.
+## cmul_rows the product, chirp_out the result; the chirp itself is a table kept per n.
 <%namespace name="c" file="common.mako"/>
 <%!
 import math
@@ -289,11 +289,12 @@ __kernel void fft_local(__global const ${T} *x, long xo, long sb, long ss, int r
 }
 
 /* y[b, j] = x[b, j] * c_j * scale for j < n, 0 for n <= j < m: m work-items (dimension 0) per
-   row (dimension 1), as in the kernels below. Without `chirped`, a scaled copy (the transform of
-   length 1). */
+   row (dimension 1), as in the kernels below. The chirp comes from the table ct of
+   e^(pi i j^2 / n) (j < n), conjugated for sign -1. Without `chirped`, a scaled copy (the
+   transform of length 1; ct is not read). */
 __kernel void chirp_in(__global const ${T} *x, long xo, long sb, long ss, int real_in,
-                       __global ${T} *y, long yo, long n, long m, long B, ${T} sign,
-                       ${T} scale, int chirped)
+                       __global ${T} *y, long yo, __global const ${T} *ct, long cto, long n,
+                       long m, long B, ${T} sign, ${T} scale, int chirped)
 {
     long j = get_global_id(0), b = get_global_id(1);
     if (j >= m) return;
@@ -303,7 +304,7 @@ __kernel void chirp_in(__global const ${T} *x, long xo, long sb, long ss, int re
     if (j < n) {
         v = ld(x + xo + b * sb, j * ss, real_in);
         if (chirped)
-            v = cmul(v, chirp(j, n, sign));
+            v = cmul(v, (CPLX)(ct[cto + 2 * j], sign * ct[cto + 2 * j + 1]));
         v *= scale;
     }
     st(y, 2 * gid, v);
@@ -336,16 +337,18 @@ __kernel void cmul_rows(__global ${T} *y, long yo, __global const ${T} *f, long 
     st(y, 2 * gid, cmul(ld(y, 2 * gid, 0), ld(f, 2 * k, 0)));
 }
 
-/* y[b, k] = x[b, k] * c_k * scale, k < n, for x of rows of m */
-__kernel void chirp_out(__global const ${T} *x, long xo, __global ${T} *y, long yo, long n,
-                        long m, long B, ${T} sign, ${T} scale)
+/* y[b, k] = x[b, k] * c_k * scale, k < n, for x of rows of m (c_k from the table, as above) */
+__kernel void chirp_out(__global const ${T} *x, long xo, __global ${T} *y, long yo,
+                        __global const ${T} *ct, long cto, long n, long m, long B, ${T} sign,
+                        ${T} scale)
 {
     long k = get_global_id(0), b = get_global_id(1);
     if (k >= n) return;
     x += xo;
     y += yo;
     long gid = b * n + k;
-    st(y, 2 * gid, cmul(ld(x, 2 * (b * m + k), 0), chirp(k, n, sign)) * scale);
+    CPLX c = (CPLX)(ct[cto + 2 * k], sign * ct[cto + 2 * k + 1]);
+    st(y, 2 * gid, cmul(ld(x, 2 * (b * m + k), 0), c) * scale);
 }
 
 /* Real transforms of even length n = 2h through a complex one of length h. r2c: the real row x

@@ -151,6 +151,16 @@ def _radices(N):
     return ([1 << (p % 3)] if p % 3 else []) + [8] * (p // 3) + out
 
 
+def _chirp(dev, dt, n):
+    """Bluestein's chirp e^(pi i j^2 / n), j < n (j^2 reduced modulo 2n, exactly, in int64),
+    computed in float64 on the host once per n and device."""
+    def make():
+        j = np.arange(n, dtype=np.int64)
+        a = np.pi * ((j * j) % (2 * n)) / n
+        return upload(np.stack([np.cos(a), np.sin(a)], -1), dt, dev)
+    return _cached(("chirp", dev, dt, n), make)
+
+
 def _filter(dev, dt, n, m, sign):
     """The spectrum of Bluestein's filter for length n (over m, divided by m)."""
     def make():
@@ -175,15 +185,16 @@ def fft_raw(x, inverse, scale=1.0, real_in=False):
     args = (sb, ss, int(real_in))
     if n == 1:
         out = empty_tensor((B, 1, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_in", _grid2(dev, 1, B), x, *args, out, 1, 1, B, float(sign),
-                   float(scale), 0)
+        FFT.launch(dev, dt, "chirp_in", _grid2(dev, 1, B), x, *args, out, out, 1, 1, B,
+                   float(sign), float(scale), 0)
     elif _radices(n) is not None:
         out = _stockham(dev, dt, x, args, B, n, sign, scale)
     else:
         m = bluestein_length(n)
         a = empty_tensor((B, m, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_in", _grid2(dev, m, B), x, *args, a, n, m, B, float(sign),
-                   1.0, 1)
+        ct = _chirp(dev, dt, n)
+        FFT.launch(dev, dt, "chirp_in", _grid2(dev, m, B), x, *args, a, ct, n, m, B,
+                   float(sign), 1.0, 1)
         spec = _stockham(dev, dt, a, (2 * m, 2, 0), B, m, -1, 1.0)
         del a
         FFT.launch(dev, dt, "cmul_rows", _grid2(dev, m, B), spec, _filter(dev, dt, n, m, sign),
@@ -191,7 +202,7 @@ def fft_raw(x, inverse, scale=1.0, real_in=False):
         conv = _stockham(dev, dt, spec, (2 * m, 2, 0), B, m, 1, 1.0)
         del spec
         out = empty_tensor((B, n, 2), dt, dev)
-        FFT.launch(dev, dt, "chirp_out", _grid2(dev, n, B), conv, out, n, m, B, float(sign),
+        FFT.launch(dev, dt, "chirp_out", _grid2(dev, n, B), conv, out, ct, n, m, B, float(sign),
                    float(scale))
     return view_raw(out, shape, contiguous_strides(shape), 0)
 
