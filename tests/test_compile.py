@@ -326,3 +326,40 @@ def test_make_graphed_callables(device):
         lin(xb).pow(2).sum().backward()
         ref(xb).pow(2).sum().backward()
         np.testing.assert_array_equal(lin.weight.grad.numpy(), ref.weight.grad.numpy())
+
+
+def test_elementwise_chains_fuse(device):
+    """A chain of table ops becomes one kernel; intermediates that nothing reads later are not
+    stored; one that a live tensor holds is; results match eager."""
+    x = clgrad.linspace(-2, 2, 777)
+    keep = {}
+
+    def f(t):
+        a = t * 1.5 + 0.25
+        keep["a"] = a                       # held after the call: must be stored
+        return (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3) * a
+    cf = clgrad.compile(f)
+    cf(x), cf(x)
+    v = next(iter(cf._variants.values()))
+    assert v.rec.launches == 1              # one kernel: the whole chain
+    xs = np.linspace(-1, 3, 777, dtype=np.float32)
+    got = cf(clgrad.tensor(xs)).numpy()
+    a = xs * np.float32(1.5) + np.float32(0.25)
+    want = np.clip(np.abs(1 / (1 + np.exp(-a)) - 0.5), 0.1, 0.3) * a
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(keep["a"].numpy(), a, rtol=1e-6)
+
+
+def test_fusion_stops_at_different_offsets_and_sizes(device):
+    base = clgrad.arange(20.0)
+    with Recording() as rec:
+        lo = base[:10] * 2                  # offsets 0 and 10 of one buffer: not one element
+        hi = base[10:] + lo                 # per work-item, so no fusion across them
+        hi.mul_(3)
+        small = hi[:5].contiguous() - 1     # another size
+    assert rec.launches >= 3
+    _ = base.copy_(clgrad.arange(20.0) + 1)
+    rec.replay()
+    b = np.arange(20.0) + 1
+    np.testing.assert_array_equal(hi.numpy(), (b[10:] + b[:10] * 2) * 3)
+    np.testing.assert_array_equal(small.numpy(), ((b[10:] + b[:10] * 2) * 3)[:5] - 1)

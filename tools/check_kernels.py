@@ -170,10 +170,16 @@ def exact_buffers(pool):
 
     def alloc(nbytes):
         size = max(4, -(-nbytes // 4) * 4)
-        return cl.Buffer(pool.context, cl.mem_flags.READ_WRITE, size), size
+        rec = pool.recorder            # a capture hands out its own freed buffers first
+        buf = rec.alloc(pool, nbytes, size) if rec is not None else None
+        if buf is None:
+            buf = cl.Buffer(pool.context, cl.mem_flags.READ_WRITE, size)
+        return buf, size
 
     def free(buf, size):
-        pass                   # the buffer is released with its last reference
+        if pool.recorder is not None:  # a replay may still use it: the recording keeps it
+            pool.recorder.free(pool, buf, size)
+        # otherwise the buffer is released with its last reference
 
     pool.alloc, pool.free = alloc, free
 
@@ -667,6 +673,26 @@ def drive_fft(dev, dt, rng):
     for n in lengths:
         f.c2c(_t(dt, (1, n, 2), dev, rng), [1], False, 1.0)
 
+def drive_fused(dev, dt, rng):
+    """A recorded chain of elementwise ops (a tensor-tensor, tensor-scalar and parameter op, an
+    in-place op and a result a live tensor holds) fused into one kernel, replayed: the kernels
+    clgrad.compile makes (clgrad/kernels/fused.py)."""
+    from clgrad.runtime.recording import Recording
+    if dt.kind != "f" or dt.itemsize < 4:
+        return
+    for n in (1, 37, 1000):
+        x, w = _t(dt, (n,), dev, rng), _t(dt, (n,), dev, rng)
+        with Recording() as rec:
+            a = x * 1.5 + w
+            b = (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3)
+            b.mul_(a)
+            del a
+        rec.replay()
+        for d, k, gs, ls, args in rec.kernels:      # once more through the noted kernels
+            if k.function_name.startswith("fused_"):
+                k(d.queue, gs, ls, *args)
+        rec.release()
+
 
 # family -> the function that drives its ops for one dtype
 DRIVERS = {
@@ -674,13 +700,13 @@ DRIVERS = {
     "softmax": drive_softmax, "index": drive_index, "random": drive_random, "gemm": drive_gemm,
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
     "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
-    "attention": drive_attention, "norm": drive_norm, "fft": drive_fft,
+    "attention": drive_attention, "norm": drive_norm, "fft": drive_fft, "fused": drive_fused,
 }
 # the families with programs for complex dtypes (the others reach complex tensors through their
 # real views, docs/internals.md)
 COMPLEX_FAMILIES = {"ew", "index"}
 FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
-              "fft"}
+              "fft", "fused"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

@@ -137,7 +137,12 @@ class Recording:
     known_storages: storages the caller knows the recording may use (inputs, parameters); any
     other buffer a launch used is found among the live storages at the end of the capture."""
 
-    def __init__(self):
+    # fuse(ops, dead) -> ops: the fusion pass over a capture's work (clgrad/kernels/fused.py)
+    fuser = None
+
+    def __init__(self, fuse=True):
+        self.fuse = fuse
+        self.note = None            # what the next launch is (the elementwise fast path's note)
         self._ops = []              # (kind, payload) in program order, while capturing
         self._plan = None           # [(function, args)] after the capture
         self._bins = {}             # (pool id, block size) -> [buffer]: the private pool
@@ -154,6 +159,7 @@ class Recording:
         self._checks = []           # (host flag, message) of the index checks
         self._check_events = []     # reads of the flags by the last replay
         self._used = set()          # ids of the buffers the replay uses
+        self.kernels = []           # what a replay launches: (device, kernel, gsize, lsize, args)
         self.paused = 0
         self.broken = None          # why the recording cannot replay, or None
         self.launches = 0
@@ -199,7 +205,8 @@ class Recording:
 
     def _on_launch(self, device, kernel, gsize, lsize, args, event):
         if not self.paused:
-            self._ops.append(("launch", (device, kernel, gsize, lsize, args)))
+            self._ops.append(("launch", (device, kernel, gsize, lsize, args, self.note)))
+        self.note = None
 
     def _on_copy(self, queue, dest, src, **kw):
         if not self.paused:
@@ -261,9 +268,12 @@ class Recording:
         plan = []
         found_offsets = set()
         launches = 0
-        for kind, payload in self._ops:
+        ops = self._ops
+        if self.fuse and self.fuser is not None:
+            ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs})
+        for kind, payload in ops:
             if kind == "launch":
-                device, kernel, gsize, lsize, args = payload
+                device, kernel, gsize, lsize, args, _ = payload
                 k = cl.Kernel(kernel.program, kernel.function_name)
                 k.set_scalar_arg_dtypes(kernel._clgrad_signature)
                 k.set_args(*args)
@@ -279,6 +289,7 @@ class Recording:
                         if a is marked:
                             self._philox.append((k, i, gen, delta, sig[i]))
                 plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
+                self.kernels.append((device, kernel, gsize, lsize, args))
                 self._devices.add(device)
                 launches += 1
             elif kind == "copy":
@@ -393,6 +404,7 @@ class Recording:
         self._bins = {}
         self._held = []
         self._plan = None
+        self.kernels = []
 
     def __del__(self):
         try:
