@@ -175,7 +175,12 @@ typedef CAT(${T}, ${W}) vreal;
         r1 = dr_ + er_; i1 = di_ + ei_; r3 = dr_ - er_; i3 = di_ - ei_; \
     } while (0)
 
-__kernel void fft_r8v(__global const ${T} *x, long xo, __global ${T} *y, long yo,
+% for first in (False, True):
+% if first:
+/* the first pass (Ns = 1: no twiddles, k = 0): lane l's eight outputs are consecutive, at
+   (j0 + l) * 8; stored lane by lane */
+% endif
+__kernel void fft_r8v${"1" if first else ""}(__global const ${T} *x, long xo, __global ${T} *y, long yo,
                       __global const ${T} *pt, long pto, long N, long Ns, long Q, long step,
                       ${T} sign, ${T} scale)
 {
@@ -192,7 +197,7 @@ __kernel void fft_r8v(__global const ${T} *x, long xo, __global ${T} *y, long yo
         i${r} = VIM(a, c);
     }
 % endfor
-% for r in range(1, 8):
+% for r in range(1, 8 if not first else 1):
     {
         __global const ${T} *p = pt + pto + 2 * (${r - 1} * Ns + k0);
         vreal a = LDV(${T}, ${W}, 0, p), c = LDV(${T}, ${W}, 0, p + ${W});
@@ -213,6 +218,7 @@ __kernel void fft_r8v(__global const ${T} *x, long xo, __global ${T} *y, long yo
     ur[1] = r2 + w1r; ui[1] = i2 + w1i; ur[5] = r2 - w1r; ui[5] = i2 - w1i;
     ur[2] = r4 + w2r; ui[2] = i4 + w2i; ur[6] = r4 - w2r; ui[6] = i4 - w2i;
     ur[3] = r6 + w3r; ui[3] = i6 + w3i; ur[7] = r6 - w3r; ui[7] = i6 - w3i;
+% if not first:
     __global ${T} *yb = y + yo + 2 * (b * N + (j0 - k0) * 8 + k0);
 % for r in range(8):
     {
@@ -221,7 +227,25 @@ __kernel void fft_r8v(__global const ${T} *x, long xo, __global ${T} *y, long yo
         STV(${T}, ${W}, VHI(re, im), 0, yb + 2 * ${r} * Ns + ${W});
     }
 % endfor
+% else:
+    __global ${T} *yb = y + yo + 2 * (b * N + j0 * 8);
+% for r in range(8):
+    ur[${r}] *= scale;
+    ui[${r}] *= scale;
+% endfor
+% for w in (2, 4, 8, 16):
+#if ${W} == ${w}
+% for l in range(w):
+% for r in range(8):
+    yb[${16 * l + 2 * r}] = ur[${r}].s${COMP[l]};
+    yb[${16 * l + 2 * r + 1}] = ui[${r}].s${COMP[l]};
+% endfor
+% endfor
+#endif
+% endfor
+% endif
 }
+% endfor
 
 <% LMAX = 16384 // (4 * dt.itemsize) %>
 #define LMAX ${LMAX}

@@ -14,7 +14,8 @@ from clgrad.ops import fft as f
 
 # powers of two (radix 2, 4, 8 passes; fft_local on the GPU paths), products of 2, 3, 5, 7
 # (mixed radices), others (Bluestein: 11, 17, 26 = 2 * 13)
-LENGTHS = (1, 2, 3, 4, 5, 7, 8, 11, 12, 16, 17, 26, 32, 64, 100, 105, 128, 343, 1000, 1024, 4800)
+LENGTHS = (1, 2, 3, 4, 5, 7, 8, 11, 12, 16, 17, 26, 32, 64, 100, 105, 128, 343, 512, 1000, 1024,
+           4096, 4800)
 
 
 def _dtypes(device):

@@ -663,15 +663,18 @@ def drive_fft(dev, dt, rng):
         y = f.r2c(x, [1], [n], False, 1.0)
         h = y.detach().requires_grad_()
         (y.sum() + f.c2r(h, [1], n, True, 1.0 / n).sum()).backward()
-    # single rows forward, for the passes: on the CPU paths 1024 = 2 * 8^3, whose pass over
-    # sub-transforms of 16 takes fft_r8v at every vector width; on the GPU path (rows up to
-    # local_max, 1024 / 512, go to fft_local) 2048 = 4 * 8^3 and, in float32, 8192 = 2 * 8^4
-    # (radix 2 first, fft_r8 over sub-transforms of 2 < VEC), in float64 1024 (radix 2 first)
-    # and 4096 = 8^4 (fft_r8 over sub-transforms of 1 < VEC8)
-    lengths = (1024,) if dev.cpu_paths else \
-        (2048, 8192) if dt is clgrad.float32 else (1024, 2048, 4096)
+    # single rows forward, for the passes: radix 8 runs as fft_r8v1 (first pass, dense rows),
+    # fft_r8v (sub-transforms of at least VEC / VEC8) or fft_r8 (the rest). On the CPU paths
+    # 512 = 8^3 (r8v1, r8v at every vector width) and 1024 = 2 * 8^3 (r2, then r8 over
+    # sub-transforms of 2); on the GPU path (rows up to local_max, 1024 / 512, go to fft_local)
+    # 2048 = 4 * 8^3 (r4), 4096 = 8^4 (r8v1) and in float32 8192 = 2 * 8^4 (r8 over
+    # sub-transforms of 2 < VEC), in float64 1024 and a 4096 whose rows are not dense (r8 first)
+    lengths = (512, 1024) if dev.cpu_paths else \
+        (2048, 4096, 8192) if dt is clgrad.float32 else (1024, 2048, 4096)
     for n in lengths:
         f.c2c(_t(dt, (1, n, 2), dev, rng), [1], False, 1.0)
+    if not dev.cpu_paths and dt is clgrad.float64:
+        f.c2c(_t(dt, (4096, 2, 2), dev, rng).transpose(0, 1), [1], False, 1.0)
 
 def drive_fused(dev, dt, rng):
     """A recorded chain of elementwise ops (a tensor-tensor, tensor-scalar and parameter op, an

@@ -129,6 +129,10 @@ def _stockham(dev, dt, x, xo_args, B, N, sign, scale):
         if R == 8 and Ns >= w and (N // 8) % w == 0:    # w lanes of one sub-transform
             FFT.launch(dev, dt, "fft_r8v", _grid2(dev, N // 8 // w, B), src, dst,
                        _pass_twiddles(dev, dt, Ns), *args)
+        elif R == 8 and Ns == 1 and src_args[1:] == (2, 0) and \
+                (B == 1 or src_args[0] == 2 * N) and (N // 8) % w == 0:
+            # the first pass of dense rows: w lanes, no twiddles (the table is not read)
+            FFT.launch(dev, dt, "fft_r8v1", _grid2(dev, N // 8 // w, B), src, dst, tw, *args)
         else:
             FFT.launch(dev, dt, f"fft_r{R}", _grid2(dev, N // R, B), src, *src_args, dst, tw,
                        *args)
