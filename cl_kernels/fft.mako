@@ -108,7 +108,7 @@ __kernel void fft_r${R}(__global const ${T} *x, long xo, long sb, long ss, int r
 % if R in (2, 4, 8):
     long k = j & (Ns - 1);                  /* Ns is a power of two here (radices 2, 4, 8 first) */
 % else:
-    long k = j % Ns;
+    long k = (uint)j % (uint)Ns;           /* 32-bit: a 64-bit division costs far more */
 % endif
     __global const ${T} *xb = x + xo + b * sb;
 % for r in range(R):
