@@ -6,7 +6,7 @@ forward reads that no traced op made become initializers.
 Supported ops (those of MLPs, CNNs and transformer encoders): linear / addmm, mm, bmm, matmul,
 + - * / with tensors and numbers, neg, relu, gelu, silu, tanh, sigmoid, exp, log, sqrt, rsqrt, abs,
 square, clamp, softmax, log_softmax, sum / mean over dims, layer_norm, batch_norm (eval, as traced),
-conv1d/2d, max_pool2d, tril / triu, where, embedding (index_select), LSTM, GRU and RNN layers, view / reshape / flatten, transpose / t /
+conv1d/2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d (to sizes that divide), tril / triu, where, embedding (index_select), LSTM, GRU and RNN layers, view / reshape / flatten, transpose / t /
 permute, unsqueeze / squeeze, expand, slicing and select, cat, stack, split, addcmul and clone.
 Any other op raises an error that names it. Shapes are those of the traced call; `dynamic_axes`
 names the marked input and output dims, and reshapes keep a leading dim that is unchanged as
@@ -147,6 +147,8 @@ def _reduce(op):
         x, dims = args[0], args[1]
         keep = int(bool(args[2])) if len(args) > 2 else 0
         dims = list(range(x.dim())) if dims is None or dims == () else list(dims)
+        if op != "ReduceSum" and g.opset < 18:         # axes were an attribute before opset 18
+            return g.node(op, [g.value(x)], axes=dims, keepdims=keep)
         return g.node(op, [g.value(x), g.ints(dims)], keepdims=keep)
     return conv
 
@@ -166,6 +168,31 @@ def _maxpool(g, args, outs):
     out = g.node("MaxPool", [g.value(x)], kernel_shape=list(kernel), strides=list(stride),
                  pads=list(padding) * 2, dilations=list(dilation), ceil_mode=int(ceil))
     return [out, None] if len(outs) > 1 else out     # torch's indices have no ONNX form here
+
+
+def _avgpool(g, args, outs):
+    x, kernel, stride, padding, out_hw, include_pad, divisor = args[:7]
+    if divisor:
+        raise UnsupportedOperatorError("onnx export: avg_pool2d with divisor_override is not "
+                                       "supported")
+    floor = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
+    ceil = int(any(o > f for o, f in zip(out_hw, floor)))
+    return g.node("AveragePool", [g.value(x)], kernel_shape=list(kernel), strides=list(stride),
+                  pads=list(padding) * 2, count_include_pad=int(bool(include_pad)),
+                  ceil_mode=ceil)
+
+
+def _adaptive_avgpool(g, args, outs):
+    x, out_hw = args[0], tuple(args[1])
+    H, W = x.shape[2], x.shape[3]
+    if out_hw == (1, 1):
+        return g.node("GlobalAveragePool", [g.value(x)])
+    if H % out_hw[0] or W % out_hw[1]:
+        raise UnsupportedOperatorError(
+            f"onnx export: adaptive_avg_pool2d from {(H, W)} to {out_hw} (only sizes that "
+            f"divide the input, which are plain average pools)")
+    k = [H // out_hw[0], W // out_hw[1]]
+    return g.node("AveragePool", [g.value(x)], kernel_shape=k, strides=k)
 
 
 def _layer_norm(g, args, outs):
@@ -334,6 +361,7 @@ CONVERTERS = {
     "Matmul": lambda g, a, o: g.node("MatMul", [g.value(a[0]), g.value(a[1])]),
     "Sum": _reduce("ReduceSum"), "Mean": _reduce("ReduceMean"),
     "LayerNorm": _layer_norm, "Convolution": _conv, "MaxPool2DWithIndices": _maxpool,
+    "AvgPool2D": _avgpool, "AdaptiveAvgPool2D": _adaptive_avgpool,
     "View": _reshape, "UnsafeView": _reshape, "Reshape": _reshape,
     "T": _transpose, "Transpose": _transpose,
     "Permute": lambda g, a, o: g.node("Transpose", [g.value(a[0])],

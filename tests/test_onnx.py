@@ -21,7 +21,8 @@ def run(model, args, **kw):
 
 def check(model, *args, **kw):
     sess, got = run(model, args, **kw)
-    model.eval()
+    if hasattr(model, "eval"):
+        model.eval()
     with clgrad.no_grad():
         ref = clgrad.onnx._flatten(model(*args))
     assert len(got) == len(ref)
@@ -53,6 +54,21 @@ class _Causal(nn.Module):
     def forward(self, x):
         mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
         return self.enc(x, src_mask=mask, is_causal=True)
+
+
+def test_average_pools_and_means(device):
+    clgrad.manual_seed(0)
+    check(nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.AvgPool2d(2), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(3, 2)),
+          clgrad.randn(2, 1, 8, 8))
+    check(nn.Sequential(nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True,
+                                     count_include_pad=False), nn.AdaptiveAvgPool2d((1, 5))),
+          clgrad.randn(2, 1, 9, 9))
+    check(lambda x: (x.mean(-1, keepdim=True), x.sum((0, 2))), clgrad.randn(2, 3, 4))
+    with pytest.raises(clgrad.onnx.UnsupportedOperatorError, match="from \\(5, 5\\) to "
+                                                                  "\\(2, 2\\)"):
+        clgrad.onnx.export(nn.AdaptiveAvgPool2d((2, 2)), (clgrad.randn(1, 1, 5, 5),),
+                           io.BytesIO())
 
 
 def test_transformer_encoder_layer_and_embedding(device):
