@@ -6,7 +6,7 @@ forward reads that no traced op made become initializers.
 Supported ops (those of MLPs, CNNs and transformer encoders): linear / addmm, mm, bmm, matmul,
 + - * / with tensors and numbers, neg, relu, gelu, silu, tanh, sigmoid, exp, log, sqrt, rsqrt, abs,
 square, clamp, softmax, log_softmax, sum / mean over dims, layer_norm, batch_norm (eval, as traced),
-conv1d/2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d (to sizes that divide), tril / triu, where, embedding (index_select), LSTM, GRU and RNN layers, view / reshape / flatten, transpose / t /
+conv1d/2d and their transposes, max_pool2d, avg_pool2d, adaptive_avg_pool2d (to sizes that divide), tril / triu, where, embedding (index_select), LSTM, GRU and RNN layers, view / reshape / flatten, transpose / t /
 permute, unsqueeze / squeeze, expand, slicing and select, cat, stack, split, addcmul and clone.
 Any other op raises an error that names it. Shapes are those of the traced call; `dynamic_axes`
 names the marked input and output dims, and reshapes keep a leading dim that is unchanged as
@@ -154,10 +154,14 @@ def _reduce(op):
 
 
 def _conv(g, args, outs):
-    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = args[:9]
-    if transposed:
-        raise UnsupportedOperatorError("onnx export: transposed convolution is not supported")
+    x, w, b, stride, padding, dilation, transposed, _out_size, groups = args[:9]
     ins = [g.value(x), g.value(w)] + ([g.value(b)] if b is not None else [])
+    if transposed:               # torch's weight (in, out / groups, k...) is ONNX's layout too
+        spatial = range(x.dim() - 2)
+        extra = [outs[0].shape[2 + i] - ((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] +
+                                         dilation[i] * (w.shape[2 + i] - 1) + 1) for i in spatial]
+        return g.node("ConvTranspose", ins, strides=list(stride), pads=list(padding) * 2,
+                      dilations=list(dilation), group=int(groups), output_padding=extra)
     return g.node("Conv", ins, strides=list(stride), pads=list(padding) * 2,
                   dilations=list(dilation), group=int(groups))
 

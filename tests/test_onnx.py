@@ -65,6 +65,9 @@ def test_average_pools_and_means(device):
                                      count_include_pad=False), nn.AdaptiveAvgPool2d((1, 5))),
           clgrad.randn(2, 1, 9, 9))
     check(lambda x: (x.mean(-1, keepdim=True), x.sum((0, 2))), clgrad.randn(2, 3, 4))
+    check(nn.Sequential(nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1,
+                                           groups=2), nn.Tanh()), clgrad.randn(1, 2, 5, 5))
+    check(nn.ConvTranspose1d(3, 2, 4, stride=2, dilation=2), clgrad.randn(2, 3, 6))
     with pytest.raises(clgrad.onnx.UnsupportedOperatorError, match="from \\(5, 5\\) to "
                                                                   "\\(2, 2\\)"):
         clgrad.onnx.export(nn.AdaptiveAvgPool2d((2, 2)), (clgrad.randn(1, 1, 5, 5),),
