@@ -132,20 +132,27 @@ def w5(torch, rounds):
     compare("W5 conv net training step, batch 32", build(clgrad), build(torch), rounds)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--device", action="append", metavar="SPEC",
-                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
-    args = ap.parse_args()
+def each_device(specs):
+    """For each device spec (None: the default device): make it the default, give torch as many
+    threads as it has compute units, print what is compared, and yield torch."""
     import torch
-    for spec in args.device or [None]:
+    for spec in specs or [None]:
         if spec is not None:
             clgrad.runtime.device.set_default_device(spec)
         dev = clgrad.runtime.device.default_device()
         torch.set_num_threads(dev.compute_units)
         print(f"device: {dev.name} ({dev.platform_name}), torch {torch.__version__} with "
               f"{torch.get_num_threads()} threads")
+        yield torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--device", action="append", metavar="SPEC",
+                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
+    args = ap.parse_args()
+    for torch in each_device(args.device):
         conv_workloads(torch, args.rounds)
         pool_workloads(torch, args.rounds)
         w5(torch, args.rounds)

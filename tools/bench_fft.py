@@ -17,7 +17,6 @@ a 2-d image (512 x 512 complex64 fft2, and rfft2 of a float32 one), and fft + ba
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -25,29 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import clgrad  # noqa: E402
 import clgrad.fft  # noqa: E402
-
-
-def timed(fn, sync):
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    return time.perf_counter() - t0
-
-
-def compare(name, ours, theirs, rounds, repeat=3):
-    """Best of rounds x repeat runs of each, alternating."""
-    ours()
-    clgrad.cl.synchronize()
-    theirs()
-    a = b = float("inf")
-    for _ in range(rounds):
-        for _ in range(repeat):
-            a = min(a, timed(ours, clgrad.cl.synchronize))
-        for _ in range(repeat):
-            b = min(b, timed(theirs, lambda: None))
-    print(f"  {name:44s} {a * 1e3:8.2f} ms  torch {b * 1e3:8.2f} ms  ratio {a / b:5.2f}x",
-          flush=True)
-    return a, b
+# the alternating best-of rounds, and the device loop, of the convolution benchmark
+from bench_conv import compare, each_device  # noqa: E402
 
 
 def workloads(torch, rounds):
@@ -90,14 +68,7 @@ def main():
     ap.add_argument("--device", action="append", metavar="SPEC",
                     help="device to measure (pocl, intel, cl:N...); repeat it for several")
     args = ap.parse_args()
-    import torch
-    for spec in args.device or [None]:
-        if spec is not None:
-            clgrad.runtime.device.set_default_device(spec)
-        dev = clgrad.runtime.device.default_device()
-        torch.set_num_threads(dev.compute_units)
-        print(f"device: {dev.name} ({dev.platform_name}), torch {torch.__version__} with "
-              f"{torch.get_num_threads()} threads")
+    for torch in each_device(args.device):
         workloads(torch, args.rounds)
 
 
