@@ -78,3 +78,20 @@ def code_paths(request, device):
     device.set_code_paths(cpu=request.param == "cpu-paths")
     yield request.param
     device.set_code_paths(cpu=was)
+
+
+if os.environ.get("CLGRAD_TEST_COMPILED"):
+    # CLGRAD_TEST_COMPILED=1: every call of a module from a test goes through clgrad.compile
+    # (submodules called inside it are part of its recording), so that the model tests run
+    # recorded and replayed as well as eagerly (docs/compile.md)
+    from clgrad.nn.modules.module import Module as _Module
+
+    def _compiled_call(self, *args, **kwargs):
+        fn = self.__dict__.get("_test_compiled")
+        if fn is None:
+            fn = clgrad.compile(self._call_uncompiled)
+            object.__setattr__(self, "_test_compiled", fn)
+        return fn(*args, **kwargs)
+
+    _Module._compiled_call = property(lambda self: self.__dict__.get("_compiled_call") or
+                                      _compiled_call.__get__(self))

@@ -18,7 +18,7 @@ import functools
 
 from ..runtime.recording import host_call
 from . import config
-from ._compiled import CompileError, CompiledFunction, _compiled, _disabled
+from ._compiled import _ALL, CompileError, CompiledFunction, _disabled
 from ._module import OptimizedModule
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling",
@@ -70,7 +70,7 @@ def reset():
     >>> import clgrad
     >>> clgrad.compiler.reset()
     """
-    for f in list(_compiled):
+    for f in list(_ALL):
         f.reset()
 
 

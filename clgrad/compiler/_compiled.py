@@ -17,7 +17,8 @@ import weakref
 
 from .. import _grad_state, dtypes
 from ..autograd import engine
-from ..autograd.engine import grad as autograd_grad
+from ..autograd.engine import backward as autograd_backward, grad as autograd_grad
+from ..autograd import node as _node
 from ..autograd.function import Function
 from ..amp import autocast_mode
 from ..runtime.recording import Recording, active_recording
@@ -25,7 +26,7 @@ from ..tensor import Tensor, alias, empty_tensor
 from ..kernels.copy import copy_into, fill_raw
 from . import config
 
-_compiled = weakref.WeakSet()       # every CompiledFunction, for reset()
+_ALL = weakref.WeakSet()            # every CompiledFunction, for reset()
 _disabled = [0]                     # > 0 inside clgrad.compiler.disable
 
 
@@ -224,7 +225,7 @@ class CompiledFunction:
         self._state = None
         self._why_eager = None
         self.stats = {"eager_calls": 0, "recordings": 0, "replays": 0}
-        _compiled.add(self)
+        _ALL.add(self)
         try:
             self.__wrapped__ = fn
             self.__name__ = getattr(fn, "__name__", "compiled")
@@ -252,12 +253,21 @@ class CompiledFunction:
         warnings.warn(f"clgrad.compile: {self.__name__} runs eagerly from now on for these "
                       f"arguments: {why}", RuntimeWarning, stacklevel=3)
 
+    def __reduce__(self):          # pickled and deep-copied without its recordings
+        return (CompiledFunction, (self._fn, self.fullgraph, self.mode))
+
+    def __deepcopy__(self, memo):
+        import copy
+        return CompiledFunction(copy.deepcopy(self._fn, memo), self.fullgraph, self.mode)
+
     def __get__(self, obj, objtype=None):       # a compiled method binds as a function does
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if _disabled[0] or self._why_eager or active_recording() is not None:
-            # inside another function's capture, the work is that capture's to record
+        if _disabled[0] or self._why_eager or active_recording() is not None or \
+                _node.saved_hooks_stack:
+            # inside another function's capture, the work is that capture's to record; saved-
+            # tensor hooks (non-reentrant checkpointing) must see every tensor a call saves
             return self._fn(*args, **kwargs)
         leaves, key = _signature(args, kwargs)
         v = self._variants.get(key)
@@ -304,13 +314,31 @@ class CompiledFunction:
                 c = empty_tensor(t._shape, t._dtype, t._storage.device)
                 copy_into(c, t)
                 staged[id(t)] = c
-        if staged:
-            args, kwargs = _substitute((args, kwargs), staged)
+        # An argument with a history (a hidden state from an earlier call) enters as a leaf of
+        # its own: the recorded backward then stops at this call's arguments, as a node's must
+        # (through the history it would reach the parameters a second time).
+        cut = {}
+        for t in leaves:
+            if t.requires_grad and t.grad_fn is not None and id(t) not in cut:
+                cut[id(t)] = alias(t).requires_grad_(True)
+        if staged or cut:
+            args, kwargs = _substitute((args, kwargs), {**staged, **cut})
         v.staged = [staged.get(id(t)) for t in leaves]
         runs = engine.RUNS[0]
         with Recording() as rec:
             out = self._fn(*args, **kwargs)
         backward_ran = engine.RUNS[0] != runs
+        if cut and backward_ran:
+            # a backward inside the function reached an argument: finish it into the history
+            # as eager would have, and run this signature eagerly from now on
+            for t in leaves:
+                leaf = cut.get(id(t))
+                if leaf is not None and leaf.grad is not None:
+                    autograd_backward([t], [leaf.grad])
+                    cut[id(t)] = None
+            rec.release()
+            self._give_up(v, "a backward inside the function reached an argument's history")
+            return out
         v.joint, v.brec = None, None
         if rec.broken:
             self._give_up(v, rec.broken + " (return the tensor and read it outside the "
@@ -318,15 +346,29 @@ class CompiledFunction:
             return out
         out_leaves = []
         spec = _flatten_out(out, out_leaves)
-        known = {id(t) for t in leaves} | {id(t) for t in self._state.tensors}
-        leaves = [st if st is not None else t for st, t in zip(v.staged, leaves)]
+        state = {id(t) for t in self._state.tensors}
+        # an output that is an argument, or a view of one, is made from the next call's
+        # argument (the recording never writes it; a replay re-binds the argument)
+        ident, viewed = {}, {}
+        for i, (st, t) in enumerate(zip(v.staged, leaves)):
+            if st is None:
+                ident.setdefault(id(t), i)
+                if id(t) in cut:
+                    ident.setdefault(id(cut[id(t)]), i)
+                viewed.setdefault(id(t._storage), i)
+        orig = leaves
+        leaves = [st if st is not None else cut.get(id(t), t) for st, t in zip(v.staged, leaves)]
         outs = []
         joint = []
         for k, t in enumerate(out_leaves):
-            if t.requires_grad and t.grad_fn is not None and not backward_ran:
+            if id(t) in ident:
+                outs.append(("arg", ident[id(t)]))
+            elif id(t._storage) in viewed:
+                outs.append(("view", (viewed[id(t._storage)], t._shape, t._strides, t._offset)))
+            elif t.requires_grad and t.grad_fn is not None and not backward_ran:
                 joint.append(k)      # differentiated outside: its copy gets a _Call's node
                 outs.append(("copy", (alias(t), False)))
-            elif id(t) in known:
+            elif id(t) in state:
                 outs.append(("same", t))
             else:
                 # a step's loss: its graph was used inside, the copy has none (as detach())
@@ -338,12 +380,12 @@ class CompiledFunction:
         v.grads = self._state.grads_used(rec)
         v.state = self._state.key(v.grads)
         if not joint:
-            return _outputs(v)   # copies: the recording's buffers are overwritten by each replay
+            return _outputs(v, orig)     # copies: each replay overwrites the recording's buffers
         places = [("arg", i) for i, t in enumerate(leaves) if t.requires_grad] + \
             [("state", j) for j, t in enumerate(self._state.tensors) if t.requires_grad]
         v.joint = (joint, places)
         eager = ([out_leaves[k] for k in joint], self._diff_inputs(v, leaves))
-        return self._joined(v, leaves, eager)
+        return self._joined(v, orig, eager)
 
     def _diff_inputs(self, v, leaves):
         return [leaves[i] if where == "arg" else self._state.tensors[i]
@@ -352,7 +394,7 @@ class CompiledFunction:
     def _joined(self, v, leaves, eager=None):
         """The outputs, those differentiated outside linked to one node whose backward replays
         (or, the first time, records) the backward of the recorded call."""
-        made = _outputs(v, flat=True)
+        made = _outputs(v, leaves, flat=True)
         v.epoch += 1
         call = _Call(self, v, v.epoch, eager)
         call.leaves = [st if st is not None else t for st, t in zip(v.staged, leaves)]
@@ -379,7 +421,7 @@ class CompiledFunction:
         v.rec.replay(bindings)
         if v.joint is not None:
             return self._joined(v, leaves)
-        return _outputs(v)
+        return _outputs(v, leaves)
 
 
 class _Call:
@@ -459,14 +501,19 @@ class _Joint(Function):
         return (None,) + ctx.call.backward(grads)
 
 
-def _outputs(v, flat=False):
-    """The return value of a replay: tensors that are the recording's copied out, others as
-    they are."""
+def _outputs(v, leaves, flat=False):
+    """The return value of a replay: tensors that are the recording's copied out, arguments and
+    their views made from this call's arguments, others as they are."""
     spec, outs = v.outputs
     made = []
     for how, what in outs:
         if how == "same":
             made.append(what)
+        elif how == "arg":
+            made.append(leaves[what])
+        elif how == "view":
+            i, shape, strides, offset = what
+            made.append(leaves[i].as_strided(shape, strides, offset))
         else:
             src, rg = what
             t = empty_tensor(src._shape, src._dtype, src._storage.device)
