@@ -2,7 +2,7 @@
 
     python tools/bench.py                 # the default device (CLGRAD_DEVICE picks another)
     python tools/bench.py --quick         # smaller repeat counts
-    python tools/bench.py --only kernels  # one section: kernels, autograd, training
+    python tools/bench.py --only kernels  # one section: kernels, autograd, training, compiled
     python tools/bench.py --device pocl --device intel   # the table for each, then side by side
 
 Memory-bound kernels are reported as GB/s and as a fraction of the device's ceiling, which is the
@@ -390,6 +390,9 @@ def run_device(args, torch, tinygrad):
         sequence_section(table, args, torch, tinygrad)
         gpt_section(table, args, torch)
         sdpa_section(table, args, torch)
+    if args.only in (None, "compiled"):
+        from bench_compile import compiled_section
+        compiled_section(table, args, torch)
     return table.rows
 
 
@@ -422,7 +425,7 @@ def side_by_side(names, tables):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", choices=sorted(SECTIONS) + ["training"])
+    p.add_argument("--only", choices=sorted(SECTIONS) + ["training", "compiled"])
     p.add_argument("--device", action="append", metavar="SPEC",
                    help="device to measure (pocl, intel, cl:N...; as CLGRAD_DEVICE); repeat it "
                         "for several (default: the default device)")

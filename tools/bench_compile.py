@@ -194,6 +194,15 @@ def run(names, rep, torch_compile):
     return rows
 
 
+def compiled_section(table, args, torch):
+    """tools/bench.py's rows: each compiled step against torch eager and torch.compile."""
+    rows = run(list(CASES), 3 if args.quick else 10, torch is not None)
+    for name, te, tc, tt, ttc, *_ in rows:
+        table.add(f"{name} step, clgrad.compile", tc, "ms", "", tt, "torch", tc / tt)
+        table.add("", tc, "ms", "", ttc, "torch.compile", tc / ttc)
+        table.add("", tc, "ms", "", te, "clgrad eager", tc / te)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 repetitions instead of 10")
