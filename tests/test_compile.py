@@ -392,3 +392,32 @@ def test_compiled_cell_chained_through_its_outputs(device):
         loss.backward()
     for a, b in zip(cell.parameters(), ref.parameters()):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("amp", ["bf16", "fp16"])
+def test_autocast_and_grad_scaler_inside_a_compiled_step(device, amp):
+    """autocast regions and a GradScaler (scale, step and update on the host at each replay)
+    inside the compiled step: the losses and weights of eager."""
+    dt = clgrad.bfloat16 if amp == "bf16" else clgrad.float16
+    results = []
+    for compiled in (False, True):
+        model = _mlp(p=0.0)
+        opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        scaler = clgrad.amp.GradScaler("cpu", init_scale=256.0, enabled=amp == "fp16")
+
+        def step(x, y):
+            opt.zero_grad()
+            with clgrad.autocast("cpu", dtype=dt):
+                loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            return loss
+        run = clgrad.compile(step) if compiled else step
+        losses = [run(x, y).float().item() for x, y in _data()]
+        results.append((losses, [p.detach().numpy() for p in model.parameters()]))
+        if compiled:
+            assert run.stats["replays"] == 4
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
