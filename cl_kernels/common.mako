@@ -282,4 +282,12 @@ inline ${T} ctanh(${T} a) {
     return (${T})(sinh(2 * a.x) / d, sin(2 * a.y) / d);
 }
 inline ${T} csigmoid(${T} a) { return crecip((${T})(${one}, (${R})0) + cexp(-a)); }
+/* nan_to_num of each part (torch's complex nan_to_num); the replacements are the parameters'
+   real parts */
+inline ${R} rnan_to_num(${R} v, ${R} nan, ${R} pinf, ${R} ninf) {
+    return isnan(v) ? nan : isinf(v) ? (v > (${R})0 ? pinf : ninf) : v;
+}
+inline ${T} cnan_to_num(${T} a, ${T} nan, ${T} pinf, ${T} ninf) {
+    return (${T})(rnan_to_num(a.x, nan.x, pinf.x, ninf.x), rnan_to_num(a.y, nan.x, pinf.x, ninf.x));
+}
 </%def>

@@ -14,9 +14,9 @@ blocks whose totals are scanned in turn (the carries). Raw launches: no autograd
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import vec_width
-from ..tensor import complex_view, empty_tensor, numel_of, real_view
+from ..tensor import alias, complex_view, empty_tensor, numel_of, real_view
 from ._lines import line_grid, lines, lines_of
-from .copy import check_fp64, contiguous_raw
+from .copy import check_fp64, contiguous_raw, copy_into
 from .reduce import _INT_MAX, _INT_MIN
 
 
@@ -76,7 +76,10 @@ def scan_raw(name, x, dim, reverse=False, xi=None):
     check_fp64(dt, dev)
     if dt.kind == "c":
         # complex: the running sum of the real view along the same dim (the pair dim is last);
-        # the other scans order or multiply, which the real view cannot do
+        # the running product by doubling steps of the table's complex mul; the ordering scans
+        # refuse complex, as torch's
+        if name == "cumprod" and xi is None and not reverse:
+            return _cumprod_complex(x, dim), None
         if name != "cumsum" or xi is not None:
             raise NotImplementedError(f'"{name}" not implemented for '
                                       f"'{dtypes.TORCH_NAMES[dt]}'")
@@ -114,6 +117,27 @@ def scan_raw(name, x, dim, reverse=False, xi=None):
                 *(_bufs(idx, cidx) if S.is_arg else ()), out._storage.buf, oo, osl,
                 *_bufs(carry), *shape, int(lanes))
     return out, idx
+
+
+def _cumprod_complex(x, dim):
+    """The running product of a complex x along dim without a program of its own: a copy of x,
+    then for s = 1, 2, 4, ... out[s:] *= out[:-s] (Hillis and Steele's scan; each step one launch
+    of the elementwise table's complex mul into a new tensor, copied back), ceil(log2 L) steps."""
+    from .elementwise import ENTRIES, run      # function-level, as in reduce's complex prod
+    dev, shape = x._storage.device, x._shape
+    out = empty_tensor(shape, x._dtype, dev)
+    copy_into(out, x)
+    if not shape:
+        return out
+    L, st = shape[dim], out._strides[dim]
+    s = 1
+    while s < L and numel_of(shape):
+        part = shape[:dim] + (L - s,) + shape[dim + 1:]
+        hi = alias(out, part, out._strides, out._offset + s * st)
+        lo = alias(out, part, out._strides, out._offset)
+        copy_into(hi, run(ENTRIES["mul"], (hi, lo)))
+        s *= 2
+    return out
 
 
 def _index_lines(t, idx, dim):

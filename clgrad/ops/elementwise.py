@@ -230,7 +230,8 @@ entry("clamp_min", "T", ("fiu", "SEL(x < CV(p0), CV(p0), x)"), nparams=1, saves=
 entry("clamp_max", "T", ("fiu", "SEL(x > CV(p0), CV(p0), x)"), nparams=1, saves="x",
       vjp=(lambda g, a: clamp_max_backward(g, a.x, a.p[0]),))
 entry("nan_to_num", "T", {"f": "SEL(isnan(x), CV(p0), SEL(isinf(x) & (x > CV(0)), CV(p1), "
-                               "SEL(isinf(x), CV(p2), x)))", "i": "x", "u": "x", "b": "x"},
+                               "SEL(isinf(x), CV(p2), x)))", "i": "x", "u": "x", "b": "x",
+                         "c": "cnan_to_num(x, p0, p1, p2)"},
       nparams=3, saves="x", vjp=(lambda g, a: where(isfinite(a.x), g, zeros_like_(g)),))
 entry("logical_not", "T", {**kinds("fiub", "x == CV(0)"), "c": "!(x.x != 0 | x.y != 0)"},
       out="bool")

@@ -4,6 +4,7 @@ import builtins
 import numbers
 
 from .. import dtypes
+from ..autograd.grad_mode import state as _grad_state
 from ..autograd.op import Op
 from ..tensor import Tensor
 from .elementwise import OPS, TABLE, apply_ew, compute_dtype, run, _check_bool_sub
@@ -574,7 +575,12 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     [0.0, 1.0]
     """
     big = {dtypes.float32: 3.4028234663852886e38, dtypes.float64: 1.7976931348623157e308,
-           dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38}.get(input._dtype, 0)
+           dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38}.get(
+               input._dtype.real, 0)             # a complex dtype's: its parts'
+    if input._dtype.kind == "c" and input._requires_grad and _grad_state.grad_enabled:
+        # complex nan_to_num has no derivative in torch (each part is replaced apart)
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs "
+                           "with complex dtype.")
     return _apply("nan_to_num", input, nan, big if posinf is None else posinf,
                   -big if neginf is None else neginf)
 

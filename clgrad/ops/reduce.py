@@ -624,7 +624,7 @@ def any(x, dim=None, keepdim=False):
 def _check_float(op, x):
     """torch checks the dtype of std / var before their dims: an integer tensor with a dim out
     of range is this RuntimeError, not the IndexError."""
-    if x._dtype.kind != "f":
+    if x._dtype.kind not in "fc":
         raise RuntimeError(f"{op} only support floating point and complex dtypes, got "
                            f"{x._dtype}")
 
@@ -647,8 +647,8 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _check_float("std and var", x)
-    return Var.apply(x, _dims("var", x, dim), _correction(unbiased, correction), bool(keepdim),
-                     False)
+    return _var_or_std(x, _dims("var", x, dim), _correction(unbiased, correction), bool(keepdim),
+                       False)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -661,8 +661,37 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _check_float("std and var", x)
-    return Var.apply(x, _dims("std", x, dim), _correction(unbiased, correction), bool(keepdim),
-                     True)
+    return _var_or_std(x, _dims("std", x, dim), _correction(unbiased, correction), bool(keepdim),
+                       True)
+
+
+def _var_or_std(x, dims, correction, keepdim, take_sqrt):
+    if x._dtype.kind != "c":
+        return Var.apply(x, dims, correction, keepdim, take_sqrt)
+    # a complex tensor's variance is the mean of |z - mean|^2 (real), which is the sum of its
+    # parts' variances: Var over the real view (the pair dim, last, is not reduced), then the
+    # pair summed; gradients flow back through view_as_real
+    from .complexes import view_as_real
+    v = Var.apply(view_as_real(x), dims, correction, keepdim, False).sum(-1)
+    return StdOfVar.apply(v) if take_sqrt else v
+
+
+class StdOfVar(Op):
+    """sqrt of a variance, with torch's std backward (0 where the std is 0)."""
+    @staticmethod
+    def forward(ctx, v):
+        out = run(TABLE["sqrt"], (v,))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _div_std(g, out)
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return _div_std(tangents[0], out)
 
 
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):

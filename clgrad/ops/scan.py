@@ -46,6 +46,9 @@ class Cumprod(Op):
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
+        if x._dtype.kind == "c":
+            # torch's convention, g * conj(d out / dx): the same sums of products of conj(x)
+            x, out = x.conj(), out.conj()
         return _cumprod_backward(g, x, out, ctx.dim), None
 
 
@@ -241,6 +244,12 @@ def cumprod(input, dim, *, dtype=None):
     return out if dtype is None or out._dtype is x._dtype else cast_raw(out, x._dtype)
 
 
+def _check_ordered(op, x):
+    if x._dtype.kind == "c":        # complex numbers have no order: torch's CPU message
+        raise NotImplementedError(f'"{op}_cpu" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[x._dtype]}'")
+
+
 CummaxReturn = collections.namedtuple("cummax", ["values", "indices"])
 CumminReturn = collections.namedtuple("cummin", ["values", "indices"])
 
@@ -254,6 +263,7 @@ def cummax(input, dim):
     [0, 1, 1, 3]
     """
     x, d = _scan_input("cummax", input, dim)
+    _check_ordered("cummax", x)
     return CummaxReturn(*Cummax.apply(x, d))
 
 
@@ -265,6 +275,7 @@ def cummin(input, dim):
     [3.0, 1.0, 1.0]
     """
     x, d = _scan_input("cummin", input, dim)
+    _check_ordered("cummin", x)
     return CumminReturn(*Cummin.apply(x, d))
 
 

@@ -47,7 +47,7 @@ def _convert(item, x):
     if isinstance(item, numbers.Integral):
         return int(item)
     if isinstance(item, Tensor):
-        if item._dtype.kind == "f":
+        if item._dtype.kind in "fc":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if not item._shape:              # a 0-d tensor indexes like a number (one host read)
             return bool(item.item()) if item._dtype.kind == "b" else int(item.item())
@@ -305,7 +305,7 @@ def _put_items(x, indices, values):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
-        if t._dtype.kind == "f":
+        if t._dtype.kind in "fc":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if t._dtype is dtypes.uint8:
             t = t.to(dtypes.bool_)

