@@ -148,3 +148,57 @@ def test_complex_index_is_refused(device):
     with pytest.raises(IndexError, match=msg):
         x.index_put_((clgrad.tensor([1j]),), clgrad.tensor(5))
     assert x.tolist() == [0, 1, 2]
+
+
+# ---- scatter_reduce -----------------------------------------------------------------------------
+def _np_scatter(x, dim, idx, src, reduce, include_self):
+    out, cnt = x.copy(), np.ones(x.shape)
+    src = src[tuple(slice(0, n) for n in idx.shape)]
+    if not include_self:
+        for c in np.ndindex(idx.shape):
+            t = list(c)
+            t[dim] = idx[c]
+            out[tuple(t)], cnt[tuple(t)] = (1 if reduce == "prod" else 0), 0
+    for c in np.ndindex(idx.shape):
+        t = list(c)
+        t[dim] = idx[c]
+        t = tuple(t)
+        out[t] = out[t] * src[c] if reduce == "prod" else out[t] + src[c]
+        cnt[t] += 1
+    return out / np.maximum(cnt, 1) if reduce == "mean" else out
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean"])
+def test_scatter_reduce(device, reduce):
+    rng = np.random.default_rng(6)
+    x, src = _rand((3, 5), 7), _rand((4, 9), 8)
+    idx = rng.integers(0, 5, (3, 7))                 # src is larger than index: its corner counts
+    for dt in _cdtypes(device):
+        for inc in (True, False):
+            got = clgrad.tensor(x, dtype=dt).scatter_reduce(
+                1, clgrad.tensor(idx), clgrad.tensor(src, dtype=dt), reduce, include_self=inc)
+            _close(got, _np_scatter(x, 1, idx, src, reduce, inc), dt)
+    # a strided input, and scatter's reduce="multiply"
+    xs = clgrad.tensor(x.T.copy(), dtype=clgrad.complex64).t()
+    i0 = rng.integers(0, 3, (3, 5))
+    got = xs.scatter_reduce(0, clgrad.tensor(i0), clgrad.tensor(src, dtype=clgrad.complex64),
+                            reduce)
+    _close(got, _np_scatter(x, 0, i0, src, reduce, True), clgrad.complex64)
+    if reduce == "prod":
+        got = xs.scatter(0, clgrad.tensor(i0), clgrad.tensor(src[:3, :5], dtype=clgrad.complex64),
+                         reduce="multiply")
+        _close(got, _np_scatter(x, 0, i0, src, "prod", True), clgrad.complex64)
+
+
+def test_scatter_reduce_errors(device):
+    x, s, i = clgrad.tensor([1j, 2]), clgrad.tensor([1 + 1j, 3j]), clgrad.tensor([0, 0])
+    for r in ("amax", "amin"):
+        with pytest.raises(NotImplementedError, match=f"^\"scatter_gather_tensor_cpu_reduce_{r}\" "
+                                                      f"not implemented for 'ComplexFloat'$"):
+            x.scatter_reduce(0, i, s, r)
+    with pytest.raises(RuntimeError, match="^scatter_reduce does not support automatic "
+                                           "differentiation for outputs with complex dtype"):
+        x.scatter_reduce(0, i, s.requires_grad_(), "prod")
+    with pytest.raises(NotImplementedError, match="\"index_func_\" not implemented for "
+                                                  "'ComplexFloat'"):
+        x.index_reduce(0, i, s.detach(), "prod")

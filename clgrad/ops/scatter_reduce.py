@@ -1,7 +1,9 @@
 """scatter_reduce and index_reduce: src's values combined into a copy of input at index's
 positions with 'sum', 'prod', 'mean', 'amax' or 'amin', counting input's own value unless
 include_self=False, as torch's. Sums use scatter_add's atomic add; products, maxima and minima the
-compare-and-swap kernel scatter_combine of cl_kernels/index.mako.
+compare-and-swap kernel scatter_combine of cl_kernels/index.mako. Complex tensors take 'sum',
+'prod' and 'mean' without a derivative and refuse 'amax' / 'amin', as torch's; their products,
+which no compare-and-swap covers, are segmented running products of the values sorted by target.
 
 Gradients follow torch's definitions: sum and mean pass the gradient back (divided by each
 slot's count for mean); amax and amin share it evenly among the elements equal to the result;
@@ -9,9 +11,10 @@ prod gives each element the product of the others in its slot (exact with zeros:
 the product of the non-zeros and the count of zeros, not by dividing by the element).
 """
 from .. import dtypes
+from ..autograd.grad_mode import state as _grad_state
 from ..autograd.op import Op
 from ..kernels.index import Slot, combine_raw
-from ..tensor import Tensor
+from ..tensor import Tensor, numel_of
 from . import index as _ix
 from .scatter_gather import _gather_shapes, scatter
 from ._base import full_raw, same_device, size_repr
@@ -43,6 +46,9 @@ def _combine_into(dst, dim, index, src, reduce):
     d1, i1, s1 = _ix._vec(dst), _ix._vec(index), _ix._vec(src)
     if not i1.numel():
         return dst
+    if dt.kind == "c":
+        _complex_prod_into(d1, dim, i1, s1)
+        return dst
     st = list(d1._strides)
     st[dim] = 0
     combine_raw(d1, i1._shape, st, s1, list(s1._strides),
@@ -50,10 +56,36 @@ def _combine_into(dst, dim, index, src, reduce):
     return dst
 
 
+def _complex_prod_into(dst, dim, index, src):
+    """dst[index along dim] *= src for complex dtypes, which no compare-and-swap covers (a pair
+    is 64 or 128 bits): the (position, value) pairs sorted by dst position (stable), a segmented
+    running product by doubling steps of the table's complex mul, then each position's total
+    multiplied into dst once (distinct positions: no atomics)."""
+    from .creation import arange
+    from .join import cat
+    from .pointwise import where
+    from .sort import argsort
+    n = numel_of(dst._shape)
+    pos = arange(n, device=dst.device).reshape(dst._shape).gather(dim, index).reshape(-1)
+    order = argsort(pos, stable=True)
+    pos, val = pos[order], src.reshape(-1)[order]
+    m, s = pos._shape[0], 1
+    while s < m:
+        same = pos[s:] == pos[:-s]
+        val = cat([val[:s], where(same, val[s:] * val[:-s], val[s:])])
+        s *= 2
+    last = cat([pos[1:] != pos[:-1], full_raw((1,), True, dtypes.bool_, pos._storage.device)])
+    pos, val = pos[last], val[last]
+    flat = dst.view(-1)
+    flat.index_put_((pos,), flat[pos] * val)
+    return dst
+
+
 def _counts(input, dim, index, include_self):
     """How many values each position of the result combines (input's own one included)."""
-    ones = full_raw(index._shape, 1, input._dtype, input._storage.device)
-    c = full_raw(input._shape, 1 if include_self else 0, input._dtype, input._storage.device)
+    dt = input._dtype.real                 # a complex tensor's counts are real
+    ones = full_raw(index._shape, 1, dt, input._storage.device)
+    c = full_raw(input._shape, 1 if include_self else 0, dt, input._storage.device)
     return _ix._scatter_into(c, dim, index, ones, True)
 
 
@@ -72,7 +104,7 @@ class ScatterReduce(Op):
         if reduce == "mean":
             count = _counts(input, dim, index, include_self)
             count = count.clamp_min(1)
-            out = out / count if dt.kind == "f" else out.div(count, rounding_mode="floor")
+            out = out / count if dt.kind in "fc" else out.div(count, rounding_mode="floor")
             ctx.count = count
         ctx.dim, ctx.reduce, ctx.include_self = dim, reduce, include_self
         ctx.save_for_backward(input, index, src, out)
@@ -166,9 +198,21 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if bool_mean:
         raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
                                   "'Bool'")
+    if input._dtype.kind == "c":
+        _check_complex("scatter_reduce", input, src, reduce)
     if index._shape != src._shape:
         src = src[tuple(slice(0, n) for n in index._shape)]
     return ScatterReduce.apply(input, d, index, src, reduce, include_self)
+
+
+def _check_complex(op, input, src, reduce):
+    """torch reduces complex tensors with sum, prod and mean, without a derivative."""
+    if reduce in ("amax", "amin"):
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not implemented '
+                                  f"for '{dtypes.TORCH_NAMES[input._dtype]}'")
+    if (input._requires_grad or src._requires_grad) and _grad_state.grad_enabled:
+        raise RuntimeError(f"{op} does not support automatic differentiation for outputs with "
+                           f"complex dtype.")
 
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
@@ -196,6 +240,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    if input._dtype.kind == "c":
+        raise NotImplementedError(f'"index_func_" not implemented for '
+                                  f"'{dtypes.TORCH_NAMES[input._dtype]}'")
     if index.dim() > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
                          f"{index.dim()}")
