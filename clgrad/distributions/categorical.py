@@ -13,17 +13,18 @@ import clgrad
 
 from . import constraints
 from .distribution import Distribution, _size
-from .utils import lazy_property, logits_to_probs, probs_to_logits
+from .utils import _ProbsLogitsParam
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(_ProbsLogitsParam, Distribution):
     """A class index in 0..K-1 with probabilities `probs` (normalised along the last dim) or
     softmax(`logits`). Samples are drawn on the device by the Gumbel-max rule."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
     has_enumerate_support = True
+    _is_binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -42,29 +43,13 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_params(Categorical, batch_shape, _instance, ("probs", "logits"))
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
+        new = self._expand_param(Categorical, batch_shape, _instance)
         new._num_events = self._num_events
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

@@ -8,19 +8,18 @@ normalised Bernoulli density on [0, 1] (Loaiza-Ganem and Cunningham, 2019).
 (0.388, 1.0)
 """
 import math
-from numbers import Number
 
 import clgrad
 from clgrad.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _ProbsLogitsParam, broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(_ProbsLogitsParam, ExponentialFamily):
     """Density proportional to p^x (1 - p)^(1 - x) on [0, 1]; near p = 1/2 (inside `lims`)
     Taylor expansions keep the normaliser and moments stable."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -29,32 +28,19 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._init_param(probs, logits)
         if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
             if validate_args is not None and \
                     not bool(self.arg_constraints["probs"].check(self.probs).all()):
                 raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = clgrad.Size() if is_scalar else self._param.size()
+            self.probs = self._param = clamp_probs(self.probs)
         self._lims = lims
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_params(ContinuousBernoulli, batch_shape, _instance,
-                                  ("probs", "logits"))
+        new = self._expand_param(ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     def _outside_unstable_region(self):
         return (self.probs <= self._lims[0]) | (self.probs > self._lims[1])
@@ -95,16 +81,8 @@ class ContinuousBernoulli(ExponentialFamily):
         return clgrad.where(self._outside_unstable_region(), vs, taylor)
 
     @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self):
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         with clgrad.no_grad():

@@ -7,19 +7,17 @@ success.
 >>> round(d.log_prob(clgrad.tensor([2.0])).exp().item(), 4), d.mean.item()
 (0.125, 1.0)
 """
-from numbers import Number
-
 import clgrad
 from clgrad.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _ProbsLogits, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(_ProbsLogits, Distribution):
     """The number of failures of Bernoulli(probs) trials before the first success (0, 1, ...)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
@@ -31,11 +29,7 @@ class Geometric(Distribution):
             (self.probs,) = broadcast_all(probs)
         else:
             (self.logits,) = broadcast_all(logits)
-        probs_or_logits = probs if probs is not None else logits
-        if isinstance(probs_or_logits, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = (self.probs if probs is not None else self.logits).size()
+        batch_shape = (self.probs if probs is not None else self.logits).size()
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
@@ -61,14 +55,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

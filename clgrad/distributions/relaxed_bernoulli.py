@@ -16,7 +16,7 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _ProbsLogitsParam, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -25,46 +25,20 @@ def _log(t):
     return math.log(t) if isinstance(t, Number) else t.log()
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_ProbsLogitsParam, Distribution):
     """The logit of a RelaxedBernoulli sample: (logistic noise + logits) / temperature."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = clgrad.Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_param(probs, logits)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance,
-                                  ("probs", "logits"))
+        new = self._expand_param(LogitRelaxedBernoulli, batch_shape, _instance)
         new.temperature = self.temperature
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -88,6 +88,52 @@ class _lazy_property_and_property(lazy_property, property):
         property.__init__(self, wrapped)
 
 
+class _ProbsLogits:
+    """`probs` and `logits` of a distribution given by either one: the other is computed from
+    it on first access. `_is_binary`: one probability per trial (sigmoid and log-odds), else
+    probabilities of classes along the last dim (softmax and log)."""
+    _is_binary = True
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=self._is_binary)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=self._is_binary)
+
+
+class _ProbsLogitsParam(_ProbsLogits):
+    """_ProbsLogits with `_param`, the one of the two given (its size is `param_shape`, its
+    `new` is `_new`); __init__ stores it with `_init_param`, expand with `_expand_param`."""
+
+    def _init_param(self, probs, logits, *others):
+        """Stores `probs` or `logits`, whichever is given (ValueError unless exactly one is),
+        broadcast with the parameters `others` (returned broadcast, as tensors)."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            *others, self.probs = broadcast_all(*others, probs)
+            self._param = self.probs
+        else:
+            *others, self.logits = broadcast_all(*others, logits)
+            self._param = self.logits
+        return others
+
+    def _expand_param(self, cls, batch_shape, _instance, others=()):
+        """expand()'s body: Distribution._expand_params of probs / logits and `others`."""
+        new = self._expand_params(cls, batch_shape, _instance, others + ("probs", "logits"))
+        new._param = new.probs if "probs" in self.__dict__ else new.logits
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+
 def tril_matrix_to_vec(mat, diag=0):
     """The lower triangle (below diagonal `diag`) of the last two dims, row by row, as a vector."""
     n = mat.shape[-1]
