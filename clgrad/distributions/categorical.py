@@ -18,6 +18,26 @@ from .utils import _ProbsLogitsParam
 __all__ = ["Categorical"]
 
 
+class _CategoricalParams:
+    """probs, logits, param_shape and _new of a distribution made from the Categorical
+    `self._categorical` (OneHotCategorical, ExpRelaxedCategorical, Multinomial)."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def _new(self, *args, **kwargs):
+        return self._categorical._new(*args, **kwargs)
+
+
 class Categorical(_ProbsLogitsParam, Distribution):
     """A class index in 0..K-1 with probabilities `probs` (normalised along the last dim) or
     softmax(`logits`). Samples are drawn on the device by the Gumbel-max rule."""

@@ -14,14 +14,14 @@ from clgrad.nn.functional import one_hot
 
 from . import constraints
 from .binomial import Binomial
-from .categorical import Categorical
+from .categorical import Categorical, _CategoricalParams
 from .distribution import Distribution, _size
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(_CategoricalParams, Distribution):
     """Counts over K classes of `total_count` independent Categorical draws."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     total_count: int
@@ -45,33 +45,15 @@ class Multinomial(Distribution):
         super().__init__(batch_shape, event_shape, validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = clgrad.Size(tuple(batch_shape))
+        new = self._expand_params(Multinomial, batch_shape, _instance, ())
         new.total_count = self.total_count
         new._categorical = self._categorical.expand(batch_shape)
         new._binomial = self._binomial.expand(_size(batch_shape, self.event_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=()):
         sample_shape = _size(sample_shape)

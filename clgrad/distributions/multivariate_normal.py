@@ -76,17 +76,9 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(given)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(MultivariateNormal, _instance)
-        batch_shape = _size(batch_shape)
-        loc_shape = _size(batch_shape, self.event_shape)
-        cov_shape = _size(batch_shape, self.event_shape, self.event_shape)
-        new.loc = self.loc.expand(loc_shape)
+        new = self._expand_params(MultivariateNormal, batch_shape, _instance,
+                                  ("loc", "covariance_matrix", "scale_tril", "precision_matrix"))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, getattr(self, name).expand(cov_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     def _matrix_shape(self):
