@@ -6,8 +6,6 @@
 >>> round(d.log_prob(clgrad.tensor([1.0])).item(), 4), d.mean.item()
 (-1.3069, 0.5)
 """
-from numbers import Number
-
 import clgrad
 
 from . import constraints
@@ -42,8 +40,7 @@ class Exponential(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        batch_shape = clgrad.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.rate.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Exponential, batch_shape, _instance, ("rate",))

@@ -7,7 +7,6 @@ of scaled chi-squared draws (reparameterised through Gamma).
 1.5
 """
 import math
-from numbers import Number
 
 import clgrad
 
@@ -29,11 +28,7 @@ class FisherSnedecor(Distribution):
         self.df1, self.df2 = broadcast_all(df1, df2)
         self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
         self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
-        if isinstance(df1, Number) and isinstance(df2, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.df1.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.df1.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expand_params(FisherSnedecor, batch_shape, _instance, ("df1", "df2"))

@@ -7,8 +7,6 @@
 >>> round(d.log_prob(clgrad.tensor([1.0])).item(), 4), d.mean.item()
 (-1.0, 2.0)
 """
-from numbers import Number
-
 import clgrad
 from clgrad._sampling import _standard_gamma
 
@@ -40,11 +38,7 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, Number) and isinstance(rate, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.concentration.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Gamma, batch_shape, _instance, ("concentration", "rate"))

@@ -7,7 +7,7 @@
 -1.0
 """
 import math
-from numbers import Number, Real
+from numbers import Real
 
 import clgrad
 
@@ -27,11 +27,7 @@ class GeneralizedPareto(Distribution):
 
     def __init__(self, loc, scale, concentration, validate_args=None):
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        if all(isinstance(v, Number) for v in (loc, scale, concentration)):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(GeneralizedPareto, batch_shape, _instance,

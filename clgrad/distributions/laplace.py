@@ -5,8 +5,6 @@
 >>> round(Laplace(0.0, 1.0).log_prob(clgrad.tensor(1.0)).item(), 4)
 -1.6931
 """
-from numbers import Number
-
 import clgrad
 
 from . import constraints
@@ -40,11 +38,7 @@ class Laplace(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))

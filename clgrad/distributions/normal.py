@@ -7,7 +7,7 @@
 (-0.9189, 0.5)
 """
 import math
-from numbers import Number, Real
+from numbers import Real
 
 import clgrad
 
@@ -44,11 +44,7 @@ class Normal(ExponentialFamily):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.loc.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))

@@ -5,8 +5,6 @@
 >>> round(Poisson(clgrad.tensor([2.0])).log_prob(clgrad.tensor([1.0])).item(), 4)
 -1.3069
 """
-from numbers import Number
-
 import clgrad
 
 from . import constraints
@@ -35,8 +33,7 @@ class Poisson(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        batch_shape = clgrad.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.rate.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Poisson, batch_shape, _instance, ("rate",))

@@ -6,8 +6,6 @@
 >>> d.cdf(clgrad.tensor([1.0])).item(), round(d.entropy().item(), 4)
 (0.25, 1.3863)
 """
-from numbers import Number
-
 import clgrad
 
 from . import constraints
@@ -41,11 +39,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, Number) and isinstance(high, Number):
-            batch_shape = clgrad.Size()
-        else:
-            batch_shape = self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.low.size(), validate_args=validate_args)
         if self._validate_args and not bool(clgrad.lt(self.low, self.high).all()):
             raise ValueError("Uniform is not defined when low>= high")
 
