@@ -77,8 +77,14 @@ class Transform:
         raise NotImplementedError
 
     def with_cache(self, cache_size=1):
+        """This transform with a cache of `cache_size` (itself when it has one of that size)."""
         if self._cache_size == cache_size:
             return self
+        return self._with_cache(cache_size)
+
+    def _with_cache(self, cache_size):
+        """A copy of this transform with a cache of `cache_size`: subclasses whose __init__
+        takes arguments make it from them."""
         if type(self).__init__ is Transform.__init__:
             return type(self)(cache_size=cache_size)
         raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
@@ -90,24 +96,21 @@ class Transform:
         return not self.__eq__(other)
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, 0, self._call)
 
     def _inv_call(self, y):
+        return self._through_cache(y, 1, self._inverse)
+
+    def _through_cache(self, value, side, fn):
+        """fn(value), where `value` is an x (side 0) or a y (side 1): with a cache, the other
+        member of the last pair when `value` is that pair's, and the new pair kept."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return fn(value)
+        if value is self._cached_x_y[side]:
+            return self._cached_x_y[1 - side]
+        out = fn(value)
+        self._cached_x_y = (value, out) if side == 0 else (out, value)
+        return out
 
     def _call(self, x):
         raise NotImplementedError
@@ -240,9 +243,7 @@ class ComposeTransform(Transform):
             inv._inv = weakref.ref(self)
         return inv
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return ComposeTransform(self.parts, cache_size=cache_size)
 
     def __call__(self, x):
@@ -292,9 +293,7 @@ class IndependentTransform(Transform):
         self.base_transform = base_transform.with_cache(cache_size)
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
                                     cache_size=cache_size)
 
@@ -359,9 +358,7 @@ class ReshapeTransform(Transform):
     def codomain(self):
         return constraints.independent(constraints.real, len(self.out_shape))
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x):
@@ -377,20 +374,21 @@ class ReshapeTransform(Transform):
         return x.new_zeros(batch_shape)
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
-        return tuple(shape[:cut]) + tuple(self.out_shape)
+        return _replace_rightmost(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.out_shape}")
-        return tuple(shape[:cut]) + tuple(self.in_shape)
+        return _replace_rightmost(shape, self.out_shape, self.in_shape)
+
+
+def _replace_rightmost(shape, old, new):
+    """`shape` with its rightmost dims `old` replaced by `new` (ValueError, torch's messages,
+    where it does not end in `old`)."""
+    if len(shape) < len(old):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(old)
+    if tuple(shape[cut:]) != tuple(old):
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+    return tuple(shape[:cut]) + tuple(new)
 
 
 class ExpTransform(Transform):
@@ -423,9 +421,7 @@ class PowerTransform(Transform):
         super().__init__(cache_size=cache_size)
         (self.exponent,) = broadcast_all(exponent)
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return PowerTransform(self.exponent, cache_size=cache_size)
 
     @property
@@ -559,9 +555,7 @@ class AffineTransform(Transform):
     def codomain(self):
         return self.domain
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return AffineTransform(self.loc, self.scale, self.event_dim, cache_size=cache_size)
 
     def __eq__(self, other):
@@ -777,9 +771,7 @@ class CatTransform(Transform):
     def length(self):
         return sum(self.lengths)
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
     def _pieces(self, x, fn):
@@ -839,9 +831,7 @@ class StackTransform(Transform):
         self.transforms = list(tseq)
         self.dim = dim
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return StackTransform(self.transforms, self.dim, cache_size)
 
     def _slice(self, z):
@@ -895,7 +885,5 @@ class CumulativeDistributionTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return self.distribution.log_prob(x)
 
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
+    def _with_cache(self, cache_size):
         return type(self)(self.distribution, cache_size=cache_size)
