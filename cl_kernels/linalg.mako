@@ -14,25 +14,49 @@
 ## cholesky: A = L L^T for symmetric positive-definite A, in place (the lower triangle), one
 ## work-group per matrix, column by column; info is the first column whose pivot is not
 ## positive (1-based), 0 if none.
+##
+## Complex dtypes (complex64, complex128: T is float2 / double2, R its part's type) render
+## lu_factor and lu_solve from the same code through MUL / DIV / ISZERO (common.mako's cmul and
+## cdiv) and MAG, the pivot's size: |re| + |im| for complex, as LAPACK's zgetrf (izamax) picks
+## its pivots, so the pivots are torch's. Cholesky of Hermitian positive-definite A = L L^H
+## reads the same way with CONJ, RE (a diagonal's real part) and RV (a real value as T).
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
-<% T = dt.ct %>
+<% T = dt.ct; R = dt.rt if dt.kind == "c" else dt.ct %>
 #define GROUP_MAX 256
+% if dt.kind == "c":
+${c.complex_helpers(T, R)}
+#define MUL(a, b) cmul((a), (b))
+#define DIV(a, b) cdiv((a), (b))
+#define MAG(v) (fabs((v).x) + fabs((v).y))
+#define ISZERO(v) ((v).x == 0 && (v).y == 0)
+#define CONJ(v) cconj(v)
+#define RE(v) ((v).x)
+#define RV(r) ((${T})((r), (${R})0))
+% else:
+#define MUL(a, b) ((a) * (b))
+#define DIV(a, b) ((a) / (b))
+#define MAG(v) fabs(v)
+#define ISZERO(v) ((v) == 0)
+#define CONJ(v) (v)
+#define RE(v) (v)
+#define RV(r) (r)
+% endif
 
 __kernel void lu_factor(__global ${T} *A, __global int *piv, __global int *info, const int n)
 {
     const long b = get_group_id(0);
     __global ${T} *a = A + b * (long)n * n;
     const int lid = get_local_id(0), L = get_local_size(0);
-    __local ${T} best_v[GROUP_MAX];
+    __local ${R} best_v[GROUP_MAX];
     __local int best_i[GROUP_MAX];
     if (lid == 0)
         info[b] = 0;
     for (int k = 0; k < n; ++k) {
-        ${T} bv = -1;
+        ${R} bv = -1;
         int bi = k;
         for (int i = k + lid; i < n; i += L) {
-            ${T} v = fabs(a[(long)i * n + k]);
+            ${R} v = MAG(a[(long)i * n + k]);
             if (v > bv) { bv = v; bi = i; }
         }
         best_v[lid] = bv;
@@ -40,7 +64,7 @@ __kernel void lu_factor(__global ${T} *A, __global int *piv, __global int *info,
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int s = L / 2; s > 0; s >>= 1) {             /* L is a power of two */
             if (lid < s) {
-                ${T} o = best_v[lid + s];
+                ${R} o = best_v[lid + s];
                 int oi = best_i[lid + s];
                 if (o > best_v[lid] || (o == best_v[lid] && oi < best_i[lid])) {
                     best_v[lid] = o;
@@ -64,17 +88,17 @@ __kernel void lu_factor(__global ${T} *A, __global int *piv, __global int *info,
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
         const ${T} pivot = a[(long)k * n + k];
-        if (pivot == 0) {                                  /* the same for the whole group */
+        if (ISZERO(pivot)) {                               /* the same for the whole group */
             if (lid == 0 && info[b] == 0)
                 info[b] = k + 1;
             barrier(CLK_GLOBAL_MEM_FENCE);
             continue;
         }
         for (int i = k + 1 + lid; i < n; i += L) {
-            const ${T} l = a[(long)i * n + k] / pivot;
+            const ${T} l = DIV(a[(long)i * n + k], pivot);
             a[(long)i * n + k] = l;
             for (int j = k + 1; j < n; ++j)
-                a[(long)i * n + j] -= l * a[(long)k * n + j];
+                a[(long)i * n + j] -= MUL(l, a[(long)k * n + j]);
         }
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
@@ -102,14 +126,14 @@ __kernel void lu_solve(__global const ${T} *LU, __global const int *piv, __globa
     for (int i = 1; i < n; ++i) {                          /* L y = P b, L unit lower */
         ${T} s = x[(long)i * nrhs];
         for (int j = 0; j < i; ++j)
-            s -= lu[(long)i * n + j] * x[(long)j * nrhs];
+            s -= MUL(lu[(long)i * n + j], x[(long)j * nrhs]);
         x[(long)i * nrhs] = s;
     }
     for (int i = n - 1; i >= 0; --i) {                     /* U x = y */
         ${T} s = x[(long)i * nrhs];
         for (int j = i + 1; j < n; ++j)
-            s -= lu[(long)i * n + j] * x[(long)j * nrhs];
-        x[(long)i * nrhs] = s / lu[(long)i * n + i];
+            s -= MUL(lu[(long)i * n + j], x[(long)j * nrhs]);
+        x[(long)i * nrhs] = DIV(s, lu[(long)i * n + i]);
     }
 }
 
@@ -123,22 +147,22 @@ __kernel void cholesky(__global ${T} *A, __global int *info, const int n)
         info[b] = 0;
     for (int j = 0; j < n; ++j) {
         if (lid == 0) {
-            ${T} d = a[(long)j * n + j];
+            ${R} d = RE(a[(long)j * n + j]);
             for (int k = 0; k < j; ++k)
-                d -= a[(long)j * n + k] * a[(long)j * n + k];
+                d -= RE(MUL(a[(long)j * n + k], CONJ(a[(long)j * n + k])));
             if (!(d > 0) && info[b] == 0)                  /* not positive, or NaN */
                 info[b] = j + 1;
-            d = d > 0 ? sqrt(d) : (${T})NAN;
-            a[(long)j * n + j] = d;
-            diag = d;
+            d = d > 0 ? sqrt(d) : (${R})NAN;
+            a[(long)j * n + j] = RV(d);
+            diag = RV(d);
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         const ${T} djj = diag;
         for (int i = j + 1 + lid; i < n; i += L) {
             ${T} s = a[(long)i * n + j];
             for (int k = 0; k < j; ++k)
-                s -= a[(long)i * n + k] * a[(long)j * n + k];
-            a[(long)i * n + j] = s / djj;
+                s -= MUL(a[(long)i * n + k], CONJ(a[(long)j * n + k]));
+            a[(long)i * n + j] = DIV(s, djj);
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }

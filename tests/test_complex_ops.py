@@ -202,3 +202,111 @@ def test_scatter_reduce_errors(device):
     with pytest.raises(NotImplementedError, match="\"index_func_\" not implemented for "
                                                   "'ComplexFloat'"):
         x.index_reduce(0, i, s.detach(), "prod")
+
+
+# ---- linear algebra -----------------------------------------------------------------------------
+def _tol(dt):
+    return 2e-4 if dt is clgrad.complex64 else 1e-9
+
+
+def test_lu_solve_inv_det(device):
+    A, B = _rand((2, 5, 5), 9), _rand((2, 5, 3), 10)
+    for dt in _cdtypes(device):
+        tA, tB, tol = clgrad.tensor(A, dtype=dt), clgrad.tensor(B, dtype=dt), _tol(dt)
+
+        def close(t, expect):
+            np.testing.assert_allclose(t.numpy(), expect, rtol=tol, atol=tol)
+        close(clgrad.linalg.solve(tA, tB), np.linalg.solve(A, B))
+        close(clgrad.linalg.solve(tA, tB[..., 0]), np.linalg.solve(A, B[..., :1])[..., 0])
+        close(clgrad.linalg.solve(tA, tB.mT, left=False),
+              np.linalg.solve(A.transpose(0, 2, 1), B).transpose(0, 2, 1))
+        close(clgrad.linalg.inv(tA), np.linalg.inv(A))
+        close(clgrad.linalg.inv(tA.mT), np.linalg.inv(A.transpose(0, 2, 1)))    # strided
+        close(clgrad.linalg.det(tA), np.linalg.det(A))
+        sign, logabs = clgrad.linalg.slogdet(tA)
+        close(sign, np.linalg.slogdet(A)[0])
+        close(logabs, np.linalg.slogdet(A)[1])
+        close(clgrad.logdet(tA), np.log(np.linalg.det(A)))
+        LU, piv = clgrad.linalg.lu_factor(tA)
+        close(clgrad.linalg.lu_solve(LU, piv, tB, adjoint=True),
+              np.linalg.solve(A.conj().transpose(0, 2, 1), B))
+        # pivots chosen by |re| + |im|, as LAPACK's zgetrf (torch's): this column's largest
+        # modulus is row 0, its largest |re| + |im| row 1
+        piv = clgrad.linalg.lu_factor(clgrad.tensor([[3 + 0j, 1], [2 + 2j, 1j]], dtype=dt))[1]
+        assert piv.tolist() == [2, 2]
+    z = clgrad.zeros(2, 2, dtype=clgrad.complex64)
+    assert clgrad.linalg.det(z).item() == 0
+    assert clgrad.linalg.slogdet(z).logabsdet.item() == float("-inf")
+    with pytest.raises(clgrad.linalg.LinAlgError, match="singular"):
+        clgrad.linalg.inv(z)
+    assert clgrad.linalg.cholesky_ex(-clgrad.eye(3, dtype=clgrad.complex64)).info.item() == 1
+
+
+def test_cholesky(device):
+    B, rhs = _rand((2, 4, 4), 16), _rand((2, 4, 2), 17)
+    A = B @ B.conj().transpose(0, 2, 1) + 4 * np.eye(4)           # Hermitian positive-definite
+    for dt in _cdtypes(device):
+        tol = _tol(dt)
+
+        def close(t, expect):
+            np.testing.assert_allclose(t.numpy(), expect, rtol=tol, atol=tol)
+        L = clgrad.linalg.cholesky(clgrad.tensor(A, dtype=dt))
+        U = clgrad.linalg.cholesky(clgrad.tensor(A, dtype=dt), upper=True)
+        close(L, np.linalg.cholesky(A))
+        close(U, np.linalg.cholesky(A).conj().transpose(0, 2, 1))
+        close(clgrad.cholesky_solve(clgrad.tensor(rhs, dtype=dt), L), np.linalg.solve(A, rhs))
+        close(clgrad.cholesky_inverse(U, upper=True), np.linalg.inv(A))
+
+
+def test_cholesky_gradients(c128):
+    b = _z(_rand((3, 3), 18), c128)
+    I = clgrad.eye(3, dtype=c128)
+    assert gradcheck(lambda t: clgrad.linalg.cholesky(t @ t.mH + 3 * I), (b,))
+    assert gradgradcheck(lambda t: clgrad.linalg.cholesky(t @ t.mH + 3 * I, upper=True), (b,))
+
+
+def test_linalg_gradients(c128):
+    a, b = _z(_rand((3, 3), 11), c128), _z(_rand((3, 2), 12), c128)
+    assert gradcheck(clgrad.linalg.solve, (a, b))
+    assert gradgradcheck(clgrad.linalg.solve, (a, b))
+    assert gradcheck(clgrad.linalg.inv, (a,))
+    assert gradcheck(clgrad.linalg.det, (a,))
+    assert gradgradcheck(clgrad.linalg.det, (a,))
+    assert gradcheck(lambda t: clgrad.linalg.slogdet(t), (a,))
+    assert gradcheck(clgrad.logdet, (a,))
+    assert gradcheck(lambda t: clgrad.linalg.lu_factor(t).LU, (a,))
+    s = _rand((3, 3), 13)
+    s[2] = s[0] + s[1]
+    assert gradcheck(clgrad.linalg.det, (_z(s, c128),))         # singular: the cofactors
+
+
+def test_norms_svdvals_eigvalsh(device):
+    A = _rand((2, 3, 4), 14)
+    inf = float("inf")
+    for dt in _cdtypes(device):
+        tA, tol = clgrad.tensor(A, dtype=dt), _tol(dt)
+
+        def close(t, expect):
+            assert t.dtype is dt.to_real()
+            np.testing.assert_allclose(t.numpy(), expect, rtol=tol, atol=tol)
+        for o in ("fro", "nuc", 1, -1, 2, -2, inf, -inf):
+            close(clgrad.linalg.matrix_norm(tA, o), np.linalg.norm(A, o, axis=(1, 2)))
+        close(clgrad.linalg.norm(tA[0]), np.linalg.norm(A[0]))
+        for o in (0, 1, 2, 3.5, inf, -inf):
+            close(clgrad.linalg.vector_norm(tA, o, dim=-1), np.linalg.norm(A, o, axis=-1))
+        close(clgrad.linalg.svdvals(tA), np.linalg.svd(A, compute_uv=False))
+        close(clgrad.linalg.svdvals(tA.mT), np.linalg.svd(A, compute_uv=False))
+        close(clgrad.linalg.cond(tA[:, :3, :3]), np.linalg.cond(A[:, :3, :3]))
+        for uplo in ("L", "U"):
+            close(clgrad.linalg.eigvalsh(tA[:, :3, :3], uplo), np.linalg.eigvalsh(A[:, :3, :3], uplo))
+        v = clgrad.linalg.vecdot(tA, tA.exp())
+        np.testing.assert_allclose(v.numpy(), (A.conj() * np.exp(A)).sum(-1), rtol=tol, atol=tol)
+
+
+def test_norm_gradients(c128):
+    a = _z(_rand((3, 4), 15), c128)
+    assert gradcheck(clgrad.linalg.svdvals, (a,))
+    assert gradcheck(lambda t: clgrad.linalg.matrix_norm(t, "nuc"), (a,))
+    assert gradcheck(lambda t: clgrad.linalg.matrix_norm(t, 1), (a,))
+    assert gradcheck(lambda t: clgrad.linalg.eigvalsh(t[:, :3]), (a,))
+    assert gradcheck(lambda t: clgrad.linalg.vecdot(t, t.exp()), (a,))

@@ -563,14 +563,14 @@ def drive_linalg(dev, dt, rng):
     """LU (pivoting, a zero pivot, sizes below and above the work-group), the solves, and
     Cholesky (a positive-definite and a failing matrix)."""
     import clgrad
-    if dt.name not in ("float32", "float64"):
+    if dt.name not in ("float32", "float64", "complex64", "complex128"):
         return
     a = _t(dt, (2, 37, 37), dev, rng)
     clgrad.linalg.solve(a, _t(dt, (2, 37, 3), dev, rng))
     clgrad.linalg.det(_t(dt, (3, 3), dev, rng))
     clgrad.linalg.det(clgrad.zeros(4, 4, dtype=dt, device=dev))
     s = _t(dt, (2, 19, 19), dev, rng)
-    clgrad.linalg.cholesky_ex(s @ s.mT + 19 * clgrad.eye(19, dtype=dt, device=dev))
+    clgrad.linalg.cholesky_ex(s @ s.mH + 19 * clgrad.eye(19, dtype=dt, device=dev))
     clgrad.linalg.cholesky_ex(-clgrad.eye(3, dtype=dt, device=dev))
 
 
@@ -707,7 +707,7 @@ DRIVERS = {
 }
 # the families with programs for complex dtypes (the others reach complex tensors through their
 # real views, docs/internals.md)
-COMPLEX_FAMILIES = {"ew", "index"}
+COMPLEX_FAMILIES = {"ew", "index", "linalg"}
 FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
               "fft", "fused"}
 
@@ -856,7 +856,8 @@ def main(argv=None):
     for path in paths:
         for fam in families:
             for dt in dts:
-                if fam in FLOAT_ONLY and dt.kind != "f":
+                if fam in FLOAT_ONLY and dt.kind != "f" and not (
+                        dt.kind == "c" and fam in COMPLEX_FAMILIES):
                     continue
                 if dt.kind == "c" and fam not in COMPLEX_FAMILIES:
                     continue

@@ -1,5 +1,5 @@
 """The linalg family (cl_kernels/linalg.mako): dense factorizations of small and medium float32 /
-float64 matrices, batched, in place on contiguous [count, n, n] batches: LU with partial pivoting
+float64 matrices (and complex64 / complex128: the same kernels in complex arithmetic), batched, in place on contiguous [count, n, n] batches: LU with partial pivoting
 and Cholesky (one work-group per matrix, its size a power of two), and the solves with LU
 factors (one work-item per right-hand side column). The kernels take bare buffers: every
 operand is a fresh contiguous batch at element offset 0. Raw launches: no autograd.
@@ -15,7 +15,8 @@ from ..runtime.kernels import group_limit
 from ..tensor import empty_tensor
 from .copy import copy_into, dense_raw, fill_raw
 
-LINALG_DTYPES = (dtypes.float32, dtypes.float64)
+# complex dtypes: the same kernels from the same template, in complex arithmetic
+LINALG_DTYPES = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
 
 def _params(dt):

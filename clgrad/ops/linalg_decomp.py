@@ -33,13 +33,15 @@ def _mT(t):
     return t.transpose(-2, -1)
 
 
-def _matrix(op, A, arg="A"):
-    """torch's checks of a float matrix (batch) argument."""
+def _matrix(op, A, arg="A", complex_ok=False):
+    """torch's checks of a float matrix (batch) argument; complex_ok: complex64 / complex128
+    taken too (through _real_embedding)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{op}(): argument '{arg}' must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
         raise RuntimeError(f"linalg.{op}: The input tensor {arg} must have at least 2 dimensions.")
-    if A.dtype not in (dtypes.float32, dtypes.float64):
+    if A.dtype not in (dtypes.float32, dtypes.float64) and not (
+            complex_ok and A.dtype in (dtypes.complex64, dtypes.complex128)):
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name.capitalize()}" if not A.dtype.is_floating_point
                            else f"linalg.{op}: Low precision dtypes not supported. Got "
@@ -47,11 +49,33 @@ def _matrix(op, A, arg="A"):
     check_fp64(A.dtype, A._storage.device)
 
 
-def _square(op, A):
-    _matrix(op, A)
+def _square(op, A, complex_ok=False):
+    _matrix(op, A, complex_ok=complex_ok)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _real_embedding(A):
+    """[[Re A, -Im A], [Im A, Re A]]: the real (2m, 2n) matrix of complex (m, n) A (the map
+    x + iy -> A (x + iy) on (x, y)). Its singular values are A's, each twice, and for Hermitian A
+    it is symmetric with A's eigenvalues, each twice; differentiable (real / imag views, cat)."""
+    re, im = A.real, A.imag
+    return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
+
+
+def _pairs(w):
+    """A's values from the embedding's sorted ones (each twice, side by side): the mean of each
+    pair, so that the gradient treats the pair's 2-d space alike whatever basis the kernel
+    found for it."""
+    return (w[..., 0::2] + w[..., 1::2]) / 2
+
+
+def _hermitian(A, UPLO):
+    """The Hermitian matrix that A's UPLO triangle describes (the diagonal's real part), as
+    eigvalsh reads A."""
+    T = A.tril(-1) if UPLO == "L" else A.triu(1)
+    return T + _mT(T).conj() + A.diagonal(0, -2, -1).real.diag_embed()
 
 
 def _work_copy(A):
@@ -296,7 +320,9 @@ def eigvalsh(A, UPLO="L", *, out=None):
     [-1.0, 3.0]
     """
     _check_uplo(UPLO)
-    _square("eigvalsh", A)
+    _square("eigvalsh", A, complex_ok=True)
+    if A.dtype.is_complex:             # through the real embedding of the Hermitian matrix
+        return _out(_pairs(Eigvalsh.apply(_real_embedding(_hermitian(A, UPLO)), "L")), out)
     return _out(Eigvalsh.apply(A, UPLO), out)
 
 
@@ -373,7 +399,9 @@ def svdvals(A, *, driver=None, out=None):
     >>> clgrad.linalg.svdvals(clgrad.tensor([[0.0, 2.0], [1.0, 0.0]])).tolist()
     [2.0, 1.0]
     """
-    _matrix("svdvals", A)
+    _matrix("svdvals", A, complex_ok=True)
+    if A.dtype.is_complex:             # real results, through the real embedding
+        return _out(_pairs(SVDvals.apply(_real_embedding(A))), out)
     return _out(SVDvals.apply(A), out)
 
 
@@ -571,7 +599,7 @@ def cond(A, p=None, *, out=None):
     >>> round(clgrad.linalg.cond(clgrad.tensor([[4.0, 0.0], [0.0, 2.0]])).item(), 5)
     2.0
     """
-    _matrix("cond", A)
+    _matrix("cond", A, complex_ok=True)
     if p in (None, 2, -2):
         S = svdvals(A)
         return _out(S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0], out)

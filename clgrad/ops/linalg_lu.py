@@ -40,7 +40,8 @@ class LinAlgError(RuntimeError):
 
 
 # ---- checks ---------------------------------------------------------------------------------------
-def _square(op, A):
+def _square(op, A, complex_ok=False):
+    """complex_ok: the op takes complex64 / complex128 (the LU kernels' complex variant)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{op}(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
@@ -48,7 +49,8 @@ def _square(op, A):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if A.dtype not in (dtypes.float32, dtypes.float64):
+    if A.dtype not in (dtypes.float32, dtypes.float64) and not (
+            complex_ok and A.dtype in (dtypes.complex64, dtypes.complex128)):
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.name.capitalize()}" if not A.dtype.is_floating_point
                            else f"linalg.{op}: Low precision dtypes not supported. Got "
@@ -110,6 +112,16 @@ def _mT(t):
     return t.transpose(-2, -1)
 
 
+def _conj(t):
+    return t.conj() if t.dtype.is_complex else t
+
+
+def _mH(t):
+    """The conjugate transpose (the transpose for real t): complex gradients are torch's
+    conjugate Wirtinger ones, whose formulas are the real ones with A^H for A^T."""
+    return t.transpose(-2, -1).conj() if t.dtype.is_complex else t.transpose(-2, -1)
+
+
 class LUFactorOp(Op):
     """(LU, pivots, info) of square A; the gradient reaches A through LU (torch's formula for
     A = P L U: gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, with gL and gU the strictly
@@ -126,9 +138,9 @@ class LUFactorOp(Op):
     def backward(ctx, gLU, gpiv=None, ginfo=None):
         lu, piv = ctx.saved_tensors
         P, L, U = lu_unpack(lu, piv)
-        phi = (_mT(L) @ gLU.tril(-1)).tril(-1) + (gLU.triu() @ _mT(U)).triu()
-        X = solve_triangular(_mT(L), phi, upper=True, unitriangular=True)
-        return P @ solve_triangular(_mT(U), X, upper=False, left=False)
+        phi = (_mH(L) @ gLU.tril(-1)).tril(-1) + (gLU.triu() @ _mH(U)).triu()
+        X = solve_triangular(_mH(L), phi, upper=True, unitriangular=True)
+        return P @ solve_triangular(_mH(U), X, upper=False, left=False)
 
 
 def _permutation(pivots, dtype):
@@ -250,8 +262,8 @@ class Solve(Op):
     @staticmethod
     def backward(ctx, g):
         A, X = ctx.saved_tensors
-        gB = solve(_mT(A), g, _check=None)
-        return -(gB @ _mT(X)), gB, None
+        gB = solve(_mH(A), g, _check=None)
+        return -(gB @ _mH(X)), gB, None
 
 
 def _as_matrix_rhs(A, B, left):
@@ -269,7 +281,7 @@ def solve(A, B, *, left=True, out=None, _check="solve"):
     >>> clgrad.linalg.solve(A, clgrad.tensor([9.0, 8.0])).tolist()
     [2.0, 3.0]
     """
-    _square("solve", A)
+    _square("solve", A, True)
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
     if B.dtype is not A.dtype:
@@ -319,7 +331,7 @@ def inv(A, *, out=None):
     >>> clgrad.linalg.inv(clgrad.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    _square("inv", A)
+    _square("inv", A, True)
     with no_grad():
         info = lu_factor_raw(A.detach())[2]
     _raise_info("inv", info, "The diagonal element {} is zero, the inversion could not be "
@@ -339,7 +351,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     >>> clgrad.linalg.inv_ex(clgrad.zeros(2, 2)).info.item()
     1
     """
-    _square("inv_ex", A)
+    _square("inv_ex", A, True)
     info = lu_factor_raw(A.detach())[2]
     if check_errors:
         _raise_info("inv_ex", info, "The diagonal element {} is zero, the inversion could not "
@@ -361,7 +373,7 @@ def lu_factor(A, *, pivot=True, out=None):
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
                            "CPU")
-    _square("lu_factor", A)
+    _square("lu_factor", A, True)
     lu, piv, _ = LUFactorOp.apply(A)
     return LUFactor(lu, piv)
 
@@ -373,7 +385,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     >>> clgrad.linalg.lu_factor_ex(clgrad.eye(3)).info.item()
     0
     """
-    _square("lu_factor_ex", A)
+    _square("lu_factor_ex", A, True)
     lu, piv, info = LUFactorOp.apply(A)
     if check_errors:
         _raise_info("lu_factor_ex", info, "U[{0},{0}] is zero and using it on lu_solve would "
@@ -400,8 +412,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
             if not transposed:
                 Y = solve_triangular(L, _mT(P) @ rhs, upper=False, unitriangular=True)
                 return solve_triangular(U, Y, upper=True)
-            Y = solve_triangular(_mT(U), rhs, upper=False)
-            return P @ solve_triangular(_mT(L), Y, upper=True, unitriangular=True)
+            Y = solve_triangular(_mH(U), rhs, upper=False)      # adjoint: A^H for complex
+            return P @ solve_triangular(_mH(L), Y, upper=True, unitriangular=True)
         if left:
             return solve_with(B, adjoint)
         return _mT(solve_with(_mT(B), not adjoint))
@@ -446,9 +458,10 @@ class Det(Op):
         with no_grad():                   # one host read (inv would make it anyway)
             singular = A.numel() and bool((ctx.info != 0).any().item())
         if singular:                      # the cofactors: det's derivative everywhere
-            return g.unsqueeze(-1).unsqueeze(-1) * _cofactors(A)
-        # d det / dA = det * A^-T (A invertible): the cofactor matrix
-        return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+            return g.unsqueeze(-1).unsqueeze(-1) * _conj(_cofactors(A))
+        # d det / dA = det * A^-T (A invertible): the cofactor matrix; complex: g times its
+        # conjugate, g conj(det) A^-H (torch's convention)
+        return (g * _conj(d)).unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
 
 def det(A, *, out=None):
@@ -461,7 +474,7 @@ def det(A, *, out=None):
     >>> round(clgrad.linalg.det(clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])).item(), 5)
     -2.0
     """
-    _square("det", A)
+    _square("det", A, True)
     return Det.apply(A)
 
 
@@ -479,6 +492,28 @@ class LogAbsDet(Op):
         return g.unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
 
 
+class ComplexSlogDet(Op):
+    """(sign, logabsdet) of complex A: sign = det / |det| (complex), logabsdet real. Both carry
+    gradients, as torch's: with G = g_logabsdet - i Im(conj(g_sign) sign), the gradient of the
+    holomorphic log det = logabsdet + i angle(sign) in torch's convention is G A^-H."""
+
+    @staticmethod
+    def forward(ctx, A):
+        lu, piv, _ = lu_factor_raw(A)
+        diag = lu.diagonal(0, -2, -1)
+        sign = diag.sgn().prod(-1) * _swaps_sign(piv).to(A.dtype)
+        ctx.save_for_backward(A, sign)
+        return sign, diag.abs().log().sum(-1)
+
+    @staticmethod
+    def backward(ctx, gsign, glog):
+        A, sign = ctx.saved_tensors
+        G = glog.to(A.dtype) if glog is not None else sign * 0
+        if gsign is not None:
+            G = G - 1j * (gsign.conj() * sign).imag
+        return G.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
+
+
 def slogdet(A, *, out=None):
     """(sign, logabsdet) of each square matrix: det = sign * exp(logabsdet), without overflow.
 
@@ -487,7 +522,9 @@ def slogdet(A, *, out=None):
     >>> s.item(), round(l.item(), 4)
     (-1.0, 1.7918)
     """
-    _square("slogdet", A)
+    _square("slogdet", A, True)
+    if A.dtype.is_complex:
+        return SlogDet(*ComplexSlogDet.apply(A))
     with no_grad():
         lu, piv, _ = lu_factor_raw(A.detach())
         diag = lu.diagonal(0, -2, -1)
@@ -503,6 +540,8 @@ def logdet(A):
     1.7918
     """
     sign, logabs = slogdet(A)
+    if A.dtype.is_complex:             # log(sign) is i angle(det); -inf where det is 0
+        return logabs + sign.log()
     return where(sign < 0, logabs * math.nan, logabs)
 
 
@@ -517,12 +556,13 @@ class Cholesky(Op):
     @staticmethod
     def backward(ctx, g):
         # gA = 1/2 (S + S^T), S = L^-T Phi(L^T gL) L^-1, Phi: the lower triangle, half diagonal
+        # (complex: ^H for ^T)
         (L,) = ctx.saved_tensors
-        P = (_mT(L) @ g).tril()
+        P = (_mH(L) @ g).tril()
         P = P - 0.5 * P.diagonal(0, -2, -1).diag_embed()
         Linv = inv(L)
-        S = _mT(Linv) @ P @ Linv
-        return 0.5 * (S + _mT(S))
+        S = _mH(Linv) @ P @ Linv
+        return 0.5 * (S + _mH(S))
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
@@ -533,14 +573,14 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     >>> clgrad.linalg.cholesky_ex(clgrad.tensor([[4.0, 2.0], [2.0, 3.0]])).L.tolist()
     [[2.0, 0.0], [1.0, 1.4142135381698608]]
     """
-    _square("cholesky_ex", A)
+    _square("cholesky_ex", A, True)
     L = Cholesky.apply(A)
     info = L.grad_fn.info if L.grad_fn is not None else cholesky_raw(A.detach())[1]
     if check_errors:
         _raise_info("cholesky_ex", info, "The factorization could not be completed because the "
                                          "input is not positive-definite (the leading minor of "
                                          "order {} is not positive-definite)")
-    return CholeskyEx(_mT(L) if upper else L, info)
+    return CholeskyEx(_mH(L) if upper else L, info)
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -555,18 +595,19 @@ def cholesky(A, *, upper=False, out=None):
     _raise_info("cholesky", info, "The factorization could not be completed because the input "
                                   "is not positive-definite (the leading minor of order {} is "
                                   "not positive-definite)")
-    return _mT(L) if upper else L
+    return _mH(L) if upper else L
 
 
 # ---- composed from clgrad ops ---------------------------------------------------------------------
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product of vectors along dim, broadcasting the rest (real dtypes).
+    """The dot product of vectors along dim, broadcasting the rest; x is conjugated when
+    complex, as torch's.
 
     >>> import clgrad
     >>> clgrad.linalg.vecdot(clgrad.tensor([1.0, 2.0]), clgrad.tensor([[3.0, 4.0]])).tolist()
     [11.0]
     """
-    return (x * y).sum(dim)
+    return (_conj(x) * y).sum(dim)
 
 
 def multi_dot(tensors, *, out=None):
@@ -655,7 +696,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     >>> clgrad.cholesky_solve(clgrad.tensor([[4.0], [3.0]]), L).tolist()
     [[0.5], [1.0]]
     """
-    A = _mT(L) @ L if upper else L @ _mT(L)
+    A = _mH(L) @ L if upper else L @ _mH(L)
     return solve(A, B, _check=None)
 
 
@@ -666,7 +707,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
     >>> clgrad.cholesky_inverse(clgrad.tensor([[2.0, 0.0], [0.0, 1.0]])).tolist()
     [[0.25, 0.0], [0.0, 1.0]]
     """
-    return inv(_mT(L) @ L if upper else L @ _mT(L))
+    return inv(_mH(L) @ L if upper else L @ _mH(L))
 
 
 def _legacy_cholesky(A, upper=False, *, out=None):

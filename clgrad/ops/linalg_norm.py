@@ -20,7 +20,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def _check_matrix_dims(op, A, dim, ord="fro"):
     """torch's checks of a matrix norm, in its order: dtype, rank, order, the pair of dims."""
-    if A._dtype.kind != "f":
+    if A._dtype.kind not in "fc":      # complex: |a| sums, or the singular values (real)
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
                            f"Got {dtypes.TORCH_NAMES[A._dtype]}")
     if A.dim() < 2:
