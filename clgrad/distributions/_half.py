@@ -1,5 +1,12 @@
 """The base of HalfNormal and HalfCauchy: |X| for X of a zero-centred distribution of `scale`,
-its density, cdf, icdf and entropy from X's (twice the density on x >= 0)."""
+its density, cdf, icdf and entropy from X's (twice the density on x >= 0).
+
+>>> import math, clgrad
+>>> from clgrad.distributions import HalfNormal, Normal
+>>> x = clgrad.tensor([0.5])
+>>> bool(HalfNormal(1.0).log_prob(x) == Normal(0.0, 1.0).log_prob(x) + math.log(2))
+True
+"""
 import math
 
 import clgrad
