@@ -49,9 +49,13 @@ class Transform:
         if self._inv is not None:
             inv = self._inv()
         if inv is None:
-            inv = _InverseTransform(self)
+            inv = self._make_inverse()
             self._inv = weakref.ref(inv)
         return inv
+
+    def _make_inverse(self):
+        """A new inverse of this transform (`inv` keeps a weak reference to it)."""
+        return _InverseTransform(self)
 
     @property
     def sign(self):

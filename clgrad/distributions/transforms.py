@@ -84,15 +84,9 @@ class ComposeTransform(Transform):
             sign = sign * p.sign
         return sign
 
-    @property
-    def inv(self):
-        inv = None
-        if self._inv is not None:
-            inv = self._inv()
-        if inv is None:
-            inv = ComposeTransform([p.inv for p in reversed(self.parts)])
-            self._inv = weakref.ref(inv)
-            inv._inv = weakref.ref(self)
+    def _make_inverse(self):
+        inv = ComposeTransform([p.inv for p in reversed(self.parts)])
+        inv._inv = weakref.ref(self)
         return inv
 
     def _with_cache(self, cache_size):
