@@ -310,3 +310,49 @@ def test_norm_gradients(c128):
     assert gradcheck(lambda t: clgrad.linalg.matrix_norm(t, 1), (a,))
     assert gradcheck(lambda t: clgrad.linalg.eigvalsh(t[:, :3]), (a,))
     assert gradcheck(lambda t: clgrad.linalg.vecdot(t, t.exp()), (a,))
+
+
+def test_pinv_lstsq_rank_householder(device):
+    A, B = _rand((2, 4, 3), 19), _rand((2, 4, 2), 20)
+    low = _rand((4, 2), 21) @ _rand((2, 4), 22)                      # rank 2
+    for dt in _cdtypes(device):
+        tA, tB, tol = clgrad.tensor(A, dtype=dt), clgrad.tensor(B, dtype=dt), _tol(dt)
+
+        def close(t, expect):
+            np.testing.assert_allclose(t.numpy(), expect, rtol=tol, atol=tol)
+        close(clgrad.linalg.pinv(tA), np.linalg.pinv(A))
+        close(clgrad.linalg.pinv(tA.mT), np.linalg.pinv(A.transpose(0, 2, 1)))
+        H = low @ low.conj().T
+        close(clgrad.linalg.pinv(clgrad.tensor(H, dtype=dt), hermitian=True), np.linalg.pinv(H))
+        assert clgrad.linalg.matrix_rank(clgrad.tensor(low, dtype=dt)).item() == 2
+        assert clgrad.linalg.matrix_rank(clgrad.tensor(H, dtype=dt), hermitian=True).item() == 2
+        x, res = np.linalg.lstsq(A[0], B[0], rcond=None)[:2]
+        for driver in ("gels", "gelsy", "gelsd", "gelss"):
+            r = clgrad.linalg.lstsq(tA, tB, driver=driver)
+            close(r.solution[0], x)
+            if driver in ("gelsd", "gelss"):
+                close(r.residuals[0], res)
+                close(r.singular_values, np.linalg.svd(A, compute_uv=False))
+            if driver != "gels":
+                assert r.rank.tolist() == [3, 3]
+        close(clgrad.linalg.lstsq(tA, tB[..., 0]).solution[0], x[:, 0])
+        # H_1 H_2 with H_i = I - tau_i v_i v_i^H
+        tau = _rand(2, 23)
+        Q = np.eye(4, 3, dtype=complex)
+        V = np.tril(A[0], -1) + np.eye(4, 3)
+        for i in reversed(range(2)):
+            v = V[:, i:i + 1]
+            Q = Q - tau[i] * (v @ (v.conj().T @ Q))
+        close(clgrad.linalg.householder_product(tA[0], clgrad.tensor(tau, dtype=dt)), Q)
+    for f in (clgrad.linalg.qr, clgrad.linalg.eigh, clgrad.linalg.svd):    # not built: says so
+        with pytest.raises(RuntimeError, match="complex matrices are not supported yet"):
+            f(clgrad.eye(2, dtype=clgrad.complex64))
+
+
+def test_pinv_lstsq_gradients(c128):
+    a, b = _z(_rand((4, 3), 24), c128), _z(_rand((4, 2), 25), c128)
+    assert gradcheck(clgrad.linalg.pinv, (a,))
+    assert gradgradcheck(lambda t: clgrad.linalg.pinv(t.mT), (a,))           # the wide branch
+    for driver in ("gels", "gelsd"):
+        assert gradcheck(lambda t, u: clgrad.linalg.lstsq(t, u, driver=driver).solution, (a, b))
+    assert gradcheck(lambda t, u: clgrad.linalg.householder_product(t, u[:2, 0]), (a, b))

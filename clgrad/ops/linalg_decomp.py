@@ -40,6 +40,10 @@ def _matrix(op, A, arg="A", complex_ok=False):
         raise TypeError(f"linalg.{op}(): argument '{arg}' must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
         raise RuntimeError(f"linalg.{op}: The input tensor {arg} must have at least 2 dimensions.")
+    if A.dtype in (dtypes.complex64, dtypes.complex128) and not complex_ok:
+        raise RuntimeError(f"linalg.{op}: complex matrices are not supported yet: the "
+                           f"{op} kernels take float32 and float64 (docs/linalg.md, 'Complex "
+                           f"matrices')")
     if A.dtype not in (dtypes.float32, dtypes.float64) and not (
             complex_ok and A.dtype in (dtypes.complex64, dtypes.complex128)):
         raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as input. "
@@ -62,6 +66,18 @@ def _real_embedding(A):
     it is symmetric with A's eigenvalues, each twice; differentiable (real / imag views, cat)."""
     re, im = A.real, A.imag
     return cat([cat([re, -im], -1), cat([im, re], -1)], -2)
+
+
+def _complex(re, im):
+    from .complexes import complex as complex_   # function-level: complexes is a leaf module
+    return complex_(re, im)
+
+
+def _default_rtol(A, atol, rtol):
+    """torch's default rtol for A (eps * max(m, n)), kept for its embedding (2m x 2n)."""
+    if rtol is None and (atol is None or (not isinstance(atol, Tensor) and atol <= 0)):
+        return _eps(A.dtype.to_real()) * max(A.shape[-2], A.shape[-1])
+    return rtol
 
 
 def _pairs(w):
@@ -450,6 +466,35 @@ def _threshold(S_max, atol, rtol, m, n):
     return maximum(_as_tol(atol, S_max), _as_tol(rtol, S_max) * S_max)
 
 
+class ComplexPinv(Op):
+    """pinv of complex A: the real embedding respects products and adjoints, so its
+    pseudoinverse is the embedding of A's, [[Re X, -Im X], [Im X, Re X]]. The gradient is
+    torch's pinv_backward (where the rank is locally constant): the embedding's SVD has each
+    singular value twice, which its singular vectors' gradient cannot take."""
+
+    @staticmethod
+    def forward(ctx, A, atol, rtol):
+        m, n = A.shape[-2], A.shape[-1]
+        P = pinv(_real_embedding(A), atol=atol, rtol=rtol)
+        X = _complex(P[..., :n, :m], P[..., n:, :m])
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        A, X = ctx.saved_tensors
+        Xh, gh = _mT(X).conj(), _mT(g).conj()
+        if A.shape[-2] <= A.shape[-1]:
+            K = gh @ X
+            KXh = K @ Xh
+            gA = -_mT(X @ K).conj() + KXh - (A @ X) @ KXh + (Xh @ X) @ (gh - K @ A)
+        else:
+            K = X @ gh
+            XhK = Xh @ K
+            gA = -_mT(K @ X).conj() + XhK - XhK @ (X @ A) + (gh - A @ K) @ X @ Xh
+        return gA, None, None
+
+
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudoinverse through the SVD (through eigh with hermitian=True):
     singular values at most max(atol, rtol * largest) count as zero, as torch.linalg.pinv.
@@ -458,13 +503,20 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     >>> clgrad.linalg.pinv(clgrad.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
-    if not isinstance(A, Tensor) or A.dim() < 2 or not A.dtype.is_floating_point:
+    if not isinstance(A, Tensor) or A.dim() < 2 or not (
+            A.dtype.is_floating_point or A.dtype in (dtypes.complex64, dtypes.complex128)):
         what = f"{A.dtype.name.capitalize()}{list(A.shape)}" if isinstance(A, Tensor) else "?"
         raise RuntimeError(f"linalg.pinv({what}): expected a tensor with 2 or more dimensions "
                            f"of float, double, cfloat or cdouble types")
     m, n = A.shape[-2], A.shape[-1]
     if A.numel() == 0:
         return _out(zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device), out)
+    if A.dtype.is_complex:
+        # the real embedding respects products and adjoints, so its pseudoinverse is the
+        # embedding of A's: [[Re X, -Im X], [Im X, Re X]]
+        if hermitian:
+            _square("pinv", A, complex_ok=True)
+        return _out(ComplexPinv.apply(A, atol, _default_rtol(A, atol, rtol)), out)
     if hermitian:
         _square("pinv", A)
         w, V = eigh(A)
@@ -490,11 +542,11 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
     """
     if tol is not None:
         atol, rtol = tol, 0.0
-    _matrix("matrix_rank", A)
+    _matrix("matrix_rank", A, complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     with no_grad():
         if hermitian:
-            _square("matrix_rank", A)
+            _square("matrix_rank", A, complex_ok=True)
             S = eigvalsh(A.detach()).abs()
         else:
             S = svdvals(A.detach())
@@ -524,7 +576,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
                            "gelsy, gelsd, gelss)")
     driver = driver or "gelsy"
-    _matrix("lstsq", A)
+    _matrix("lstsq", A, complex_ok=True)
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.lstsq(): argument 'B' must be Tensor, not {type(B).__name__}")
     if B.dtype is not A.dtype:
@@ -542,6 +594,24 @@ def lstsq(A, B, rcond=None, *, driver=None):
     batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
     A = A.expand(batch + (m, n))
     Bm = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    if A.dtype.is_complex:
+        # the real embedding: [[Re A, -Im A], [Im A, Re A]] [Re X; Im X] = [Re B; Im B]
+        if rcond is None or rcond < 0:
+            rcond = _eps(A.dtype.to_real()) * max(m, n)
+        if driver == "gels":           # QR of the embedding: its gradient goes through
+            r = lstsq(_real_embedding(A), cat([Bm.real, Bm.imag], -2), rcond, driver=driver)
+            X = _complex(r.solution[..., :n, :], r.solution[..., n:, :])
+        else:                          # the SVD drivers: pinv(A) B, rank and values as torch's
+            with no_grad():
+                r = lstsq(_real_embedding(A.detach()), cat([Bm.real, Bm.imag], -2).detach(),
+                          rcond, driver=driver)
+            X = ComplexPinv.apply(A, 0.0, rcond) @ Bm
+        res = r.residuals
+        if res.numel():
+            res = (A @ X - Bm).abs().square().sum(-2)
+            res = res.squeeze(-1) if vector else res
+        S = _pairs(r.singular_values) if r.singular_values.numel() else r.singular_values
+        return LstsqResult(X.squeeze(-1) if vector else X, res, r.rank // 2, S)
     empty_f = zeros((0,), dtype=A.dtype, device=A.device)
     rank, S = zeros((0,), dtype=dtypes.int64, device=A.device), empty_f
     if driver == "gels":
@@ -643,7 +713,8 @@ def householder_product(A, tau, *, out=None):
     # Q = H_1 (H_2 (... (H_k I[:, :n]))): apply the last reflector first
     for i in reversed(range(k)):
         v = V[..., :, i:i + 1]
-        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (_mT(v) @ Q))
+        vH = _mT(v).conj() if v.dtype.is_complex else _mT(v)     # H_i = I - tau_i v_i v_i^H
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (vH @ Q))
     return _out(Q, out)
 
 
