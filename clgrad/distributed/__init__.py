@@ -433,6 +433,9 @@ def __getattr__(name):
         # function-level: import cycle: ddp imports this package
         from .ddp import DistributedDataParallel
         return DistributedDataParallel
+    if name == "optim":                  # torch.distributed.optim without its own import
+        import importlib
+        return importlib.import_module(".optim", __name__)
     raise AttributeError(f"module 'clgrad.distributed' has no attribute {name!r}")
 
 
