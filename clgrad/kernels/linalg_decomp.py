@@ -14,7 +14,7 @@ Raw launches: no autograd (sorting and signs are the ops' work).
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..tensor import empty_tensor
-from .linalg import LINALG_DTYPES, pow2_group
+from .linalg import pow2_group
 
 # Sweeps at most (Jacobi converges quadratically: 5 to 10 sweeps reach rounding level)
 MAX_SWEEPS = 40
@@ -24,7 +24,9 @@ def _params(dt):
     return dict(dt=dt)
 
 
-DECOMP = KernelFamily("linalg_decomp", _params, LINALG_DTYPES)
+# real dtypes only: complex matrices reach these kernels through their real embedding
+# (clgrad/ops/linalg_decomp.py)
+DECOMP = KernelFamily("linalg_decomp", _params, (dtypes.float32, dtypes.float64))
 
 
 def _per_matrix(dev, dt, name, count, size, *args):
