@@ -178,3 +178,16 @@ def test_binary_cache_round_trip_per_unit(tmp_path):
     third = _run(code, env)
     assert third.returncode == 0, third.stderr
     assert third.stdout.split() == first.stdout.split()
+
+
+def test_every_package_is_in_the_wheel():
+    """setup.cfg lists clgrad's packages one by one: a package missing there is missing from the
+    wheel (CI's last stage would find it; this finds it in the first)."""
+    import configparser
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(root, "setup.cfg"))
+    listed = set(cfg["options"]["packages"].split())
+    found = {os.path.relpath(d, root).replace(os.sep, ".")
+             for d, _, files in os.walk(os.path.join(root, "clgrad")) if "__init__.py" in files}
+    assert found <= listed, f"add to setup.cfg's packages: {sorted(found - listed)}"
