@@ -25,9 +25,14 @@
 ## orthogonal, in U and in V (started as I). Each work-item owns the same rows throughout, so
 ## only the sums pass data between work-items. Sweeps until one makes no rotation, at most
 ## max_sweeps. Then U's columns are U_final * S, V's the right singular vectors, unsorted.
+##
+## Complex dtypes (complex64, complex128) render eigh_jacobi only, for Hermitian matrices: each
+## step first turns a[p, q] = r e real by the phase conj(e) on column q (and e on row q, and on V's
+## column q), then rotates as the real kernel does; each eigenvector's largest component (by
+## modulus) is made real and positive.
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
-<% T = dt.ct %>
+<% T = dt.ct if dt.kind != "c" else dt.rt %>
 #define GROUP_MAX 256
 %if T == "double":
 #define EPS 2.220446049250313e-16
@@ -61,6 +66,103 @@ ${T} jacobi_t(const ${T} theta)
         return (${T})0.5 / theta;
     return copysign((${T})1, theta) / (fabs(theta) + sqrt(theta * theta + 1));
 }
+
+% if dt.kind == "c":
+<% CT = dt.ct %>
+${c.complex_helpers(CT, T)}
+inline ${T} abs2(const ${CT} z) { return z.x * z.x + z.y * z.y; }
+
+__kernel void eigh_jacobi(__global ${CT} *A, __global ${CT} *V, __global int *sweeps,
+                          const int n, const int max_sweeps)
+{
+    const long b = get_group_id(0);
+    const int lid = get_local_id(0), L = get_local_size(0);
+    const long nn = (long)n * n;
+    __global ${CT} *a = A + b * nn;
+    __global ${CT} *v = V + b * nn;
+    __local ${T} buf[GROUP_MAX];
+    __local ${T} sh_c, sh_s;
+    __local ${CT} sh_e;
+    ${T} part = 0;
+    for (long e = lid; e < nn; e += L) {
+        v[e] = (${CT})((${T})(e / n == e % n), (${T})0);
+        part += abs2(a[e]);
+    }
+    const ${T} tol2 = EPS * EPS * group_sum(buf, part, lid, L);
+    int sweep = 0;
+    for (; sweep < max_sweeps; ++sweep) {
+        part = 0;
+        for (long e = lid; e < nn; e += L)
+            if (e / n != e % n)
+                part += abs2(a[e]);
+        const ${T} off2 = group_sum(buf, part, lid, L);
+        if (!(off2 > tol2))                              /* the same for the whole group */
+            break;
+        for (int p = 0; p < n - 1; ++p) {
+            for (int q = p + 1; q < n; ++q) {
+                if (lid == 0) {
+                    const ${CT} apq = a[(long)p * n + q];
+                    const ${T} r = hypot(apq.x, apq.y);
+                    ${T} cs = 1, sn = 0;
+                    ${CT} e = (${CT})((${T})1, (${T})0);
+                    if (r != 0) {
+                        e = (${CT})(apq.x / r, apq.y / r);
+                        const ${T} app = a[(long)p * n + p].x, aqq = a[(long)q * n + q].x;
+                        const ${T} t = jacobi_t((aqq - app) / (2 * r));
+                        cs = 1 / sqrt(t * t + 1);
+                        sn = t * cs;
+                        a[(long)p * n + p] = (${CT})(app - t * r, (${T})0);
+                        a[(long)q * n + q] = (${CT})(aqq + t * r, (${T})0);
+                        a[(long)p * n + q] = (${CT})((${T})0, (${T})0);
+                        a[(long)q * n + p] = (${CT})((${T})0, (${T})0);
+                    }
+                    sh_c = cs;
+                    sh_s = sn;
+                    sh_e = e;
+                }
+                barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+                const ${T} cs = sh_c, sn = sh_s;
+                const ${CT} ec = cconj(sh_e);
+                if (sn != 0) {
+                    for (int r = lid; r < n; r += L) {
+                        if (r != p && r != q) {
+                            const ${CT} arp = a[(long)r * n + p];
+                            const ${CT} arq = cmul(a[(long)r * n + q], ec);
+                            const ${CT} np = cs * arp - sn * arq, nq = sn * arp + cs * arq;
+                            a[(long)r * n + p] = np;
+                            a[(long)p * n + r] = cconj(np);
+                            a[(long)r * n + q] = nq;
+                            a[(long)q * n + r] = cconj(nq);
+                        }
+                        const ${CT} vrp = v[(long)r * n + p], vrq = cmul(v[(long)r * n + q], ec);
+                        v[(long)r * n + p] = cs * vrp - sn * vrq;
+                        v[(long)r * n + q] = sn * vrp + cs * vrq;
+                    }
+                }
+                /* the rotated entries before the next pivot reads them; sh_c before it changes */
+                barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+            }
+        }
+    }
+    if (lid == 0)
+        sweeps[b] = sweep;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (int col = lid; col < n; col += L) {  /* the largest component real and positive */
+        ${T} best = -1;
+        ${CT} val = (${CT})((${T})1, (${T})0);
+        for (int r = 0; r < n; ++r) {
+            const ${CT} x = v[(long)r * n + col];
+            if (abs2(x) > best) { best = abs2(x); val = x; }
+        }
+        const ${T} m = hypot(val.x, val.y);
+        if (m > 0) {
+            const ${CT} ph = (${CT})(val.x / m, -val.y / m);
+            for (int r = 0; r < n; ++r)
+                v[(long)r * n + col] = cmul(v[(long)r * n + col], ph);
+        }
+    }
+}
+% else:
 
 __kernel void qr(__global ${T} *A, __global ${T} *tau, __global ${T} *Q, const int m,
                  const int n, const int mq, const int want_q)
@@ -257,3 +359,4 @@ __kernel void svd_jacobi(__global ${T} *U, __global ${T} *V, __global int *sweep
     if (lid == 0)
         sweeps[b] = sweep;
 }
+% endif

@@ -308,7 +308,7 @@ def test_norm_gradients(c128):
     assert gradcheck(clgrad.linalg.svdvals, (a,))
     assert gradcheck(lambda t: clgrad.linalg.matrix_norm(t, "nuc"), (a,))
     assert gradcheck(lambda t: clgrad.linalg.matrix_norm(t, 1), (a,))
-    assert gradcheck(lambda t: clgrad.linalg.eigvalsh(t[:, :3]), (a,))
+    assert gradcheck(lambda t: clgrad.linalg.eigvalsh(t[:, :3] + t[:, :3].mH), (a,))
     assert gradcheck(lambda t: clgrad.linalg.vecdot(t, t.exp()), (a,))
 
 
@@ -344,7 +344,7 @@ def test_pinv_lstsq_rank_householder(device):
             v = V[:, i:i + 1]
             Q = Q - tau[i] * (v @ (v.conj().T @ Q))
         close(clgrad.linalg.householder_product(tA[0], clgrad.tensor(tau, dtype=dt)), Q)
-    for f in (clgrad.linalg.qr, clgrad.linalg.eigh, clgrad.linalg.svd):    # not built: says so
+    for f in (clgrad.linalg.qr, clgrad.linalg.svd):          # not built: they say so
         with pytest.raises(RuntimeError, match="complex matrices are not supported yet"):
             f(clgrad.eye(2, dtype=clgrad.complex64))
 
@@ -356,3 +356,37 @@ def test_pinv_lstsq_gradients(c128):
     for driver in ("gels", "gelsd"):
         assert gradcheck(lambda t, u: clgrad.linalg.lstsq(t, u, driver=driver).solution, (a, b))
     assert gradcheck(lambda t, u: clgrad.linalg.householder_product(t, u[:2, 0]), (a, b))
+
+
+def test_eigh(device):
+    A = _rand((2, 9, 9), 26)
+    H = A + A.conj().transpose(0, 2, 1)
+    for dt in _cdtypes(device):
+        tol = 20 * _tol(dt)
+        w, V = clgrad.linalg.eigh(clgrad.tensor(H, dtype=dt))
+        assert w.dtype is dt.to_real() and V.dtype is dt
+        np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(H), rtol=tol, atol=tol)
+        Vn = V.numpy()
+        Vh = Vn.conj().transpose(0, 2, 1)
+        np.testing.assert_allclose(Vn @ (w.numpy()[:, :, None] * Vh), H, rtol=tol, atol=tol)
+        np.testing.assert_allclose(Vh @ Vn, np.broadcast_to(np.eye(9), (2, 9, 9)), atol=tol)
+        big = np.abs(Vn).argmax(1)                       # largest component real and positive
+        top = np.take_along_axis(Vn, big[:, None, :], 1)
+        assert np.all(top.real > 0) and np.allclose(top.imag, 0, atol=tol)
+        for uplo in ("L", "U"):                          # only the UPLO triangle is read
+            w = clgrad.linalg.eigh(clgrad.tensor(A, dtype=dt), uplo).eigenvalues
+            np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(A, uplo), rtol=tol, atol=tol)
+        w, V = clgrad.linalg.eigh(clgrad.eye(3, dtype=dt))         # repeated eigenvalues
+        assert w.tolist() == [1, 1, 1] and V.tolist() == np.eye(3).tolist()
+
+
+def test_eigh_gradients(c128):
+    a = _z(_rand((3, 3), 27), c128)
+
+    def eigh(t):
+        return clgrad.linalg.eigh(t + t.mH)
+    assert gradcheck(lambda t: eigh(t).eigenvalues, (a,))
+    assert gradgradcheck(lambda t: eigh(t).eigenvalues, (a,))
+    # functions that do not depend on the eigenvectors' phases, as torch requires
+    assert gradcheck(lambda t: eigh(t).eigenvectors.abs(), (a,))
+    assert gradcheck(lambda t: (lambda w, V: V @ w.to(c128).diag_embed() @ V.mH)(*eigh(t)), (a,))

@@ -578,6 +578,10 @@ def drive_linalg_decomp(dev, dt, rng):
     """Householder QR (rows above and below the work-group, a zero column, with and without Q),
     Jacobi eigh (n = 9 crosses a group of 8) and the one-sided Jacobi SVD, tall and wide."""
     import clgrad
+    if dt.name in ("complex64", "complex128"):        # complex: the Hermitian Jacobi eigh only
+        s = _t(dt, (2, 9, 9), dev, rng)
+        clgrad.linalg.eigh(s + s.mH)
+        return
     if dt.name not in ("float32", "float64"):
         return
     a = _t(dt, (2, 37, 5), dev, rng)
@@ -707,7 +711,7 @@ DRIVERS = {
 }
 # the families with programs for complex dtypes (the others reach complex tensors through their
 # real views, docs/internals.md)
-COMPLEX_FAMILIES = {"ew", "index", "linalg"}
+COMPLEX_FAMILIES = {"ew", "index", "linalg", "linalg_decomp"}
 FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
               "fft", "fused"}
 

@@ -1,5 +1,5 @@
 """The linalg_decomp family (cl_kernels/linalg_decomp.mako): orthogonal decompositions of small and
-medium float32 / float64 matrices, batched, in place on contiguous [count, m, n] batches, one
+medium float32 / float64 matrices (and the Jacobi eigh of complex Hermitian ones), batched, in place on contiguous [count, m, n] batches, one
 work-group per matrix (its size a power of two): Householder QR with LAPACK's signs, the cyclic
 Jacobi eigenvalue algorithm on symmetric matrices and one-sided Jacobi (Hestenes) for the SVD.
 The kernels take bare buffers: every operand is a fresh contiguous batch at element offset 0.
@@ -24,9 +24,10 @@ def _params(dt):
     return dict(dt=dt)
 
 
-# real dtypes only: complex matrices reach these kernels through their real embedding
-# (clgrad/ops/linalg_decomp.py)
-DECOMP = KernelFamily("linalg_decomp", _params, (dtypes.float32, dtypes.float64))
+# complex dtypes: eigh_jacobi only (Hermitian matrices); the other complex decompositions reach
+# these kernels through their real embedding (clgrad/ops/linalg_decomp.py)
+DECOMP = KernelFamily("linalg_decomp", _params, (dtypes.float32, dtypes.float64,
+                                                 dtypes.complex64, dtypes.complex128))
 
 
 def _per_matrix(dev, dt, name, count, size, *args):

@@ -33,6 +33,10 @@ def _mT(t):
     return t.transpose(-2, -1)
 
 
+def _mH(t):
+    return t.transpose(-2, -1).conj() if t.dtype.is_complex else t.transpose(-2, -1)
+
+
 def _matrix(op, A, arg="A", complex_ok=False):
     """torch's checks of a float matrix (batch) argument; complex_ok: complex64 / complex128
     taken too (through _real_embedding)."""
@@ -141,7 +145,9 @@ def qr_raw(A, mode="reduced"):
 
 
 def _symmetric(A, UPLO):
-    """The symmetric matrix that A's lower (or upper) triangle defines."""
+    """The symmetric (complex: Hermitian) matrix that A's lower (or upper) triangle defines."""
+    if A.dtype.is_complex:
+        return _hermitian(A, UPLO)
     T = A.tril() if UPLO == "L" else A.triu()
     return T + _mT(T.tril(-1) if UPLO == "L" else T.triu(1))
 
@@ -153,7 +159,8 @@ def eigh_raw(A, UPLO="L"):
     a, batch = _work_copy(_symmetric(A, UPLO))
     count = a.shape[0]
     V = eigh_jacobi_raw(a)
-    w, idx = a.diagonal(0, -2, -1).sort(-1)
+    d = a.diagonal(0, -2, -1)
+    w, idx = (d.real if d.dtype.is_complex else d).sort(-1)
     V = V.gather(-1, idx.unsqueeze(-2).expand((count, n, n)))
     return w.reshape(batch + (n,)), V.reshape(batch + (n, n))
 
@@ -286,13 +293,14 @@ class Eigh(Op):
     @staticmethod
     def backward(ctx, gw, gV):
         # torch's formula: gA = V (diag(gw) + skew(V^T gV) / 2E) V^T, E_ij = w_j - w_i
+        # (complex: V^H for V^T, skew-Hermitian)
         w, V = ctx.saved_tensors
-        VgV = _mT(V) @ gV
+        VgV = _mH(V) @ gV
         E = w.unsqueeze(-2) - w.unsqueeze(-1)
         n = w.shape[-1]
         I = eye(n, dtype=w.dtype, device=w.device)
-        inner = 0.5 * (VgV - _mT(VgV)) / (E + I) * (1 - I) + gw.diag_embed()
-        return V @ inner @ _mT(V), None
+        inner = 0.5 * (VgV - _mH(VgV)) / (E + I) * (1 - I) + gw.diag_embed()
+        return V @ inner @ _mH(V), None
 
 
 class Eigvalsh(Op):
@@ -305,7 +313,7 @@ class Eigvalsh(Op):
     @staticmethod
     def backward(ctx, gw):
         (V,) = ctx.saved_tensors
-        return (V * gw.unsqueeze(-2)) @ _mT(V), None
+        return (V * gw.unsqueeze(-2)) @ _mH(V), None
 
 
 def _check_uplo(UPLO):
@@ -324,7 +332,7 @@ def eigh(A, UPLO="L", *, out=None):
     ([1.0, 3.0], [0.707107, 0.707107])
     """
     _check_uplo(UPLO)
-    _square("eigh", A)
+    _square("eigh", A, complex_ok=True)
     return _out(EighResult(*Eigh.apply(A, UPLO)), out)
 
 
@@ -337,8 +345,6 @@ def eigvalsh(A, UPLO="L", *, out=None):
     """
     _check_uplo(UPLO)
     _square("eigvalsh", A, complex_ok=True)
-    if A.dtype.is_complex:             # through the real embedding of the Hermitian matrix
-        return _out(_pairs(Eigvalsh.apply(_real_embedding(_hermitian(A, UPLO)), "L")), out)
     return _out(Eigvalsh.apply(A, UPLO), out)
 
 
