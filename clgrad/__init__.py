@@ -145,6 +145,15 @@ from math import e, inf, nan, pi  # noqa: E402  (Python floats, as torch's)
 from . import _inductor, accelerator, random, version  # noqa: E402
 from . import distributions  # noqa: E402  (torch.distributions; uses the namespace above)
 from ._sampling import _standard_gamma, _standard_gamma_grad, binomial, poisson  # noqa: E402
+# sparse COO tensors, dense-backed (issue 23): torch.sparse, sparse_coo_tensor, the layouts and
+# the sparse methods of dense tensors (to_sparse; indices() and the like raise torch's errors)
+from . import sparse  # noqa: E402
+from .sparse import spmm  # noqa: E402
+from .sparse.coo import DENSE_METHODS as _SPARSE_METHODS, sparse_coo_tensor  # noqa: E402
+from .tensor import layout, sparse_coo, strided  # noqa: E402
+for _name, _fn in _SPARSE_METHODS.items():
+    setattr(Tensor, _name, _fn)
+del _name, _fn, _SPARSE_METHODS
 # torch.multiprocessing, torch.profiler and torch.onnx (issue 23; onnx's package loads on export)
 from . import multiprocessing, onnx, profiler  # noqa: E402
 # process-wide settings (threads, print options, determinism)

@@ -110,6 +110,30 @@ class device:
         return device, (self.type, self.index)
 
 
+class layout:
+    """A tensor's memory layout, as torch.layout: `clgrad.strided` (every dense tensor) or
+    `clgrad.sparse_coo` (tensors made by clgrad.sparse_coo_tensor and to_sparse).
+
+    >>> import clgrad
+    >>> clgrad.zeros(2).layout, clgrad.zeros(2).layout == clgrad.strided
+    (clgrad.strided, True)
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"clgrad.{self.name}"
+
+    def __reduce__(self):
+        return self.name         # pickles as the module-level instance of that name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
 _STRIDES = {}
 
 
@@ -281,7 +305,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return strided
 
     @property
     def is_sparse(self):
