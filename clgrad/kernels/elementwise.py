@@ -19,14 +19,13 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES, COMPLEX
 from ..runtime.device import path_dependent
 from ..runtime.family import KernelFamily
-from ..runtime import recording as _recording
 from ..runtime.kernels import get_kernel, grid, launch, vec_width
 from ..runtime.memory import Storage
 from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
 from ._layout import (broadcast_shapes, check_dims, collapse, expand_strides, launch_walk,
                       pack8_right, same_device, view_raw)
 from .copy import cast_raw, check_fp64, full_raw, scalar_for
-from .fused import note_launch
+from . import fused  # noqa: F401  (the recordings' fusion pass, over this family's kernels)
 
 
 class Entry:
@@ -252,8 +251,6 @@ def _run_fast(e, variant, operands, params, out):
                 b._offset, 1, *params, n)
     else:
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, *params, n)
-    if _recording.active is not None:       # a compiled step may fuse this launch
-        note_launch(e, dt, variant)
     launch(dev, k, gs, ls, *args)
     return out
 

@@ -1,10 +1,10 @@
 """The fused family (cl_kernels/fused.mako): chains of elementwise ops found in a compiled step's
 recording, made one kernel from the elementwise table's own expressions.
 
-While a recording captures, the elementwise fast path notes each launch's table entry, dtype and
-pattern (`note_launch`). When the capture ends, `fuse` walks the recorded launches: a run of
-consecutive fast-path launches over contiguous float32 / float64 tensors of one size, where every
-buffer is addressed at one offset, becomes one launch of a generated kernel. Each work-item then
+When a capture ends, `fuse` walks the recorded launches: a run of consecutive launches of the
+elementwise family's contiguous kernels (`<op>_c_<pattern>`, which name their table entry) over
+float32 / float64 tensors of one size, each operand walking its buffer and every buffer addressed
+at one offset, becomes one launch of a generated kernel. Each work-item then
 carries one element through the whole run: operands are loaded once, intermediate results stay
 in registers, and a result is stored only when something after the run reads its buffer or a
 live tensor holds it (a temporary that the step freed is never written).
@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import dtypes
 from ..runtime import recording
+from ..runtime.device import devices
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid
 
@@ -62,13 +63,6 @@ FUSED = KernelFamily("fused", lambda v: dict(dt=v[0], entries=[], bool_dt=dtypes
                      tag=lambda v: f"{v[0].short}_{v[1].name}")
 
 
-def note_launch(e, dt, variant):
-    """Called by the elementwise fast path just before its launch, while a capture runs."""
-    rec = recording.active
-    if rec is not None and not rec.paused:
-        rec.note = (e, dt, variant)
-
-
 def _literal(v, dt):
     """A number as an exact literal of the compute type (hex floats: no decimal rounding)."""
     v = float(np.float32(v)) if dt is dtypes.float32 else float(v)
@@ -79,26 +73,51 @@ def _literal(v, dt):
     return f"({v.hex()}{'f' if dt is dtypes.float32 else ''})"
 
 
-def _fusable(op):
+def _program_dtypes():
+    """The dtype of each built elementwise program, by its driver handle: what a recorded
+    launch's kernel is an elementwise kernel of."""
+    from .elementwise import PROGRAMS
+    found = {}
+    for key, prog in PROGRAMS.items():
+        if len(key) == 2 and key[1] in FLOATS:
+            for dev in devices():
+                for (pid, _), built in list(dev.programs.items()):
+                    if pid == prog.id:
+                        found[built.int_ptr] = key[1]
+    return found
+
+
+def _fusable(op, dts):
+    """(device, dtype, n, entry, (out buffer, offset), [(operand buffer, offset)], scalar,
+    params) of a recorded launch of a contiguous elementwise kernel whose operands all walk
+    their buffers (step 1), or None."""
+    from .elementwise import ENTRIES
     kind, payload = op
-    if kind != "launch" or payload[5] is None:
+    if kind != "launch":
         return None
-    e, dt, variant = payload[5]
-    if dt not in FLOATS or e.out == "bool" or e.group or "f" not in e.exprs or \
-            set(e.operands) != {"T"} or variant not in ("t", "tt", "ts"):
+    dev, kernel, _, _, args = payload
+    name, _, variant = kernel.function_name.rpartition("_c_")
+    e = ENTRIES.get(name)
+    if e is None or variant not in ("t", "tt", "ts"):
         return None
-    args = payload[4]
+    dt = dts.get(kernel.program.int_ptr)
+    if dt is None or e.out == "bool" or e.group or "f" not in e.exprs or \
+            set(e.operands) != {"T"}:
+        return None
     operands = [(args[2], args[3])]
+    steps = [args[4]]
     scalar = None
     rest = 5
     if variant == "tt":
         operands.append((args[5], args[6]))
+        steps.append(args[7])
         rest = 8
     elif variant == "ts":
         scalar = args[5]
         rest = 6
-    return (payload[0], dt, args[-1], e, (args[0], args[1]), operands, scalar,
-            args[rest:-1])
+    if any(s != 1 for s in steps):          # 0 repeats an operand's first element
+        return None
+    return (dev, dt, args[-1], e, (args[0], args[1]), operands, scalar, args[rest:-1])
 
 
 def fuse(ops, dead):
@@ -112,10 +131,11 @@ def fuse(ops, dead):
         elif kind in ("copy", "check", "fill"):
             for a in payload[1:3]:
                 last_use[id(a)] = i
+    dts = _program_dtypes()
     out = []
     i = 0
     while i < len(ops):
-        first = _fusable(ops[i])
+        first = _fusable(ops[i], dts)
         if first is None:
             out.append(ops[i])
             i += 1
@@ -123,7 +143,7 @@ def fuse(ops, dead):
         run, offsets = [], {}
         j = i
         while j < len(ops):
-            f = _fusable(ops[j])
+            f = _fusable(ops[j], dts)
             if f is None or f[0] is not first[0] or f[1] is not first[1] or f[2] != first[2]:
                 break
             bufs = [f[4]] + f[5]
@@ -186,7 +206,7 @@ def _fused_launch(run, end, last_use, dead):
         args += [buf, off]
     args.append(n)
     gs, ls = grid(dev, n)
-    return ("launch", (dev, kernel, gs, ls, tuple(args), None))
+    return ("launch", (dev, kernel, gs, ls, tuple(args)))
 
 
 recording.Recording.fuser = staticmethod(fuse)

@@ -196,10 +196,7 @@ class Storage:
     def __init__(self, device, nbytes):
         self.device = device
         self.nbytes = nbytes
-        pool = device.pool
-        self.buf, self._block = pool.alloc(nbytes)
-        if pool.recorder is not None:
-            pool.recorder.note_storage(self)
+        self.buf, self._block = device.pool.alloc(nbytes)
 
     def __del__(self):
         try:

@@ -33,7 +33,6 @@ What makes a replay right:
 """
 import os
 import sys
-import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -142,12 +141,10 @@ class Recording:
 
     def __init__(self, fuse=True):
         self.fuse = fuse
-        self.note = None            # what the next launch is (the elementwise fast path's note)
         self._ops = []              # (kind, payload) in program order, while capturing
         self._plan = None           # [(function, args)] after the capture
         self._bins = {}             # (pool id, block size) -> [buffer]: the private pool
         self._pools = {}            # pool id -> pool
-        self._allocated = []        # weak references to storages made during the capture
         self._held = []             # storages whose buffers the replay uses
         self._offsets = []          # PhiloxOffset values handed out
         self._seeds = {}            # generator -> seed at capture time
@@ -205,8 +202,7 @@ class Recording:
 
     def _on_launch(self, device, kernel, gsize, lsize, args, event):
         if not self.paused:
-            self._ops.append(("launch", (device, kernel, gsize, lsize, args, self.note)))
-        self.note = None
+            self._ops.append(("launch", (device, kernel, gsize, lsize, args)))
 
     def _on_copy(self, queue, dest, src, **kw):
         if not self.paused:
@@ -255,9 +251,6 @@ class Recording:
         self._pools[id(pool)] = pool
         self._bins.setdefault((id(pool), size), []).append(buf)
 
-    def note_storage(self, storage):
-        self._allocated.append(weakref.ref(storage))
-
     # -- from the noted work to a plan --------------------------------------------------------
     def _finish(self):
         if self.broken:
@@ -273,7 +266,7 @@ class Recording:
             ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs})
         for kind, payload in ops:
             if kind == "launch":
-                device, kernel, gsize, lsize, args, _ = payload
+                device, kernel, gsize, lsize, args = payload
                 k = cl.Kernel(kernel.program, kernel.function_name)
                 k.set_scalar_arg_dtypes(kernel._clgrad_signature)
                 k.set_args(*args)
@@ -328,12 +321,8 @@ class Recording:
                     self._pools[pid].free_now(b, size)
             bufs[:] = keep
         wanted = {i for i in used if i not in in_bins}
-        for ref in self._allocated:
-            s = ref()
-            if s is not None and id(s.buf) in wanted:
-                self._held.append(s)
-                wanted.discard(id(s.buf))
         if wanted:
+            # found among the live storages once, here, rather than noted at every allocation
             import gc
             from .memory import Storage
             for obj in gc.get_objects():
@@ -345,7 +334,6 @@ class Recording:
         if wanted:
             self._break("a kernel used a buffer that no live tensor holds")
             return
-        self._allocated = []
         self._ops = []
         self._used = set(used)
         self._gated = {d for d in self._devices if d.gate_bursts}
