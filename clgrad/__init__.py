@@ -148,9 +148,10 @@ from ._sampling import _standard_gamma, _standard_gamma_grad, binomial, poisson 
 # sparse COO tensors, dense-backed (issue 23): torch.sparse, sparse_coo_tensor, the layouts and
 # the sparse methods of dense tensors (to_sparse; indices() and the like raise torch's errors)
 from . import sparse  # noqa: E402
-from .sparse import spmm  # noqa: E402
+from .sparse import dsmm, hspmm, smm, spmm  # noqa: E402
 from .sparse.coo import DENSE_METHODS as _SPARSE_METHODS, sparse_coo_tensor  # noqa: E402
 from .tensor import layout, sparse_coo, strided  # noqa: E402
+_SPARSE_METHODS.update(smm=smm, sparse_mask=sparse.sparse_mask)
 for _name, _fn in _SPARSE_METHODS.items():
     setattr(Tensor, _name, _fn)
 del _name, _fn, _SPARSE_METHODS

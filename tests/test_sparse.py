@@ -235,3 +235,21 @@ def test_gcn_program_trains(device):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_smm_hspmm_dsmm_sparse_mask(device):
+    s = clgrad.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 0.0], (3, 2))
+    b = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    ref = s.to_dense().numpy() @ b.numpy()
+    h = clgrad.hspmm(s, b)                    # as torch: rows 0 and 1 (row 1 is all zeros)
+    assert h.is_sparse and (h.sparse_dim(), h.dense_dim()) == (1, 1)
+    assert h.indices().tolist() == [[0, 1]] and h.values().tolist() == ref[:2].tolist()
+    m = clgrad.smm(s, b)
+    assert m.indices().tolist() == [[0, 0, 1, 1], [0, 1, 0, 1]] and m._nnz() == 4
+    np.testing.assert_array_equal(m.to_dense().numpy(), ref)
+    assert s.smm(b)._nnz() == 4 and clgrad.dsmm(s, b).tolist() == ref.tolist()
+    k = clgrad.arange(6.0).reshape(3, 2).sparse_mask(s)
+    assert k.indices().tolist() == [[0, 1], [1, 0]] and k.values().tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="incompatible sizes"):
+        clgrad.ones(2, 2).sparse_mask(s)
+    assert clgrad.sparse.as_sparse_gradcheck(gradcheck) is gradcheck

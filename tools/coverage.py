@@ -4,7 +4,8 @@ torch.fft, torch.optim, and the functions and classes of torch.random, torch.acc
 torch.utils.checkpoint, torch.utils.hooks, torch.utils._pytree, torch.nn.utils.prune and
 torch.nn.utils.stateless, and the exported names of torch.distributions (its classes and
 kl_divergence), torch.distributions.constraints and torch.distributions.transforms, and the
-exported names of torch.profiler, torch.onnx and torch.multiprocessing.
+exported names of torch.profiler, torch.onnx, torch.multiprocessing, torch.sparse and
+torch.distributed.optim.
 
 Needs torch installed beside clgrad (`pip install torch`); it only reads torch's namespaces.
 
@@ -86,8 +87,9 @@ def namespaces(torch, clgrad):
         except ImportError:
             ours = None
         out[ns] = (set(theirs.__all__), ours)
-    # torch.profiler, torch.onnx and torch.multiprocessing: the names they export
-    for ns in ("profiler", "onnx", "multiprocessing"):
+    # torch.profiler, torch.onnx, torch.multiprocessing, torch.sparse and
+    # torch.distributed.optim: the names they export
+    for ns in ("profiler", "onnx", "multiprocessing", "sparse", "distributed.optim"):
         theirs = importlib.import_module("torch." + ns)
         try:
             ours = importlib.import_module("clgrad." + ns)

@@ -14,8 +14,8 @@ from ..ops.creation import from_numpy, ones
 from ..ops.linalg import addmm as _addmm, mm as _mm
 from .coo import SparseCooTensor, _build, _dense, _linear, is_sparse, sparse_coo_tensor
 
-__all__ = ["addmm", "check_sparse_tensor_invariants", "mm", "sum", "softmax", "log_softmax",
-           "spmm"]
+__all__ = ["addmm", "as_sparse_gradcheck", "check_sparse_tensor_invariants", "mm", "sum",
+           "softmax", "log_softmax", "spmm", "smm", "dsmm", "hspmm"]
 
 
 def mm(mat1, mat2, reduce=None):
@@ -41,6 +41,83 @@ def spmm(input, mat2):
     [[1.0], [1.0]]
     """
     return mm(input, mat2)
+
+
+def _rows_of(mat1, out, full_rows):
+    """out (a dense product) as a sparse tensor over the rows mat1 has entries in: each such
+    row whole (hybrid, torch's hspmm) or element by element (torch's smm)."""
+    rows = np.unique(mat1._sp_idx[0])
+    if full_rows:
+        idx = rows[None, :]
+    else:
+        ncol = out.shape[1]
+        idx = np.stack([np.repeat(rows, ncol), np.tile(np.arange(ncol), len(rows))])
+    lin = idx[0] if full_rows else idx[0] * out.shape[1] + idx[1]
+    src = out if full_rows else out.reshape(-1)
+    return _build(idx, src.index_select(0, from_numpy(lin).to(out.device)), tuple(out.shape),
+                  True)
+
+
+def smm(input, mat):
+    """torch.smm: sparse @ dense as a sparse tensor (every element of the rows input has
+    entries in).
+
+    >>> import clgrad
+    >>> clgrad.smm(clgrad.eye(2).to_sparse(), clgrad.ones(2, 2))._nnz()
+    4
+    """
+    return _rows_of(input, mm(input, mat), False)
+
+
+def hspmm(mat1, mat2):
+    """torch.hspmm: sparse @ dense as a hybrid sparse tensor (the rows mat1 has entries in,
+    each a dense row).
+
+    >>> import clgrad
+    >>> h = clgrad.hspmm(clgrad.tensor([[0.0], [2.0]]).to_sparse(), clgrad.ones(1, 3))
+    >>> h.indices().tolist(), h.values().tolist()
+    ([[1]], [[2.0, 2.0, 2.0]])
+    """
+    return _rows_of(mat1, mm(mat1, mat2), True)
+
+
+def dsmm(input, mat2):
+    """torch.dsmm: sparse @ dense, dense result (as `mm`).
+
+    >>> import clgrad
+    >>> clgrad.dsmm(clgrad.eye(2).to_sparse(), clgrad.ones(2, 1)).tolist()
+    [[1.0], [1.0]]
+    """
+    return mm(input, mat2)
+
+
+def sparse_mask(self, mask):
+    """Tensor.sparse_mask: self's elements at the coordinates of the sparse tensor mask.
+
+    >>> import clgrad
+    >>> m = clgrad.sparse_coo_tensor([[1]], [9.0], (3,))
+    >>> clgrad.tensor([4.0, 5.0, 6.0]).sparse_mask(m).to_dense().tolist()
+    [0.0, 5.0, 0.0]
+    """
+    if not is_sparse(mask):
+        raise RuntimeError(f"sparse_mask(): expected mask to be a sparse COO tensor, got layout "
+                           f"{mask.layout}")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    c = mask.coalesce()
+    return _build(c._sp_idx, c._gather(_dense(self)), tuple(self.shape), True)
+
+
+def as_sparse_gradcheck(gradcheck):
+    """torch's wrapper that lets gradcheck take sparse inputs: clgrad's sparse tensors are
+    dense-backed, so gradcheck takes them as they are and this returns it unchanged.
+
+    >>> import clgrad
+    >>> clgrad.sparse.as_sparse_gradcheck(clgrad.autograd.gradcheck) is clgrad.autograd.gradcheck
+    True
+    """
+    return gradcheck
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
