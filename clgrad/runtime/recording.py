@@ -291,6 +291,12 @@ class Recording:
                     if isinstance(m, cl.MemoryObjectHolder):
                         used[id(m)] = m
                 kw = {k: v for k, v in kw.items() if k != "is_blocking"}
+                if not isinstance(src, cl.MemoryObjectHolder):
+                    # an upload's bytes go to the device once; a replay copies them there
+                    # (PoCL waits for the queue to drain before it returns from a host write)
+                    src = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY |
+                                    cl.mem_flags.COPY_HOST_PTR, hostbuf=src)
+                    kw = {"dst_offset": kw.get("dst_offset", 0), "byte_count": src.size}
                 plan.append((_enqueue_copy, (self._copy, queue, dest, src, kw)))
             elif kind == "check":
                 queue, buf, host, what = payload
@@ -441,7 +447,7 @@ def _enqueue_burst(gated, launches):
 
 
 def _enqueue_copy(copy, queue, dest, src, kw):
-    copy(queue, dest, src, is_blocking=False, **kw)
+    copy(queue, dest, src, **kw)        # buffer to buffer: on the device, without waiting
 
 
 def _enqueue_check(rec, copy, queue, host, buf):
