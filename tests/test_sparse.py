@@ -143,6 +143,9 @@ def test_ops_that_stay_sparse(device):
     assert s.detach().is_sparse and s.clone()._values().tolist() == [1.0, 2.0, 3.0]
     c = copy.deepcopy(s)
     assert c.is_sparse and c.to_dense().tolist() == A.tolist()
+    c = s.coalesce()
+    c.mul_(2)                              # in place on the dense tensor: the values follow
+    assert c.values().tolist() == [2.0, 4.0, 6.0] and c.is_sparse
 
 
 def test_sum_and_softmax_match_numpy(device):

@@ -179,9 +179,9 @@ class SparseCooTensor(Tensor):
         return self._sp_indices
 
     def _values(self):
-        if self._sp_leaf:
-            # a leaf that requires grad: its values read from it, so they stay connected (a
-            # leaf is coalesced at construction, so no element is read twice)
+        if self._sp_coalesced:
+            # read from the dense tensor (each element once, the coordinates being unique): so
+            # the values follow in-place changes of it, and a leaf's stay connected to it
             return self._gather(_dense(self))
         return self._sp_values
 
