@@ -171,6 +171,7 @@ cuda.amp = amp                    # torch.cuda.amp.autocast / GradScaler, as in 
 # compiled steps: torch.compile's interface over recordings of the device work (issue 20)
 from . import compiler  # noqa: E402
 from .compiler import compile  # noqa: E402,A001
+from . import _dynamo  # noqa: E402  (torch._dynamo.config, reset, mark_dynamic)
 from .compiler import _graphs  # noqa: E402
 for _ns in (cuda, cl):            # CUDA graphs' names, on every device
     for _name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
