@@ -11,13 +11,14 @@ and the result is that of the wrapped optimizer stepping every parameter on one 
 import copy
 from itertools import chain
 
+import numpy as np
+
 from ... import dtypes
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import from_numpy
 from ...optim.optimizer import Optimizer
 from ...tensor import Tensor
-from .. import _group
-from ..ddp import _broadcast_coalesced
+from .. import _group, _host, _write
 
 __all__ = ["ZeroRedundancyOptimizer"]
 
@@ -150,8 +151,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def _sync_params(self):
         with no_grad():
             for r, groups in enumerate(self._partition_parameters()):
-                shard = [p for g in groups for p in g["params"]]
-                _broadcast_coalesced(shard, self.process_group, src=self.process_group.ranks[r])
+                _broadcast_shard([p for g in groups for p in g["params"]], self.process_group, r)
 
     # ---- state dicts ---------------------------------------------------------------------
     def consolidate_state_dict(self, to=0):
@@ -206,6 +206,27 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.optim.load_state_dict({"state": local_state, "param_groups": groups})
         self._sync_param_groups(state_dict["param_groups"], self.param_groups)
         self._sync_param_groups(self.param_groups, self.optim.param_groups)
+
+
+def _broadcast_shard(tensors, group, root):
+    """Broadcast rank `root`'s tensors to the group, one message per dtype: the owner reads its
+    tensors to the host and writes nothing back; the others receive into empty buffers."""
+    by_dtype = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype, []).append(t)
+    mine = group.rank() == root
+    for dt, ts in by_dtype.items():
+        if mine:
+            flat = np.concatenate([_host(t).reshape(-1) for t in ts])
+        else:             # 16-bit floats travel as float32, as _host sends them
+            host_dt = np.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt.np
+            flat = np.empty(sum(t.numel() for t in ts), host_dt)
+        group.comm.Bcast(flat, root=root)
+        if not mine:
+            start = 0
+            for t in ts:
+                _write(t, flat[start:start + t.numel()])
+                start += t.numel()
 
 
 class _Packed:
