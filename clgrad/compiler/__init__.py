@@ -16,7 +16,8 @@ allocation (clgrad/runtime/recording.py; docs/compile.md says what is captured a
 """
 import functools
 
-from ..runtime.recording import host_call
+from ..nn.modules.module import Module
+from ..runtime.recording import active_recording, host_call
 from . import config
 from ._compiled import _ALL, CompileError, CompiledFunction, _disabled
 from ._module import OptimizedModule
@@ -56,7 +57,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError(f"compile: {type(model).__name__} is not callable")
     if disable or backend in _EAGER_BACKENDS:
         return model
-    from ..nn.modules.module import Module
     if isinstance(model, Module):
         return OptimizedModule(model, CompiledFunction(model, fullgraph=fullgraph, mode=mode))
     if isinstance(model, CompiledFunction):
@@ -106,7 +106,6 @@ def is_compiling():
     >>> clgrad.compiler.is_compiling()
     False
     """
-    from ..runtime.recording import active_recording
     return active_recording() is not None
 
 

@@ -10,6 +10,7 @@ training flags, a GradScaler's scale and the plain Python values of the globals 
 variables the function reads. When the state changed, the variant records again; after
 `config.cache_size_limit` recordings the function runs eagerly, with one warning that says why.
 """
+import copy
 import dis
 import types
 import warnings
@@ -21,6 +22,9 @@ from ..autograd.engine import backward as autograd_backward, grad as autograd_gr
 from ..autograd import node as _node
 from ..autograd.function import Function
 from ..amp import autocast_mode
+from ..amp.grad_scaler import GradScaler
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
 from ..runtime.recording import Recording, active_recording
 from ..tensor import Tensor, alias, empty_tensor
 from ..kernels.copy import copy_into, fill_raw
@@ -104,9 +108,6 @@ class _State:
     variables it reads. `key()` is what a replay must find unchanged."""
 
     def __init__(self, fn, args, kwargs):
-        from ..nn.modules.module import Module
-        from ..optim.optimizer import Optimizer
-        from ..amp.grad_scaler import GradScaler
         self.modules, self.optimizers, self.scalers, self.tensors = [], [], [], []
         self.names = []             # (namespace dict or cell, name) of plain values
         seen = set()
@@ -257,7 +258,6 @@ class CompiledFunction:
         return (CompiledFunction, (self._fn, self.fullgraph, self.mode))
 
     def __deepcopy__(self, memo):
-        import copy
         return CompiledFunction(copy.deepcopy(self._fn, memo), self.fullgraph, self.mode)
 
     def __get__(self, obj, objtype=None):       # a compiled method binds as a function does

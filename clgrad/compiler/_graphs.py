@@ -13,7 +13,9 @@ tensors again (static outputs), and new inputs are copied into the captured inpu
 >>> [round(v, 3) for v in static_y.tolist()]
 [2.0, 5.437, 14.778]
 """
+from ..nn.modules.module import Module
 from ..runtime.recording import Recording, active_recording
+from ._compiled import CompiledFunction
 
 
 class CUDAGraph:
@@ -112,8 +114,6 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3,
     >>> lin(x).sum().backward(); lin.weight.grad.shape
     clgrad.Size([2, 4])
     """
-    from ..nn.modules.module import Module
-    from . import compile as _compile
     single = not isinstance(callables, tuple)
     if single:
         callables, sample_args = (callables,), (sample_args,)
@@ -123,7 +123,7 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3,
             fn.compile()
             run = fn
         else:
-            run = _compile(fn)
+            run = CompiledFunction(fn)
         for _ in range(2):         # warm-up, then the recording with its backward
             res = run(*args)
             leaves = [r for r in (res if isinstance(res, (tuple, list)) else (res,))

@@ -25,7 +25,6 @@ from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
 from ._layout import (broadcast_shapes, check_dims, collapse, expand_strides, launch_walk,
                       pack8_right, same_device, view_raw)
 from .copy import cast_raw, check_fp64, full_raw, scalar_for
-from . import fused  # noqa: F401  (the recordings' fusion pass, over this family's kernels)
 
 
 class Entry:

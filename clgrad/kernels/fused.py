@@ -36,6 +36,7 @@ from ..runtime import recording
 from ..runtime.device import devices
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid
+from .elementwise import ENTRIES, PROGRAMS
 
 MAX_BUFFERS = 24            # kernel arguments stay far below every device's limit
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -76,7 +77,6 @@ def _literal(v, dt):
 def _program_dtypes():
     """The dtype of each built elementwise program, by its driver handle: what a recorded
     launch's kernel is an elementwise kernel of."""
-    from .elementwise import PROGRAMS
     found = {}
     for key, prog in PROGRAMS.items():
         if len(key) == 2 and key[1] in FLOATS:
@@ -91,7 +91,6 @@ def _fusable(op, dts):
     """(device, dtype, n, entry, (out buffer, offset), [(operand buffer, offset)], scalar,
     params) of a recorded launch of a contiguous elementwise kernel whose operands all walk
     their buffers (step 1), or None."""
-    from .elementwise import ENTRIES
     kind, payload = op
     if kind != "launch":
         return None

@@ -24,6 +24,7 @@ import cmath
 import math
 
 from ..kernels.elementwise import Entry, build
+from ..kernels import fused  # noqa: F401  (recordings fuse the table's kernels)
 # what the rest of clgrad takes from here: the kernels' evaluation and checks, and the Ops
 from ..kernels.elementwise import PROGRAMS, _check_bool_sub, compute_dtype, run  # noqa: F401
 from ..tensor import Tensor

@@ -31,6 +31,7 @@ What makes a replay right:
 >>> _ = x.fill_(5.0); rec.replay(); y.tolist()    # y's buffer gets the new result
 [11.0, 11.0, 11.0, 11.0]
 """
+import gc
 import os
 import sys
 
@@ -39,6 +40,7 @@ import pyopencl as cl
 
 from . import kernels as _kernels
 from .device import devices
+from .memory import Storage
 
 # The recording capturing now (one at a time, in one thread), or None.
 active = None
@@ -329,8 +331,6 @@ class Recording:
         wanted = {i for i in used if i not in in_bins}
         if wanted:
             # found among the live storages once, here, rather than noted at every allocation
-            import gc
-            from .memory import Storage
             for obj in gc.get_objects():
                 if type(obj) is Storage and id(obj.buf) in wanted:
                     self._held.append(obj)
