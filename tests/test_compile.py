@@ -421,3 +421,26 @@ def test_autocast_and_grad_scaler_inside_a_compiled_step(device, amp):
     assert results[0][0] == results[1][0]
     for a, b in zip(results[0][1], results[1][1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_replayed_launches_reach_the_launch_hooks(device):
+    """The chokepoint's observers (the profiler) see a replay's kernels, with their events."""
+    f = clgrad.compile(lambda t: ((t * 2).exp() + t).sum(0))
+    x = clgrad.randn(64, 8)
+    f(x), f(x)
+    seen = []
+    kernels.launch_hooks.append(lambda dev, k, g, l, args, evt: seen.append((k.function_name,
+                                                                             evt is not None)))
+    try:
+        f(x)
+    finally:
+        kernels.launch_hooks.pop()
+    v = next(iter(f._variants.values()))
+    replayed = [name for name, _ in seen][:v.rec.launches]
+    assert replayed == [k.function_name for _, k, _, _, _ in v.rec.kernels]
+    assert all(has_event for _, has_event in seen)
+    with clgrad.autograd.profiler.profile(use_device="cl") as prof:
+        f(x)
+        clgrad.cl.synchronize()
+    names = {e.key for e in prof.key_averages()}
+    assert any(n.startswith("fused_") for n in names), names

@@ -438,9 +438,16 @@ def _enqueue_burst(gated, launches):
             cl.enqueue_barrier(dev._queue, wait_for=[gate])
             gates.append(gate)
     enqueue = cl.enqueue_nd_range_kernel
+    hooks = _kernels.launch_hooks
     try:
-        for dev, k, g, l in launches:
-            enqueue(dev._queue, k, g, l)
+        if hooks:          # the profiler and other observers see replayed launches too
+            for dev, k, g, l in launches:
+                evt = enqueue(dev._queue, k, g, l)
+                for hook in hooks:
+                    hook(dev, k, g, l, (), evt)
+        else:
+            for dev, k, g, l in launches:
+                enqueue(dev._queue, k, g, l)
     finally:
         for gate in gates:
             gate.set_status(cl.command_execution_status.COMPLETE)
