@@ -276,10 +276,22 @@ class L1Unstructured(_HostMethod):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-def _channel_mask(t, dim, keep_channels, default_mask):
+def _prune_channels(t, dim, amount, channel_scores, default_mask):
+    """default_mask with the `amount` channels along `dim` of lowest score set to 0 (structured
+    pruning): the channels of highest score are kept, ties in order. channel_scores(t, dim) is
+    called only when some channel goes."""
+    _validate_structured(t)
+    dim = dim if dim >= 0 else dim + t.ndim
+    n = t.shape[dim]
+    _validate_amount(amount, n)
+    k = _nparams_toprune(amount, n)
+    if k == 0:
+        return default_mask
+    keep = np.zeros(n, bool)
+    keep[np.argsort(-channel_scores(t, dim), kind="stable")[:n - k]] = True
     mask = np.zeros_like(default_mask)
     idx = [slice(None)] * t.ndim
-    idx[dim] = keep_channels
+    idx[dim] = keep
     mask[tuple(idx)] = 1
     return mask * default_mask
 
@@ -294,19 +306,8 @@ class RandomStructured(_HostMethod):
         self.dim = dim
 
     def _mask_np(self, t, default_mask):
-        if t.ndim <= 1:
-            raise ValueError(f"Structured pruning can only be applied to multidimensional "
-                             f"tensors. Found tensor of shape {t.shape} with {t.ndim} dims")
-        dim = self.dim if self.dim >= 0 else self.dim + t.ndim
-        n = t.shape[dim]
-        _validate_amount(self.amount, n)
-        k = _nparams_toprune(self.amount, n)
-        if k == 0:
-            return default_mask
-        order = np.argsort(-_rand(n), kind="stable")
-        keep = np.zeros(n, bool)
-        keep[order[k:]] = True
-        return _channel_mask(t, dim, keep, default_mask)
+        return _prune_channels(t, self.dim, self.amount, lambda t, dim: _rand(t.shape[dim]),
+                               default_mask)
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
@@ -324,32 +325,18 @@ class LnStructured(_HostMethod):
         self.dim = dim
 
     def _mask_np(self, t, default_mask):
-        if t.ndim <= 1:
-            raise ValueError(f"Structured pruning can only be applied to multidimensional "
-                             f"tensors. Found tensor of shape {t.shape} with {t.ndim} dims")
-        dim = self.dim if self.dim >= 0 else self.dim + t.ndim
-        n_ch = t.shape[dim]
-        _validate_amount(self.amount, n_ch)
-        k = _nparams_toprune(self.amount, n_ch)
-        nkeep = n_ch - k
-        if k == 0:
-            return default_mask
-        flat = np.moveaxis(t, dim, 0).reshape(n_ch, -1)
-        p = self.n
-        if p == "fro":
-            p = 2
+        return _prune_channels(t, self.dim, self.amount, self._norms, default_mask)
+
+    def _norms(self, t, dim):
+        flat = np.moveaxis(t, dim, 0).reshape(t.shape[dim], -1)
+        p = 2 if self.n == "fro" else self.n
         if p == float("inf"):
-            norm = np.abs(flat).max(axis=1)
-        elif p == -float("inf"):
-            norm = np.abs(flat).min(axis=1)
-        elif p == 0:
-            norm = (flat != 0).sum(axis=1).astype(np.float64)
-        else:
-            norm = (np.abs(flat) ** p).sum(axis=1) ** (1.0 / p)
-        keep = np.zeros(n_ch, bool)
-        if nkeep:
-            keep[np.argsort(-norm, kind="stable")[:nkeep]] = True
-        return _channel_mask(t, dim, keep, default_mask)
+            return np.abs(flat).max(axis=1)
+        if p == -float("inf"):
+            return np.abs(flat).min(axis=1)
+        if p == 0:
+            return (flat != 0).sum(axis=1).astype(np.float64)
+        return (np.abs(flat) ** p).sum(axis=1) ** (1.0 / p)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
