@@ -447,3 +447,16 @@ def test_replayed_launches_reach_the_launch_hooks(device):
         clgrad.cl.synchronize()
     names = {e.key for e in prof.key_averages()}
     assert any(n.startswith("fused_") for n in names), names
+
+
+def test_arguments_and_outputs_in_any_pytree(device):
+    """Namedtuples and dicts of tensors, in and out (clgrad.utils._pytree's nodes): each call's
+    own tensors go in and fresh ones come out."""
+    import collections
+    Pair = collections.namedtuple("Pair", "a b")
+    f = clgrad.compile(lambda p, d: Pair(p.a * d["s"], {"b": p.b + 1}))
+    for i in range(4):
+        r = f(Pair(clgrad.full((3,), float(i)), clgrad.zeros(2)), {"s": clgrad.full((3,), 2.0)})
+        assert isinstance(r, Pair)
+        assert r.a.tolist() == [2.0 * i] * 3 and r.b["b"].tolist() == [1.0, 1.0]
+    assert f.stats["replays"] == 2

@@ -27,6 +27,7 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from ..runtime.recording import Recording, active_recording
 from ..tensor import Tensor, alias, empty_tensor
+from ..utils._pytree import tree_flatten, tree_unflatten
 from ..kernels.copy import copy_into, fill_raw
 from . import config
 
@@ -39,20 +40,6 @@ class CompileError(RuntimeError):
 
 
 _PLAIN = (int, float, bool, str, bytes, type(None), complex)
-
-
-def _flatten(obj, leaves, spec):
-    """Leaves of nested tuples / lists / dicts, and a hashable description of the rest."""
-    if isinstance(obj, Tensor):
-        leaves.append(obj)
-        return ("T",)
-    if isinstance(obj, (tuple, list)):
-        return (type(obj).__name__, tuple(_flatten(o, leaves, spec) for o in obj))
-    if isinstance(obj, dict):
-        return ("d", tuple((k, _flatten(v, leaves, spec)) for k, v in obj.items()))
-    if isinstance(obj, _PLAIN):
-        return ("v", type(obj), obj)
-    return ("o", id(obj))         # a module, an optimizer, ...: by identity
 
 
 def _bindable(t):
@@ -71,24 +58,24 @@ def _tensor_key(t, storages):
 
 
 def _substitute(obj, new):
-    """obj with the tensors whose id is in `new` replaced."""
-    if isinstance(obj, Tensor):
-        return new.get(id(obj), obj)
-    if type(obj) in (tuple, list):
-        return type(obj)(_substitute(o, new) for o in obj)
-    if type(obj) is dict:
-        return {k: _substitute(v, new) for k, v in obj.items()}
-    return obj
+    """obj (a pytree) with the tensors whose id is in `new` replaced."""
+    flat, spec = tree_flatten(obj)
+    return tree_unflatten([new.get(id(x), x) if isinstance(x, Tensor) else x for x in flat], spec)
 
 
 def _signature(args, kwargs):
-    leaves = []
-    spec = _flatten((args, kwargs), leaves, None)
+    """The tensor arguments, and the key of a call: the structure of its arguments (a pytree),
+    its other arguments by value (numbers, strings) or identity (modules, optimizers), its
+    tensors' layouts, and the modes it runs under."""
+    flat, spec = tree_flatten((args, kwargs))
+    leaves = [x for x in flat if isinstance(x, Tensor)]
+    values = tuple(None if isinstance(x, Tensor) else (type(x), x) if isinstance(x, _PLAIN)
+                   else id(x) for x in flat)
     storages = {}
     tkeys = tuple(_tensor_key(t, storages) for t in leaves)
     modes = (_grad_state.state.grad_enabled, _grad_state.state.inference,
              tuple(autocast_mode._state.stack), dtypes.get_default_dtype())
-    return leaves, (spec, tkeys, modes)
+    return leaves, (spec, values, tkeys, modes)
 
 
 def _global_names(code):
@@ -344,8 +331,10 @@ class CompiledFunction:
             self._give_up(v, rec.broken + " (return the tensor and read it outside the "
                              "compiled function)")
             return out
-        out_leaves = []
-        spec = _flatten_out(out, out_leaves)
+        flat, spec = tree_flatten(out)
+        out_leaves = [x for x in flat if isinstance(x, Tensor)]
+        spec = (spec, [None if isinstance(x, Tensor) else x for x in flat],
+                [i for i, x in enumerate(flat) if isinstance(x, Tensor)])
         state = {id(t) for t in self._state.tensors}
         # an output that is an argument, or a view of one, is made from the next call's
         # argument (the recording never writes it; a replay re-binds the argument)
@@ -404,7 +393,7 @@ class CompiledFunction:
         for k, t in zip(joint, linked):
             made[k] = t
         v.last = weakref.ref(call)
-        return _unflatten_out(v.outputs[0], iter(made))
+        return _rebuild(v.outputs[0], made)
     def _replay(self, v, leaves):
         self.stats["replays"] += 1
         bindings = []
@@ -521,26 +510,13 @@ def _outputs(v, leaves, flat=False):
             if rg:
                 t.requires_grad_(True)
             made.append(t)
-    return made if flat else _unflatten_out(spec, iter(made))
+    return made if flat else _rebuild(spec, made)
 
 
-def _flatten_out(obj, leaves):
-    if isinstance(obj, Tensor):
-        leaves.append(obj)
-        return ("T",)
-    if isinstance(obj, (tuple, list)) and type(obj) in (tuple, list):
-        return (type(obj), tuple(_flatten_out(o, leaves) for o in obj))
-    if isinstance(obj, dict) and type(obj) is dict:
-        return ("d", tuple((k, _flatten_out(v, leaves)) for k, v in obj.items()))
-    return ("v", obj)
-
-
-def _unflatten_out(spec, made):
-    tag = spec[0]
-    if tag == "T":
-        return next(made)
-    if tag == "v":
-        return spec[1]
-    if tag == "d":
-        return {k: _unflatten_out(s, made) for k, s in spec[1]}
-    return tag(_unflatten_out(s, made) for s in spec[1])
+def _rebuild(spec, made):
+    """The return value from its recorded structure and this call's tensors, in order."""
+    tree, flat, positions = spec
+    flat = list(flat)
+    for i, t in zip(positions, made):
+        flat[i] = t
+    return tree_unflatten(flat, tree)

@@ -122,9 +122,16 @@ class TreeSpec:
         self.type = type
         self.context = context
         self.children_specs = list(children_specs)
-        self.num_leaves = 1 if type is None else sum(c.num_leaves for c in self.children_specs)
-        self.num_nodes = 1 + sum(c.num_nodes for c in self.children_specs)
         self.num_children = len(self.children_specs)
+
+    # counted when asked (a flatten makes many specs and seldom asks)
+    @property
+    def num_leaves(self):
+        return 1 if self.type is None else sum(c.num_leaves for c in self.children_specs)
+
+    @property
+    def num_nodes(self):
+        return 1 + sum(c.num_nodes for c in self.children_specs)
 
     def is_leaf(self):
         return self.type is None
@@ -170,6 +177,9 @@ class LeafSpec(TreeSpec):
         super().__init__(None, None, [])
 
 
+_LEAF = LeafSpec()          # every leaf's spec (specs are not changed once made)
+
+
 def tree_flatten(tree, is_leaf=None):
     """(leaves, TreeSpec) of a pytree, the leaves in order (dicts in insertion order).
 
@@ -178,13 +188,19 @@ def tree_flatten(tree, is_leaf=None):
     [1, 2, 3]
     """
     leaves = []
+    nodes = SUPPORTED_NODES
 
     def walk(node):
-        if tree_is_leaf(node, is_leaf):
+        # the registered containers by exact type first: most nodes are leaves or plain
+        # tuples, lists and dicts, and a compiled call flattens its arguments at every call
+        t = type(node)
+        d = nodes.get(t)
+        if d is None and _is_namedtuple(t):
+            t, d = collections.namedtuple, _NAMEDTUPLE
+        if d is None or (is_leaf is not None and is_leaf(node)):
             leaves.append(node)
-            return LeafSpec()
-        t = _node_type(node)
-        children, context = _node_def(t).flatten_fn(node)
+            return _LEAF
+        children, context = d.flatten_fn(node)
         return TreeSpec(t, context, [walk(c) for c in children])
     return leaves, walk(tree)
 
