@@ -262,6 +262,7 @@ class Recording:
         used = {}                                   # id(buffer) -> buffer
         plan = []
         found_offsets = set()
+        marks = {id(m): (gen, delta) for m, gen, delta in self._offsets}
         launches = 0
         ops = self._ops
         if self.fuse and self.fuser is not None:
@@ -277,12 +278,10 @@ class Recording:
                     if isinstance(a, cl.MemoryObjectHolder):
                         used[id(a)] = a
                         self._slots.setdefault(id(a), []).append((k, i))
-                    elif type(a) is PhiloxOffset:
+                    elif type(a) is PhiloxOffset and id(a) in marks:
                         found_offsets.add(id(a))
-                for marked, gen, delta in self._offsets:
-                    for i, a in enumerate(args):
-                        if a is marked:
-                            self._philox.append((k, i, gen, delta, sig[i]))
+                        gen, delta = marks[id(a)]
+                        self._philox.append((k, i, gen, delta, sig[i]))
                 plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
                 self.kernels.append((device, kernel, gsize, lsize, args))
                 self._devices.add(device)
