@@ -117,3 +117,27 @@ def run_python(code, env=None, timeout=600):
     e.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=e, timeout=timeout)
+
+
+def run_on_two_ranks(script):
+    """tests/<script> on 2 MPI ranks through clgrad's launcher; asserts that both ranks report
+    "RANK k OK". Without mpi4py, asserts that clgrad says how to get it instead."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    import pytest
+    import clgrad.distributed as dist
+    if importlib.util.find_spec("mpi4py") is None:
+        assert not dist.is_available()
+        with pytest.raises(RuntimeError, match=r"pip install clgrad\[mpi\]"):
+            dist._mpi()
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("CLGRAD_TEST_DEVICES", None)
+    r = subprocess.run([sys.executable, "-m", "clgrad.distributed.run", "--nproc-per-node", "2",
+                        os.path.join(root, "tests", script)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "RANK 0 OK" in r.stdout and "RANK 1 OK" in r.stdout

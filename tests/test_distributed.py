@@ -2,33 +2,20 @@
 started by the launcher (tests/distributed_checks.py holds the checks each rank makes)."""
 import importlib.util
 import os
-import subprocess
-import sys
 
 import pytest
 
 import clgrad
+from helpers import run_on_two_ranks
 import clgrad.distributed as dist
 from clgrad.distributed import run
 from clgrad.utils.data.distributed import DistributedSampler
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAS_MPI = importlib.util.find_spec("mpi4py") is not None
 
 
 def test_two_ranks_collectives_and_ddp():
-    if not HAS_MPI:
-        assert not dist.is_available()
-        with pytest.raises(RuntimeError, match=r"pip install clgrad\[mpi\]"):
-            dist._mpi()
-        return
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("CLGRAD_TEST_DEVICES", None)
-    r = subprocess.run([sys.executable, "-m", "clgrad.distributed.run", "--nproc-per-node", "2",
-                        os.path.join(ROOT, "tests", "distributed_checks.py")],
-                       capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "RANK 0 OK" in r.stdout and "RANK 1 OK" in r.stdout
+    run_on_two_ranks("distributed_checks.py")
 
 
 def test_distributed_sampler_partitions_as_torch():
