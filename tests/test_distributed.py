@@ -6,10 +6,10 @@ import os
 import pytest
 
 import clgrad
-from helpers import run_on_two_ranks
 import clgrad.distributed as dist
 from clgrad.distributed import run
 from clgrad.utils.data.distributed import DistributedSampler
+from helpers import run_on_two_ranks
 
 HAS_MPI = importlib.util.find_spec("mpi4py") is not None
 
