@@ -372,6 +372,10 @@ def built_kernels(prog):
     """The names of the kernels in a built cl.Program: those of its unit, less any that the build
     options leave out (#ifdef)."""
     try:
+        # NVIDIA's driver crashes the process when asked the names of a program without kernels
+        # (a segfault, driver 580): ask how many first
+        if not prog.get_info(cl.program_info.NUM_KERNELS):
+            return set()
         return set(prog.get_info(cl.program_info.KERNEL_NAMES).split(";")) - {""}
     except cl.Error:               # Intel: a program without kernels has no "executable"
         return set()
