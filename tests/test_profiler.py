@@ -2,6 +2,7 @@
 time per kernel, charged to the op that launched it; tables and the Chrome trace."""
 import json
 
+import pyopencl as cl
 import pytest
 
 import clgrad
@@ -108,6 +109,25 @@ def test_device_time_per_kernel(device):
     # device spans are on the host clock: each kernel starts after its launch
     for k in kernel_events:
         assert k.start_ns >= k.launch_ns - 1e6 and k.end_ns >= k.start_ns
+
+
+def _profiles(dev):
+    return bool(dev._queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def test_queue_profiles_only_inside_a_device_profile(device):
+    """Queues record device times only while a profiler with use_device runs (a profiling queue
+    costs some drivers microseconds per launch); work queued before keeps its order."""
+    x = clgrad.arange(1000, dtype=clgrad.float32)
+    assert not _profiles(device)
+    y = x * 2                                    # queued before the switch
+    with profiler.profile(use_device="cl"):
+        assert _profiles(device)
+        z = y + 1
+    assert not _profiles(device)
+    assert z[-1].item() == 1999.0
+    with profiler.profile():                     # host times only: the queue is left alone
+        assert not _profiles(device)
 
 
 def test_chrome_trace(device, tmp_path):

@@ -29,6 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from ..runtime import device as _device
 from ..runtime import kernels as _kernels
 from ..tensor import Tensor
 from . import function as F
@@ -408,6 +409,9 @@ class profile:
         F.hooks.profiler = rec
         F.hooks.refresh()
         if self.use_device:
+            self._profiled = list(_device.devices())     # their queues record device times
+            for dev in self._profiled:
+                dev.set_profiling(True)
             _kernels.launch_hooks.append(rec.kernel)
         return self
 
@@ -421,6 +425,9 @@ class profile:
             _kernels.launch_hooks.remove(rec.kernel)
         self.profiling_end_time_ns = _now()
         rec.finish()
+        for dev in getattr(self, "_profiled", ()):
+            dev.set_profiling(False)
+        self._profiled = ()
         self._events = EventList(rec.events + rec.kernel_events, self.use_device, self)
         return False
 

@@ -33,8 +33,9 @@ class Device:
         self.cl_device = cl_device
         self.platform = cl_device.platform
         self.context = cl.Context([cl_device])
-        self._queue = cl.CommandQueue(
-            self.context, cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        # The queue records device times only while a profiler asks for them (set_profiling)
+        self._queue = cl.CommandQueue(self.context, cl_device)
+        self._profiling_users = 0
         # Tiny kernel launches wait here and go to the queue in bursts (see defer()).
         self._deferred = collections.deque()
         self._defer_lock = threading.Lock()
@@ -156,6 +157,20 @@ class Device:
             finally:
                 if gate is not None:
                     gate.set_status(cl.command_execution_status.COMPLETE)
+
+    def set_profiling(self, on):
+        """Make the device's queue record each command's device times (on=True, as the profiler's
+        use_device does) or stop (on=False, once per on=True). A profiling queue costs NVIDIA's
+        driver about 6 us more per launch (15.6 against 9.3 us on an H200; PoCL 2.2 against 1.9),
+        so the queue profiles only while asked. The old queue drains first: commands keep their
+        order."""
+        self._profiling_users = max(0, self._profiling_users + (1 if on else -1))
+        want = self._profiling_users > 0
+        has = bool(self._queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
+        if want != has:
+            self.queue.finish()
+            self._queue = cl.CommandQueue(self.context, self.cl_device, properties=(
+                cl.command_queue_properties.PROFILING_ENABLE if want else 0))
 
     @property
     def kind(self):
