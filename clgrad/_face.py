@@ -11,9 +11,10 @@ from .autograd.node import _add_hook
 from .ops import MODULES, creation, index, inplace, join, pointwise, reduce, views
 from .ops import activation, methods as _methods
 from .ops import complexes as _complexes
+from .ops import copies as _copies
 from .ops.elementwise import OPS, TABLE, run
 from . import tensor as _tensor_layer
-from .tensor import Tensor, make_tensor, upload, empty_tensor
+from .tensor import Tensor, make_tensor
 from .runtime.device import get_device
 from ._legacy import NAMES
 from .ops._base import copy_into
@@ -125,20 +126,7 @@ def _cuda_spec(device):
 
 
 def _to_device(t, dev):
-    host = t._read_host()
-    res = upload(host, t._dtype, dev) if t._dtype is not dtypes.bfloat16 else \
-        _upload_bits(host, dev)
-    if t._requires_grad:
-        res._requires_grad = True
-    return res
-
-
-def _upload_bits(bits, dev):
-    import pyopencl as cl
-    out = empty_tensor(bits.shape, dtypes.bfloat16, dev)
-    if bits.size:
-        cl.enqueue_copy(dev.queue, out._storage.buf, bits, is_blocking=True)
-    return out
+    return _copies.ToDevice.apply(t, dev)
 
 
 def _caster(dt):

@@ -102,6 +102,47 @@ def test_moving_between_names(device):
     assert m.to(x.device).weight.device == x.device
 
 
+def test_copy_takes_its_source_from_another_device(device):
+    """dst.copy_(src) with src on another device copies it over, as torch's copy_ does (a CPU
+    checkpoint loaded into a GPU model), and the gradient goes back to src's device: never a
+    kernel handed another context's buffer (found on NVIDIA, with PoCL as "cpu")."""
+    others = sorted((d for d in clgrad.cl.devices() if d is not device and not d.unusable),
+                    key=lambda d: d.is_simulator)
+    if not others:
+        pytest.skip("needs a second OpenCL device")
+    other = others[0]
+    src = clgrad.tensor([1.0, 2.0, 3.0], device=f"cl:{other.index}", requires_grad=True)
+    dst = clgrad.zeros(2, 3, device=device)
+    dst.copy_(src)                                  # broadcast too
+    assert dst._storage.device is device and dst.tolist() == [[1.0, 2.0, 3.0]] * 2
+    (dst * 2).sum().backward()
+    assert src.grad._storage.device is other and src.grad.tolist() == [4.0, 4.0, 4.0]
+    back = clgrad.zeros(3, device=f"cl:{other.index}")
+    back.copy_(dst[1] + 1)
+    assert back._storage.device is other and back.tolist() == [2.0, 3.0, 4.0]
+    m = clgrad.nn.Linear(3, 2).to(device)
+    sd = {k: v.to(f"cl:{other.index}") * 0 + 1 for k, v in m.state_dict().items()}
+    m.load_state_dict(sd)
+    assert m.weight._storage.device is device and m.weight.sum().item() == 6.0
+
+
+def test_index_tensors_from_another_device(device):
+    """x[idx] with idx on another device moves idx to x's device (torch takes CPU indices for a
+    CUDA tensor; a ported program's LongTensor([...]) is on the default device, x.cpu() not)."""
+    others = sorted((d for d in clgrad.cl.devices() if d is not device and not d.unusable),
+                    key=lambda d: d.is_simulator)
+    if not others:
+        pytest.skip("needs a second OpenCL device")
+    on_other = f"cl:{others[0].index}"
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = clgrad.tensor(a, device=device)
+    idx = clgrad.tensor([0, 2], device=on_other)
+    np.testing.assert_array_equal(x[idx].numpy(), a[[0, 2]])
+    np.testing.assert_array_equal(x[idx, 1].numpy(), a[[0, 2], 1])
+    x[idx] = 0.0
+    assert x._storage.device is device and x.sum().item() == a[[1, 3]].sum()
+
+
 def test_cuda_names_gpus_and_errors_like_torch_without_one():
     assert clgrad.cuda.is_available() is HAS_GPU
     assert clgrad.cuda.device_count() == len(_device.gpus())

@@ -6,7 +6,7 @@ from .. import dtypes
 from ..autograd.op import Op
 from ..kernels._layout import view_raw
 from ..kernels.elementwise import output_order
-from ..tensor import alias, empty_tensor
+from ..tensor import alias, empty_tensor, upload
 from ._base import copy_into
 
 
@@ -51,6 +51,38 @@ class ToCopy(Op):
     @staticmethod
     def jvp(args, tangents, out):
         return ToCopy.apply(tangents[0], args[1])
+
+
+def to_device_raw(x, dev):
+    """x's values in a new tensor on `dev` (not recorded). OpenCL contexts share no buffers, so
+    the values go through the host; bfloat16 travels as its bits."""
+    host = x._read_host()
+    if x._dtype is not dtypes.bfloat16:
+        return upload(host, x._dtype, dev)
+    out = empty_tensor(host.shape, dtypes.bfloat16, dev)
+    if host.size:
+        import pyopencl as cl       # the one host write of raw bits outside the tensor layer
+        cl.enqueue_copy(dev.queue, out._storage.buf, host, is_blocking=True)
+    return out
+
+
+class ToDevice(Op):
+    """x.to(device) for another device (torch's ToCopyBackward0): the gradient moves back."""
+
+    _node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dev):
+        ctx.src_device = x._storage.device
+        return to_device_raw(x, dev)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ToDevice.apply(g, ctx.src_device), None
+
+    @staticmethod
+    def jvp(args, tangents, out):
+        return ToDevice.apply(tangents[0], args[1])
 
 
 # ---- the functions ------------------------------------------------------------------------------

@@ -112,6 +112,8 @@ def copy_(self, src, non_blocking=False):
         # function-level: import cycle: creation imports inplace
         from .creation import tensor
         src = tensor(src, device=self.device)
+    elif src._storage.device is not self._storage.device:
+        src = src.to(self.device)         # torch's copy_ takes its source from any device
     if src._shape != self._shape:
         try:
             if broadcast_shapes(self._shape, src._shape) != self._shape:

@@ -17,6 +17,7 @@ from . import views
 from ._base import (broadcast_shapes, cast_raw, copy_into, full_raw, same_device, size_repr,
                     view_raw)
 from .index import Index, IndexPut, _apply_, _columns, _tname, advanced_geometry
+from .copies import to_device_raw
 from .creation import tensor
 from .elementwise import TABLE, run
 from .inplace import _records
@@ -148,7 +149,12 @@ def _resolve(x, advanced, deferred=False):
     nonzero coordinates; shapes are broadcast and bounds checked (deferred: the check is
     returned as a third item, to run later, as torch's index_put_ checks the values' shape
     first)."""
-    same_device("index", [x] + [t for _, t in advanced])
+    # index tensors on another device are moved to x's: torch takes CPU indices for a CUDA
+    # tensor, and a ported program's indices may be on clgrad's default device (a GPU) while x
+    # is on "cpu" (LongTensor([...]) indexing x.cpu())
+    dev = x._storage.device
+    advanced = [(d, t if t._storage.device is dev else to_device_raw(t, dev))
+                for d, t in advanced]
     _check_masks(x, advanced)
     dims, idx, checks = [], [], []
     for d, t in advanced:
