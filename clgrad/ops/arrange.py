@@ -5,6 +5,7 @@ so the differentiable ones get their gradients from those.
 from .. import dtypes
 from .join import cat, stack
 from .creation import tensor, linspace
+from ..runtime.device import get_device
 
 
 def _dims(t, dims):
@@ -213,11 +214,14 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     >>> clgrad.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
-    exps = linspace(start, end, steps, dtype=dtypes.float64 if dtype is dtypes.float64 else
-                    dtypes.float32, device=device)
+    want = dtype or dtypes.get_default_dtype()
+    # powers in float64 where the device has it, rounded once: a float32 pow may be an ulp off
+    # (NVIDIA's gives 10 ** 2 = 99.99999)
+    wide = dtypes.float64 if get_device(device).has_fp64 else dtypes.float32
+    exps = linspace(start, end, steps, dtype=wide, device=device)
     out = exps.new_full((), float(base)).pow(exps)
-    if dtype is not None:
-        out = out.to(dtype)
+    if out._dtype is not want:
+        out = out.to(want)
     return out.requires_grad_(requires_grad) if requires_grad else out
 
 
