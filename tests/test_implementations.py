@@ -206,9 +206,10 @@ def test_switching_paths_drops_path_dependent_plans(device, both_paths):
 
 
 def test_python_dash_m_clgrad_checks_the_named_devices(device):
+    path = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-m", "clgrad", f"cl:{device.index}"],
                        capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, PYTHONPATH=ROOT))
+                       env=dict(os.environ, PYTHONPATH=path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("self-check on") == 1
     assert f"self-check on cl:{device.index}" in r.stdout and "all good" in r.stdout

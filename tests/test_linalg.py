@@ -542,9 +542,13 @@ def test_config_checks(device):
     with pytest.raises(ValueError, match="VW"):
         gemm_kernels.check_config({"kind": "packed", "MR": 4, "NV": 1, "VW": 16, "LX": 1, "LY": 1},
                             device)
+    # 256x256 work-items, on (256 + 256 + 2) x 8 bytes of local memory, which every device has
     with pytest.raises(ValueError, match="work-groups"):
-        gemm_kernels.check_config({"kind": "tiled", "TM": 4096, "TN": 4096, "TK": 1, "WM": 1, "WN": 1},
-                            device)
+        gemm_kernels.check_config({"kind": "tiled", "TM": 256, "TN": 256, "TK": 1, "WM": 1, "WN": 1},
+                                  device)
+    with pytest.raises(ValueError, match="local memory"):
+        gemm_kernels.check_config({"kind": "tiled", "TM": 1 << 20, "TN": 8, "TK": 8, "WM": 1 << 20,
+                                   "WN": 8}, device)
     with pytest.raises(ValueError, match="work-groups"):
         gemm_kernels.check_config({"kind": "lanes", "MR": 4, "NJ": 1, "LX": 1 << 20, "LY": 1}, device)
     with pytest.raises(ValueError, match="NJ"):

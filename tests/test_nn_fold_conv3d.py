@@ -94,7 +94,9 @@ def test_unfold_fold_match_numpy(device, geom):
     assert folded.shape == x.shape
     np.testing.assert_allclose((want * y).sum(), (x * folded).sum(), rtol=1e-4)
     y1 = clgrad.tensor(y[1], dtype=clgrad.float32)
-    np.testing.assert_allclose(nn.Fold((5, 6), **geom)(y1).numpy(), folded[1], rtol=1e-6)
+    # one sample alone may sum its overlapping patches in another order than in a batch (NVIDIA:
+    # an ulp apart)
+    np.testing.assert_allclose(nn.Fold((5, 6), **geom)(y1).numpy(), folded[1], rtol=1e-5)
 
 
 def test_fold_sums_overlaps_and_half_dtypes(device):

@@ -274,7 +274,8 @@ def test_deferred_tiny_launches_keep_program_order(device):
 
 
 def test_python_dash_m_clgrad_self_check():
+    path = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-m", "clgrad"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+                       env=dict(os.environ, PYTHONPATH=path), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "OpenCL device" in r.stdout and "all good" in r.stdout

@@ -571,7 +571,8 @@ def test_printoptions(device):
 
 def test_typename_and_legacy_default_type(device):
     # the strings torch gives, so that torch programs comparing them keep working
-    assert clgrad.typename(clgrad.zeros(1, dtype=clgrad.int64)) == "torch.LongTensor"
+    cuda = "cuda." if device.is_gpu else ""
+    assert clgrad.typename(clgrad.zeros(1, dtype=clgrad.int64)) == f"torch.{cuda}LongTensor"
     assert clgrad.zeros(1, device=device).type() == ("torch.cuda.FloatTensor" if device.is_gpu
                                                      else "torch.FloatTensor")
     assert clgrad.typename(3) == "int" and clgrad.typename(clgrad.nn.Linear) == \
