@@ -7,7 +7,8 @@ GPT  tools/train_gpt.py's model (4 layers x 128, T=128, batch 8), AdamW
 LSTM 2-layer LSTM 64 -> 128 over 32 steps, batch 16, linear head, Adam
 
 For each: ms per step of clgrad eager, clgrad compiled (clgrad.compile of the whole step), torch
-eager and torch.compile (inductor) of the same step on this CPU, in one run; then the step's kernel
+eager and torch.compile (inductor) of the same step on this CPU (on CUDA when clgrad runs on a GPU
+and torch has CUDA), in one run; then the step's kernel
 launches, the host time per launch of a replay, and the record time (the first compiled call
 that records; its kernels are built already by the warm-up).
 
@@ -142,8 +143,13 @@ def run(names, rep, torch_compile):
     except ImportError:
         torch = None
     dev = clgrad.runtime.default_device()
+    # on a GPU, torch runs on CUDA when it can (the same GPU, through NVIDIA's own stack)
+    torch_sync, where = nothing, "the same CPU"
+    if torch is not None and dev.is_gpu and torch.cuda.is_available():
+        torch.set_default_device("cuda")
+        torch_sync, where = torch.cuda.synchronize, f"CUDA ({torch.cuda.get_device_name()})"
     print(f"device: {dev.name} ({dev.platform_name}); ms per step, best of {rep}; "
-          f"ratios against torch {torch.__version__ if torch else '(absent)'} on the same CPU")
+          f"ratios against torch {torch.__version__ if torch else '(absent)'} on {where}")
     head = f"{'step':10} {'eager':>8} {'compiled':>9} {'torch':>8} {'t.compile':>9} " \
            f"{'comp/torch':>10} {'comp/t.comp':>11} {'eager/torch':>11} {'launches':>8} " \
            f"{'us/launch':>9} {'record s':>8}"
@@ -175,12 +181,12 @@ def run(names, rep, torch_compile):
             us = float("nan")
         t_torch = t_tc = float("nan")
         if torch is not None:
-            t_torch = best(CASES[name](torch), rep, nothing)
+            t_torch = best(CASES[name](torch), rep, torch_sync)
             if torch_compile:
                 try:
                     tc = torch.compile(CASES[name](torch))
                     tc()
-                    t_tc = best(tc, rep, nothing)
+                    t_tc = best(tc, rep, torch_sync)
                 except Exception as e:           # inductor missing a compiler, say
                     print(f"  torch.compile failed on {name}: {type(e).__name__}: {e}")
         row = (name, t_eager * 1e3, t_comp * 1e3, t_torch * 1e3, t_tc * 1e3,
