@@ -50,8 +50,11 @@ def _direct_a(M, K, a_sk):
 SMALL_WORK = 1 << 12
 # On CPUs, products with at most this many rows (or columns) whose rows are contiguous along K
 # (matrix-vector, x @ W.t() for a few x) run gemm_small, which reads them with vectors; a GPU
-# does only matrix-vector products there.
-SMALL_ROWS_CPU = 16
+# does only matrix-vector products there, and so does a CPU when B's panels are cached (a
+# recurrent layer's weight). gemm_small reads B once per row of C, so its time grows with M:
+# measured on PoCL (2-core EPYC, N=512, K=128), 23 / 29 / 57 / 83 us for M = 2 / 4 / 8 / 16
+# against 32 / 32 / 41 / 47 us packed (12 / 12 / 19 / 27 with B's panels cached).
+SMALL_ROWS_CPU = 4
 
 # When no configuration in the database fits a device (tiny work-groups, little local memory):
 # packed needs neither local memory nor more than one work-item per group.
@@ -200,8 +203,8 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def _is_small(dev, M, N, K, a_sk, b_sk):
-    rows = SMALL_ROWS_CPU if dev.cpu_paths else 1
+def _is_small(dev, M, N, K, a_sk, b_sk, cached=False):
+    rows = SMALL_ROWS_CPU if dev.cpu_paths and not cached else 1
     return M * N * K <= SMALL_WORK or (min(M, N) <= rows and a_sk == 1 and b_sk == 1)
 
 
@@ -250,7 +253,7 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     cargs = (out, M * N, N)                  # (out is fresh: offset 0)
     aargs = (a, a_sb) + a._strides[1:]
     bargs = (b, b_sb) + b._strides[1:]
-    if _is_small(dev, M, N, K, a._strides[2], b._strides[1]):
+    if _is_small(dev, M, N, K, a._strides[2], b._strides[1], b_cache is not None):
         lx, ly = _small_local(dev, M, N)
         GEMM.launch(dev, dt, "gemm_small", ((_ceil(N, lx) * lx, _ceil(M, ly) * ly, batch),
                                             (lx, ly, 1)), *cargs, *aargs, *bargs, *tail)
