@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clgrad on an NVIDIA GPU machine that has no package registry (docs/nvidia.md).
+# clgrad on an NVIDIA GPU machine that has no package registry (docs/implementations.md, "NVIDIA's OpenCL").
 #
 #   tools/run_on_nvidia.sh wheels          # on a machine WITH a registry: fill .whl/ for Python 3.12
 #   tools/run_on_nvidia.sh STEP...         # on the GPU machine, with .whl/ beside the checkout
@@ -7,7 +7,8 @@
 # STEPs: devices (what OpenCL sees), bench (tools/bench_compile.py against torch on CUDA),
 # kernels (tools/bench.py's kernel table), suite (the whole test suite on the GPU). Each step's
 # output goes to $OUT/<step>.txt (OUT defaults to /tmp/clgrad-nvidia); a step that fails does not
-# stop the next. Each step has a time limit (BENCH_TIMEOUT, default 240 s; SUITE_TIMEOUT, 420 s).
+# stop the next. Each step has a time limit (BENCH_TIMEOUT, default 240 s; SUITE_TIMEOUT, 420 s);
+# BENCH_ARGS (default --quick) go to the bench, e.g. BENCH_ARGS="--only GPT" for best of 10.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/clgrad-nvidia}
@@ -51,8 +52,8 @@ for step in "$@"; do
   echo "=== $step (at ${SECONDS}s)"
   case $step in
     devices) { nvidia-smi -L; python3 -m clgrad; } > "$OUT/devices.txt" 2>&1 ;;
-    bench)   timeout "${BENCH_TIMEOUT:-240}" python3 tools/bench_compile.py --quick --no-torch-compile \
-               > "$OUT/bench.txt" 2>&1 ;;
+    bench)   timeout "${BENCH_TIMEOUT:-240}" python3 tools/bench_compile.py ${BENCH_ARGS:---quick} \
+               --no-torch-compile > "$OUT/bench.txt" 2>&1 ;;
     kernels) timeout 120 python3 tools/bench.py --quick --only kernels > "$OUT/kernels.txt" 2>&1 ;;
     suite)   timeout -s INT "${SUITE_TIMEOUT:-420}" python3 -m pytest -n "$(nproc)" -rfE \
                > "$OUT/suite.txt" 2>&1 ;;
