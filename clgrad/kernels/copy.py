@@ -57,6 +57,14 @@ def _copy_complex(dst, src):
     return copy_into(dst, _part(src, 0))
 
 
+# Where a kernel keeps one local size (PoCL), copy_r's work-groups are ROWS_LX vectors of a row
+# by dev.wg / ROWS_LX rows: one size that suits short rows and long ones. Measured on PoCL
+# (float32, us): a head split (8, 128, 4, 32) -> (8, 4, 128, 32) 282 with a row per group of
+# 256, 50 with groups of 8 x 32, 65 walked (copy_s); rows of 128 91 / 33 / 59; of 4096 138 / 141
+# / 335.
+ROWS_LX = 8
+
+
 def copy_into(dst, src):
     """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
     both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
@@ -76,19 +84,18 @@ def copy_into(dst, src):
     shape, (ost, sst) = collapse(dst._shape, [list(dst._strides), expand_strides(src, dst._shape)])
     check_dims("copy_", len(shape))
     w = vec_width(dev, dst._dtype, src._dtype)
-    # (every dim of size 1 collapses to none: one element, which the walk copies). Where a
-    # kernel keeps one local size (PoCL), a row takes a whole work-group: rows shorter than an
-    # eighth of it leave most work-items idle and the walk is faster (PoCL, float32: a head split
-    # (8, 128, 4, 32) -> (8, 4, 128, 32) 282 us by rows, 60 walked; rows of 128 84 / 53; of
-    # 512 38 / 49)
-    rows_fill = not dev.compiles_per_local_size or -(-shape[-1] // w) * 8 >= dev.wg if shape \
-        else False
-    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w and rows_fill:
+    # (every dim of size 1 collapses to none: one element, which the walk copies)
+    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
         # whole rows on both sides: vector loads along each (the walk is scalar)
         L = shape[-1]
         n6 = shape[-2] if len(shape) > 1 else 1
-        (gx,), (lx,) = grid(dev, -(-L // w))
-        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
+        if dev.compiles_per_local_size:
+            lx = min(ROWS_LX, dev.wg)
+            ly = dev.wg // lx
+            gx = -(-L // (w * lx)) * lx
+        else:
+            (gx,), (lx,) = grid(dev, -(-L // w))
+            ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
         COPY.launch(dev, dt, "copy_r_" + s, ((gx, -(-n6 // ly) * ly, n // (L * n6)), (lx, ly, 1)),
                     dst, pack8_right(ost), src, pack8_right(sst), len(shape),
                     pack8_right(shape, 1))
