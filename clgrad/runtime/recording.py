@@ -113,7 +113,7 @@ class aside:
 
 def checked_read(queue, host, buf, what):
     """Read `buf` (a check's flag) into the numpy array `host`, blocking. A check does not break
-    a capture: its replays enqueue the read without waiting, and the next replay (or `check()`)
+    a capture: its replays enqueue the read without waiting, and a later replay (or `check()`)
     raises IndexError with `what` when the flag was set, as a GPU's asynchronous errors do.
     """
     rec = active
@@ -155,8 +155,8 @@ class Recording:
         self._slots = {}            # id(buffer) -> [(kernel, arg index)]
         self._devices = set()       # devices the replay launches on
         self._gated = set()         # those whose bursts are held behind an event
-        self._checks = []           # (host flag, message) of the index checks
-        self._check_events = []     # reads of the flags by the last replay
+        self._check_events = []     # (replay number, read event, host flag, message) pending
+        self._replays = 0
         self._used = set()          # ids of the buffers the replay uses
         self.kernels = []           # what a replay launches: (device, kernel, gsize, lsize, args)
         self.paused = 0
@@ -302,8 +302,7 @@ class Recording:
             elif kind == "check":
                 queue, buf, host, what = payload
                 used[id(buf)] = buf
-                self._checks.append((host, what))
-                plan.append((_enqueue_check, (self, self._copy, queue, host, buf)))
+                plan.append((_enqueue_check, (self, self._copy, queue, host, buf, what)))
             elif kind == "fill":
                 queue, mem, pattern, offset, size = payload
                 used[id(mem)] = mem
@@ -363,7 +362,8 @@ class Recording:
         the capture passed another (see `slots_of`)."""
         if self._plan is None:
             raise RuntimeError(f"this recording cannot be replayed: {self.broken or 'empty'}")
-        self.check()
+        self.check(wait=False)
+        self._replays += 1
         for slots, buf in bindings:
             for k, i in slots:
                 k.set_arg(i, buf)
@@ -378,16 +378,26 @@ class Recording:
         for fn, args in self._plan:
             fn(*args)
 
-    def check(self):
-        """Raise IndexError if an index check of the last replay failed (it waits for them)."""
-        events, self._check_events = self._check_events, []
-        if events:
-            cl.wait_for_events(events)
-            for host, what in self._checks:
-                if host[0]:
-                    host[0] = 0
-                    raise IndexError(f"{what} (found by a replay of a compiled step: the "
-                                     f"failing step is the one before this call)")
+    def check(self, wait=True):
+        """Raise IndexError if an index check of an earlier replay failed. wait=True waits for
+        every pending read of a check's flag. wait=False (what a replay does) looks at the reads
+        that are done and leaves those of the last replay that are not for the next one, which
+        waits for them: the device may still be running the last step while the host enqueues
+        this one."""
+        pending, self._check_events = self._check_events, []
+        late = []
+        done = cl.command_execution_status.COMPLETE
+        for n, evt, host, what in pending:
+            if not wait and n == self._replays and \
+                    evt.command_execution_status != done:
+                late.append((n, evt, host, what))
+                continue
+            evt.wait()
+            if host[0]:
+                self._check_events = late
+                raise IndexError(f"{what} (found by a replay of a compiled step: the failing "
+                                 f"step is one of the last two before this call)")
+        self._check_events = late
 
     def release(self):
         """Give the private pool's buffers back (the recording cannot replay after this)."""
@@ -456,8 +466,9 @@ def _enqueue_copy(copy, queue, dest, src, kw):
     copy(queue, dest, src, **kw)        # buffer to buffer: on the device, without waiting
 
 
-def _enqueue_check(rec, copy, queue, host, buf):
-    rec._check_events.append(copy(queue, host, buf, is_blocking=False))
+def _enqueue_check(rec, copy, queue, like, buf, what):
+    host = np.zeros_like(like)          # its own: the next replay may read the flag again first
+    rec._check_events.append((rec._replays, copy(queue, host, buf, is_blocking=False), host, what))
 
 
 def _enqueue_fill(fill, queue, mem, pattern, offset, size):
