@@ -362,11 +362,11 @@ class Recording:
         the capture passed another (see `slots_of`)."""
         if self._plan is None:
             raise RuntimeError(f"this recording cannot be replayed: {self.broken or 'empty'}")
-        self.check(wait=False)
-        self._replays += 1
-        for slots, buf in bindings:
+        for slots, buf in bindings:         # first: the caller has recorded them as bound
             for k, i in slots:
                 k.set_arg(i, buf)
+        self.check(wait=False)
+        self._replays += 1
         if self._philox:
             base = {gen: gen._offset for gen in self._drawn}
             for k, i, gen, delta, np_type in self._philox:
