@@ -9,9 +9,10 @@
 ## Entries with out="real" (abs, angle) write the dtype's real part type.
 ##
 ## Kernel names: <op>_<layout>_<pattern>. layout c: contiguous operands (a step flag per operand:
-## 1 walks the buffer, 0 repeats its first element), s: any strides (long8 strides, up to 8 dims
-## after collapsing, walked as common.mako's walk() describes). pattern: t per tensor operand, s per
-## operand passed as a host scalar.
+## 1 walks the buffer, 0 repeats its first element), r: rows of a contiguous result along which
+## each operand has stride 1 or 0 (vector code; entries with vector code only), s: any strides
+## (long8 strides, up to 8 dims after collapsing, walked as common.mako's walk() describes).
+## pattern: t per tensor operand, s per operand passed as a host scalar.
 <%namespace name="c" file="common.mako"/>
 <%!
 def mask_type(d):
@@ -704,9 +705,82 @@ ${end_ctx()}
 }
 </%def>
 
+<%def name="rows_kernel(e, pattern)">
+<% od = out_dtype(e, dt, bool_dt); CT = dt.ct; W = c.attr.width(dt) %>
+/* Rows of a contiguous result along which every tensor operand walks (stride 1) or repeats one
+   element (stride 0; a broadcast bias, a mean's gradient): dimension 0 takes W elements of a
+   row, with vector loads, 1 numbers the rows (dim s6), 2 the other dims. */
+__kernel void ${e.name}_r_${pattern}(${c.ptr(od)} out, long oo,
+% for k, kind in enumerate(e.operands):
+<% d = operand_dtype(kind, dt, bool_dt); nm = NAMES[k] %>\
+% if pattern[k] == "s":
+    ${d.ct} ${nm}_a,
+% else:
+    ${c.cptr(d)} ${nm}_p, long ${nm}_o, long8 ${nm}_st,
+% endif
+% endfor
+% for p in range(e.nparams):
+    ${CT} p${p},
+% endfor
+    int nd, long8 shp)
+{
+    long i = get_global_id(0), c6 = get_global_id(1), r = get_global_id(2);
+    if (i * ${W} >= shp.s7 || c6 >= shp.s6) return;
+    oo += (r * shp.s6 + c6) * shp.s7;
+% for k, kind in enumerate(e.operands):
+% if pattern[k] != "s":
+    ${NAMES[k]}_o += c6 * ${NAMES[k]}_st.s6;
+% endif
+% endfor
+% for j in range(5, -1, -1):
+    if (nd > ${7 - j}) {
+        long c_ = r % shp.s${j};
+        r /= shp.s${j};
+% for k, kind in enumerate(e.operands):
+% if pattern[k] != "s":
+        ${NAMES[k]}_o += c_ * ${NAMES[k]}_st.s${j};
+% endif
+% endfor
+    }
+% endfor
+    if ((i + 1) * ${W} <= shp.s7) {
+${begin_ctx("v")}
+% for k, kind in enumerate(e.operands):
+<% d = operand_dtype(kind, dt, bool_dt); nm = NAMES[k] %>\
+% if pattern[k] == "s":
+        CAT(${d.ct}, ${W}) ${nm} = (CAT(${d.ct}, ${W}))(${nm}_a);
+% else:
+        CAT(${d.ct}, ${W}) ${nm} = ${nm}_st.s7 ? ${c.vload(d, nm + "_p + " + nm + "_o", "i", W)} : (CAT(${d.ct}, ${W}))(${c.load(d, nm + "_p", nm + "_o")});
+% endif
+% endfor
+        ${result_type(e, "v")} r_ = ${e.expr};
+        ${store_result(e, "v", "i")}
+${end_ctx()}
+    } else {
+        for (long j = i * ${W}; j < shp.s7; ++j) {
+${begin_ctx("s")}
+% for k, kind in enumerate(e.operands):
+<% d = operand_dtype(kind, dt, bool_dt); nm = NAMES[k] %>\
+% if pattern[k] == "s":
+            ${d.ct} ${nm} = ${nm}_a;
+% else:
+            ${d.ct} ${nm} = ${c.load(d, nm + "_p", nm + "_o + " + nm + "_st.s7 * j")};
+% endif
+% endfor
+            ${result_type(e, "s")} r_ = ${e.expr};
+            ${store_result(e, "s", "oo + j")}
+${end_ctx()}
+        }
+    }
+}
+</%def>
+
 % for e in entries:
 % for pattern in e.patterns:
 ${contiguous_kernel(e, pattern)}
 ${strided_kernel(e, pattern)}
+% if e.vec:
+${rows_kernel(e, pattern)}
+% endif
 % endfor
 % endfor

@@ -278,26 +278,36 @@ def _gapped(dt, shape, dev, rng):
 
 
 def drive_elementwise(dev, dt, rng):
-    """Every table entry for this dtype, contiguous and strided, tensor-tensor, tensor-scalar and
-    scalar-tensor, through the table's evaluation (what every elementwise op runs)."""
+    """Every table entry for this dtype, contiguous, strided and by rows, tensor-tensor,
+    tensor-scalar and scalar-tensor, through the table's evaluation (what every elementwise op
+    runs)."""
     from clgrad import dtypes
     from clgrad.ops.elementwise import TABLE, run
+    from clgrad.runtime.kernels import vec_width
     n_c = 13 if dt.itemsize < 8 else 7               # not a multiple of the vector width: tails
+    n_r = 2 * vec_width(dev, dt) + 3
     for e in TABLE.values():
         if dt.kind not in e.exprs:
             continue
         params = [2 if dt.kind != "f" else 0.5] * e.nparams
-        for contiguous in (True, False):
-            def arg(kind):
+        for layout in ("contiguous", "strided", "rows"):
+            def arg(kind, k):
                 d = dt if kind == "T" else dtypes.bool_
-                return _t(d, (n_c,), dev, rng) if contiguous else _gapped(d, (3, 5), dev, rng)
+                if layout == "contiguous":
+                    return _t(d, (n_c,), dev, rng)
+                if layout == "strided":
+                    return _gapped(d, (3, 5), dev, rng)
+                # whole rows of two vectors and a tail in a wider buffer (the rows kernel); the
+                # second operand repeats one element along each row (stride 0)
+                if k == 0:
+                    return _t(d, (3, 2 * n_r), dev, rng)[:, :n_r]
+                return _t(d, (3, 1), dev, rng).expand(3, n_r)
             for pat in e.patterns:
                 ops = []
-                for kind, p in zip(e.operands, pat):
-                    ops.append(arg(kind) if p == "t" else
+                for k, (kind, p) in enumerate(zip(e.operands, pat)):
+                    ops.append(arg(kind, k) if p == "t" else
                                (True if dt.kind == "b" else 2 if dt.kind != "f" else 0.5))
-                _try(f"{e.name} {pat} {'contiguous' if contiguous else 'strided'}",
-                     run, e, ops, params, cdt=dt)
+                _try(f"{e.name} {pat} {layout}", run, e, ops, params, cdt=dt)
     # several work-groups and a tail; an operand repeated by stride 0 (contiguous kernel) and a
     # broadcast one (strided kernel)
     for name in ("add", "neg", "where", "logical_not", "eq"):

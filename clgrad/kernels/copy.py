@@ -65,6 +65,19 @@ def _copy_complex(dst, src):
 ROWS_LX = 8
 
 
+def rows_geometry(dev, L, n6, rest, w):
+    """(global, local) size of a rows kernel (copy_r, the elementwise table's <op>_r_): rows of L
+    elements taken w at a time along dimension 0, n6 rows along 1, `rest` along 2."""
+    if dev.compiles_per_local_size:
+        lx = min(ROWS_LX, dev.wg)
+        ly = dev.wg // lx
+        gx = -(-L // (w * lx)) * lx
+    else:
+        (gx,), (lx,) = grid(dev, -(-L // w))
+        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
+    return (gx, -(-n6 // ly) * ly, rest), (lx, ly, 1)
+
+
 def copy_into(dst, src):
     """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
     both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
@@ -89,14 +102,7 @@ def copy_into(dst, src):
         # whole rows on both sides: vector loads along each (the walk is scalar)
         L = shape[-1]
         n6 = shape[-2] if len(shape) > 1 else 1
-        if dev.compiles_per_local_size:
-            lx = min(ROWS_LX, dev.wg)
-            ly = dev.wg // lx
-            gx = -(-L // (w * lx)) * lx
-        else:
-            (gx,), (lx,) = grid(dev, -(-L // w))
-            ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
-        COPY.launch(dev, dt, "copy_r_" + s, ((gx, -(-n6 // ly) * ly, n // (L * n6)), (lx, ly, 1)),
+        COPY.launch(dev, dt, "copy_r_" + s, rows_geometry(dev, L, n6, n // (L * n6), w),
                     dst, pack8_right(ost), src, pack8_right(sst), len(shape),
                     pack8_right(shape, 1))
         return dst
