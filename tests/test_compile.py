@@ -162,6 +162,24 @@ def test_index_check_reports_on_the_next_replay(device):
     assert f.stats["replays"] >= 2
 
 
+def test_replays_follow_a_queue_replaced_by_the_profiler(device):
+    """A profiler with device times gives the device a new queue: a recording made before
+    enqueues its copies and reads there too, so that they keep their order with its launches."""
+    from clgrad.autograd import profiler
+    emb = nn.Embedding(5, 3)
+    f = clgrad.compile(lambda i: emb(i).sum())     # an upload (the check's flag) and a read
+    good = clgrad.tensor([0, 4])
+    want = emb(good).sum().item()
+    with clgrad.no_grad():
+        f(good), f(good), f(good)
+        rec = next(iter(f._variants.values())).rec
+        with profiler.profile(use_device="cl"):
+            assert f(good).item() == pytest.approx(want, rel=1e-6)
+            assert rec._check_events[-1][1].command_queue.int_ptr == device._queue.int_ptr
+        assert f(good).item() == pytest.approx(want, rel=1e-6)
+        assert rec._check_events[-1][1].command_queue.int_ptr == device._queue.int_ptr
+
+
 def test_module_compile_and_optimized_module(device):
     net = _mlp(p=0.0).eval()
     ref = copy.deepcopy(net)

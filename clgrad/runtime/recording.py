@@ -267,6 +267,9 @@ class Recording:
         ops = self._ops
         if self.fuse and self.fuser is not None:
             ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs})
+        # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
+        # and reads are enqueued on their device's queue of the moment, as launches are
+        owners = {d._queue.int_ptr: d for d in devices()}
         for kind, payload in ops:
             if kind == "launch":
                 device, kernel, gsize, lsize, args = payload
@@ -298,15 +301,18 @@ class Recording:
                     src = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY |
                                     cl.mem_flags.COPY_HOST_PTR, hostbuf=src)
                     kw = {"dst_offset": kw.get("dst_offset", 0), "byte_count": src.size}
-                plan.append((_enqueue_copy, (self._copy, queue, dest, src, kw)))
+                plan.append((_enqueue_copy, (self._copy, owners.get(queue.int_ptr, queue), dest,
+                                             src, kw)))
             elif kind == "check":
                 queue, buf, host, what = payload
                 used[id(buf)] = buf
-                plan.append((_enqueue_check, (self, self._copy, queue, host, buf, what)))
+                plan.append((_enqueue_check, (self, self._copy, owners.get(queue.int_ptr, queue),
+                                              host, buf, what)))
             elif kind == "fill":
                 queue, mem, pattern, offset, size = payload
                 used[id(mem)] = mem
-                plan.append((_enqueue_fill, (self._fill, queue, mem, pattern, offset, size)))
+                plan.append((_enqueue_fill, (self._fill, owners.get(queue.int_ptr, queue), mem,
+                                             pattern, offset, size)))
             else:
                 fn, args, kwargs = payload
                 plan.append((_host, (fn, args, kwargs, self._devices)))
@@ -462,17 +468,24 @@ def _enqueue_burst(gated, launches):
             gate.set_status(cl.command_execution_status.COMPLETE)
 
 
-def _enqueue_copy(copy, queue, dest, src, kw):
-    copy(queue, dest, src, **kw)        # buffer to buffer: on the device, without waiting
+def _queue(owner):
+    """The queue to enqueue on: a Device's current one, or a queue the capture saw that belongs
+    to no device."""
+    return owner._queue if owner.__class__ is not cl.CommandQueue else owner
 
 
-def _enqueue_check(rec, copy, queue, like, buf, what):
+def _enqueue_copy(copy, owner, dest, src, kw):
+    copy(_queue(owner), dest, src, **kw)        # buffer to buffer: on the device, without waiting
+
+
+def _enqueue_check(rec, copy, owner, like, buf, what):
     host = np.zeros_like(like)          # its own: the next replay may read the flag again first
-    rec._check_events.append((rec._replays, copy(queue, host, buf, is_blocking=False), host, what))
+    evt = copy(_queue(owner), host, buf, is_blocking=False)
+    rec._check_events.append((rec._replays, evt, host, what))
 
 
-def _enqueue_fill(fill, queue, mem, pattern, offset, size):
-    fill(queue, mem, pattern, offset, size)
+def _enqueue_fill(fill, owner, mem, pattern, offset, size):
+    fill(_queue(owner), mem, pattern, offset, size)
 
 
 def _host(fn, args, kwargs, devices):
