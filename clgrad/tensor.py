@@ -586,9 +586,16 @@ def upload(array, dt, device):
     """A new tensor holding a numpy array's values (converted to dt)."""
     host = dtypes.to_host_bits(array, dt)
     shape = tuple(host.shape) if dt.itemsize == host.itemsize else tuple(host.shape[:-1])
+    return upload_bits(host, shape, dt, device)
+
+
+def upload_bits(host, shape, dt, device):
+    """A new tensor of `shape` whose buffer receives `host`, already in dt's host representation
+    (what _read_host gives: bfloat16 as its bits, complex32 as float16 pairs)."""
     t = empty_tensor(shape, dt, device)
     if host.size:
-        cl.enqueue_copy(device.queue, t._storage.buf, host, is_blocking=True)
+        cl.enqueue_copy(device.queue, t._storage.buf, np.ascontiguousarray(host),
+                        is_blocking=True)
     return t
 
 

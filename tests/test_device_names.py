@@ -120,6 +120,13 @@ def test_copy_takes_its_source_from_another_device(device):
     back = clgrad.zeros(3, device=f"cl:{other.index}")
     back.copy_(dst[1] + 1)
     assert back._storage.device is other and back.tolist() == [2.0, 3.0, 4.0]
+    # every dtype travels as its bits (bfloat16 as uint16, complex32 as float16 pairs)
+    for dt in (clgrad.bfloat16, clgrad.float16, clgrad.complex32, clgrad.complex64, clgrad.int8,
+               clgrad.bool):
+        vals = [1 + 2j, 3 - 1j] if dt.is_complex else [1, 0] if dt is clgrad.bool else [1, 3]
+        moved = clgrad.tensor(vals, dtype=dt, device=f"cl:{other.index}").to(device)
+        assert moved._storage.device is device and moved.dtype is dt
+        assert moved.tolist() == clgrad.tensor(vals, dtype=dt).tolist()
     m = clgrad.nn.Linear(3, 2).to(device)
     sd = {k: v.to(f"cl:{other.index}") * 0 + 1 for k, v in m.state_dict().items()}
     m.load_state_dict(sd)

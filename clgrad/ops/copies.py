@@ -6,7 +6,7 @@ from .. import dtypes
 from ..autograd.op import Op
 from ..kernels._layout import view_raw
 from ..kernels.elementwise import output_order
-from ..tensor import alias, empty_tensor, upload
+from ..tensor import alias, empty_tensor, upload_bits
 from ._base import copy_into
 
 
@@ -55,15 +55,8 @@ class ToCopy(Op):
 
 def to_device_raw(x, dev):
     """x's values in a new tensor on `dev` (not recorded). OpenCL contexts share no buffers, so
-    the values go through the host; bfloat16 travels as its bits."""
-    host = x._read_host()
-    if x._dtype is not dtypes.bfloat16:
-        return upload(host, x._dtype, dev)
-    out = empty_tensor(host.shape, dtypes.bfloat16, dev)
-    if host.size:
-        import pyopencl as cl       # the one host write of raw bits outside the tensor layer
-        cl.enqueue_copy(dev.queue, out._storage.buf, host, is_blocking=True)
-    return out
+    the values go through the host, as their bits."""
+    return upload_bits(x._read_host(), x._shape, x._dtype, dev)
 
 
 class ToDevice(Op):
