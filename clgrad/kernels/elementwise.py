@@ -55,6 +55,12 @@ class Entry:
         # the fast path
         self.kernels = path_dependent({})
 
+    def vector_code(self, dt):
+        """Whether dt's kernels of this entry compute VEC elements at a time (the contiguous
+        kernel's main body, the rows kernel): not for kinds in novec, nor complex (one pair per
+        work-item)."""
+        return dt.kind not in self.novec and dt.kind != "c"
+
 
 class _RenderEntry:
     """What the template sees of an entry for one dtype."""
@@ -65,7 +71,7 @@ class _RenderEntry:
         self.nparams = e.nparams
         self.expr = e.exprs[dt.kind]
         self.out = e.out
-        self.vec = dt.kind not in e.novec and dt.kind != "c"     # complex: one pair per item
+        self.vec = e.vector_code(dt)
         self.patterns = e.patterns
 
 
@@ -236,7 +242,7 @@ def _run_fast(e, variant, operands, params, out):
     plan = e.kernels.get((dev, dt, variant))
     if plan is None:
         k = get_kernel(dev, program_of(e, dt), f"{e.name}_c_{variant}")
-        vec = 1 if dt.kind in e.novec else vec_width(dev, dt)
+        vec = vec_width(dev, dt) if e.vector_code(dt) else 1
         plan = e.kernels[(dev, dt, variant)] = (k, vec, {})
     k, vec, sizes = plan
     geometry = sizes.get(n)
@@ -394,7 +400,7 @@ def run(e, operands, params=(), out=None, cdt=None):
         kargs.extend(plist)
         kargs.append(n)
         k = get_kernel(dev, prog, f"{e.name}_c_{pattern}")
-        vec = vec_width(dev, cdt) if cdt.kind not in e.novec else 1
+        vec = vec_width(dev, cdt) if e.vector_code(cdt) else 1
         gs, ls = grid(dev, -(-n // vec))
         launch(dev, k, gs, ls, *kargs)
         return out
@@ -411,7 +417,7 @@ def run(e, operands, params=(), out=None, cdt=None):
             ti += 1
     kargs.extend(plist)
     vec = vec_width(dev, cdt)
-    if cdt.kind not in e.novec and cdt.kind != "c" and cshape and cshape[-1] >= vec and \
+    if e.vector_code(cdt) and cshape and cshape[-1] >= vec and \
             all(st[-1] in (0, 1) for st in cstrides):
         # rows along which every operand walks or repeats one element (a broadcast bias, a
         # mean's gradient): vector loads, as the contiguous kernel (PoCL, float32 x + y with y
