@@ -140,8 +140,8 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
         # so they run on a float32 copy (one cast), then round once. The single pass walks every
         # reduced element: PoCL, a bfloat16 conv's bias gradient (32, 64, 32, 32) over (0, 2, 3)
         # took 1.5 ms that way.
-        return _cast_out(cast_raw(reduce_raw(name, cast_raw(x, R.acc), dims, keepdim, scale), dt),
-                         out_dtype)
+        return _cast_out(reduce_raw(name, cast_raw(x, R.acc), dims, keepdim, scale),
+                         out_dtype or dt)
     if len(rshape) > 1 and not R.is_arg and dt.itemsize >= 4:
         # Reduced dims that do not merge (a mean over batch and space of NCHW, say): reduce the
         # inner ones first, keeping them as size 1, then the others. Each stage is then a plain row
