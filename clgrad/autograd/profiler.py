@@ -395,6 +395,7 @@ class profile:
         self.entered = False
         self._recorder = None
         self._events = None
+        self._profiled = ()           # devices whose queues record device times for this profile
 
     def __enter__(self):
         if not self.enabled:
@@ -425,7 +426,7 @@ class profile:
             _kernels.launch_hooks.remove(rec.kernel)
         self.profiling_end_time_ns = _now()
         rec.finish()
-        for dev in getattr(self, "_profiled", ()):
+        for dev in self._profiled:
             dev.set_profiling(False)
         self._profiled = ()
         self._events = EventList(rec.events + rec.kernel_events, self.use_device, self)
