@@ -1,49 +1,102 @@
 ## Fused elementwise kernels: a chain of the elementwise table's ops over contiguous tensors of one
-## float dtype and one size, found in a compiled step's recording (clgrad/kernels/fused.py). The
-## prelude and the table's helpers come from elementwise.mako itself (rendered with no entries);
-## each op of the chain evaluates the table's expression for its dtype in the scalar context, with
-## x, y, z and p0.. bound to earlier results, loaded elements or the recorded numbers. Each
-## work-item computes one element through the whole chain; only buffers read after the chain
-## are stored.
+## float dtype and one size (clgrad/kernels/fused.py): from a compiled step's recording, or from the
+## tiny launches an eager device holds back (Device.defer). The prelude and the table's helpers come
+## from elementwise.mako itself (rendered with no entries); each op of the chain evaluates the
+## table's expression for its dtype, with x, y, z and p0.. bound to earlier results, loaded
+## elements, the kernel's scalar arguments s0.. or recorded numbers. Each work-item carries its
+## elements through the whole chain; only the buffers listed as stores are written.
+##
+## A vector chain (every op has vector code) is laid out as the contiguous kernels are: VEC (VEC8)
+## elements per work-item in vector form, the tail in scalar form, so that every element is
+## computed by the same form of the same expression as the unfused kernels compute it (the forms
+## may round a transcendental function's last bit differently). Otherwise one element per item.
 <%namespace name="c" file="common.mako"/>
 <%include file="elementwise.mako"/>
-<% CT = dt.ct %>
+<%
+CT = dt.ct
+MT = {"float": "int", "double": "long"}[CT]
+W = c.attr.width(dt)
+VT = f"CAT({CT}, {W})"
+%>
+<%def name="scalar_macros()">
 #define SEL(cnd, a, b) ((cnd) ? (a) : (b))
 #define CV(v) ((${CT})(v))
 #define FALSE_ ((uchar)0)
 #define FLOORDIV floordiv_s
 #define REMAINDER remainder_s
 #define GELU_ERFC gelu_erfc_s
-% for chain in chains:
-__kernel void ${chain.name}(
-% for b in range(chain.nbufs):
-    __global ${dt.cl} *b${b}, long o${b},
-% endfor
-    long n)
-{
-    long i = get_global_id(0);
-    if (i >= n)
-        return;
-% for b, var in chain.loads:
-    const ${CT} ${var} = b${b}[o${b} + i];
-% endfor
-% for var, expr, names, values in chain.ops:
-    ${CT} ${var};
-    {
-% for nm, v in zip(names, values):
-        const ${CT} ${nm} = ${v};
-% endfor
-        ${var} = ${expr};
-    }
-% endfor
-% for b, var in chain.stores:
-    b${b}[o${b} + i] = ${var};
-% endfor
-}
-% endfor
+</%def>
+<%def name="vector_macros()">
+#define SEL(cnd, a, b) select((b), (a), CAT(convert_${MT}, ${W})(cnd))
+#define CV(v) ((${VT})(v))
+#define FALSE_ ((CAT(uchar, ${W}))(0))
+#define FLOORDIV floordiv_v
+#define REMAINDER remainder_v
+#define GELU_ERFC gelu_erfc_v
+</%def>
+<%def name="undef_macros()">
 #undef SEL
 #undef CV
 #undef FALSE_
 #undef FLOORDIV
 #undef REMAINDER
 #undef GELU_ERFC
+</%def>
+## one pass of the chain: T is the type of a value (vector or scalar); load(b) and store(b, v)
+## read and write buffer b at this pass's index
+<%def name="chain_body(chain, T, load, store, indent)">
+% for b, var in chain.loads:
+${indent}const ${T} ${var} = ${load(b)};
+% endfor
+% for var, expr, names, values in chain.ops:
+${indent}${T} ${var};
+${indent}{
+% for nm, v in zip(names, values):
+% if nm.startswith("p"):
+${indent}    const ${CT} ${nm} = ${v};
+% else:
+${indent}    const ${T} ${nm} = (${T})(${v});
+% endif
+% endfor
+${indent}    ${var} = ${expr};
+${indent}}
+% endfor
+% for b, var in chain.stores:
+${indent}${store(b, var)};
+% endfor
+</%def>
+% for chain in chains:
+__kernel void ${chain.name}(
+% for b in range(chain.nbufs):
+    __global ${dt.cl} *b${b}, long o${b},
+% endfor
+% for s in range(chain.nscalars):
+    ${CT} s${s},
+% endfor
+    long n)
+{
+    long i = get_global_id(0);
+% if chain.vector:
+    if ((i + 1) * ${W} <= n) {
+${vector_macros()}
+${chain_body(chain, VT, lambda b: c.vload(dt, f"b{b} + o{b}", "i", W),
+             lambda b, v: c.vstore(dt, f"b{b} + o{b}", "i", v, W), "        ")}
+${undef_macros()}
+    } else {
+${scalar_macros()}
+        for (long j = i * ${W}; j < n; ++j) {
+${chain_body(chain, CT, lambda b: f"b{b}[o{b} + j]", lambda b, v: f"b{b}[o{b} + j] = {v}",
+             "            ")}
+        }
+${undef_macros()}
+    }
+% else:
+${scalar_macros()}
+    if (i < n) {
+${chain_body(chain, CT, lambda b: f"b{b}[o{b} + i]", lambda b, v: f"b{b}[o{b} + i] = {v}",
+             "        ")}
+    }
+${undef_macros()}
+% endif
+}
+% endfor

@@ -693,7 +693,8 @@ def drive_fft(dev, dt, rng):
 def drive_fused(dev, dt, rng):
     """A recorded chain of elementwise ops (a tensor-tensor, tensor-scalar and parameter op, an
     in-place op and a result a live tensor holds) fused into one kernel, replayed: the kernels
-    clgrad.compile makes (clgrad/kernels/fused.py)."""
+    clgrad.compile makes; then the same chain eagerly, fused as a burst of held-back launches
+    (clgrad/kernels/fused.py)."""
     from clgrad.runtime.recording import Recording
     if dt.kind != "f" or dt.itemsize < 4:
         return
@@ -709,6 +710,23 @@ def drive_fused(dev, dt, rng):
             if k.function_name.startswith("fused_"):
                 k(d.queue, gs, ls, *args)
         rec.release()
+    # eager: a burst's run of held-back launches, fused from its second sighting on (numbers are
+    # kernel arguments), in vector form and, through digamma's scalar kernels, in scalar form
+    from clgrad.kernels import fused
+    hot, fused.HOT_LAUNCHES = fused.HOT_LAUNCHES, 1
+    try:
+        for n in (1, 37, 1000):
+            x, w = _t(dt, (n,), dev, rng), _t(dt, (n,), dev, rng)
+            for c in (1.5, 2.5):
+                dev.queue.finish()
+                a = x * c + w
+                b = (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3)
+                b.mul_(a)
+                dev.queue.finish()
+                (x.abs() + c).digamma().digamma()
+                dev.queue.finish()
+    finally:
+        fused.HOT_LAUNCHES = hot
 
 
 # family -> the function that drives its ops for one dtype

@@ -8,6 +8,7 @@ import collections
 import os
 import re
 import threading
+import warnings
 
 import pyopencl as cl
 
@@ -127,7 +128,8 @@ class Device:
     # into a busy queue about 3 us. Launches of tiny kernels (the Python work between them is
     # longer than the kernels) therefore wait in a short list and are enqueued in bursts: when
     # MAX_DEFERRED are waiting, when a larger kernel is launched, or when anything touches the
-    # queue (a read, a copy, synchronize). Nothing can observe a result before then.
+    # queue (a read, a copy, synchronize). Nothing can observe a result before then. A burst's
+    # runs of elementwise launches may go as one fused launch each (deferred_fuser).
     MAX_DEFERRED = 64
     TINY_ITEMS = 1024
     GATE_MIN = 8
@@ -138,11 +140,27 @@ class Device:
         if len(self._deferred) >= self.MAX_DEFERRED:
             self.flush()
 
+    # fuse(device, launches) -> launches: where a burst's runs of elementwise launches become
+    # one launch each (clgrad/kernels/fused.py sets it; the runtime knows no kernel family)
+    deferred_fuser = None
+
     def flush(self):
         """Enqueue the waiting launches, in order."""
         pending = self._deferred
         q = self._queue
         with self._defer_lock:
+            if self.deferred_fuser is not None and len(pending) > 1:
+                items = []
+                while pending:
+                    items.append(pending.popleft())
+                # the fused form, or on any failure the launches as they came: never lost
+                try:
+                    fused = self.deferred_fuser(items)
+                except Exception as err:
+                    warnings.warn(f"clgrad: held-back launches on {self} not fused: {err!r}",
+                                  RuntimeWarning)
+                    fused = items
+                pending.extendleft(reversed(fused))
             gate = None
             if self.gate_bursts and len(pending) >= self.GATE_MIN:
                 # PoCL's worker threads start on the first launch of a burst and then contend

@@ -1,0 +1,149 @@
+"""Eager fusion of the tiny launches a device holds back (Device.defer, clgrad/kernels/fused.py):
+a run of contiguous elementwise launches over one float dtype and size becomes one launch of a
+kernel generated from the table's expressions, once its structure has been seen often enough to
+have saved HOT_LAUNCHES launches. The fused run must leave memory exactly as the launches would: bit for bit against the
+same ops with fusion off, on both code paths of every device, with numbers that change from
+call to call (they are kernel arguments), in-place ops, one buffer seen at two offsets (not
+element-wise: the run breaks there) and an operand used twice."""
+import warnings
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.kernels import fused
+from clgrad.runtime.device import Device
+
+
+ROUNDS = 6
+
+
+@pytest.fixture
+def fusion(monkeypatch):
+    """Fresh structure counts, fused from the second sighting on; returns a function that runs
+    fn() with fusion on or off and reports how many launches fusion saved."""
+    monkeypatch.setattr(fused, "_runs", {})
+    monkeypatch.setattr(fused, "HOT_LAUNCHES", 4)
+
+    def run(fn, on=True):
+        saved = []
+
+        def counting(dev, items):
+            out = fused.fuse_deferred(dev, items)
+            saved.append(len(items) - len(out))
+            return out
+        monkeypatch.setattr(Device, "deferred_fuser", counting if on else None)
+        try:
+            return fn(), sum(saved)
+        finally:
+            monkeypatch.setattr(Device, "deferred_fuser", fused.fuse_deferred)
+    return run
+
+
+def _dtypes(device):
+    return [clgrad.float32] + ([clgrad.float64] if device.has_fp64 else [])
+
+
+def _chain(x, w, c):
+    a = x * c + w
+    b = (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3)
+    b.mul_(a)
+    return [(a.tanh() / (b * b + 1)).numpy(), b.numpy(), (a * a - c).exp().numpy()]
+
+
+@pytest.mark.parametrize("n", [1, 37, 1000])
+def test_fused_runs_compute_what_the_launches_compute(code_paths, device, fusion, n):
+    rng = np.random.default_rng(n)
+    for dt in _dtypes(device):
+        xn, wn = rng.standard_normal(n), rng.standard_normal(n)
+        x, w = clgrad.tensor(xn, dtype=dt), clgrad.tensor(wn, dtype=dt)
+        numbers = [0.5 + 0.25 * k for k in range(ROUNDS)]
+        want = [fusion(lambda c=c: _chain(x, w, c), on=False)[0] for c in numbers]
+        total = 0
+        for c, ref in zip(numbers, want):
+            got, saved = fusion(lambda c=c: _chain(x, w, c))
+            total += saved
+            for g, r in zip(got, ref):
+                assert g.dtype == r.dtype and np.array_equal(g, r), (dt, n, c)
+        assert total > 0                       # the runs were fused, with new numbers each call
+        a = xn * numbers[-1] + wn
+        b = np.clip(np.abs(1 / (1 + np.exp(-a)) - 0.5), 0.1, 0.3) * a
+        tol = 1e-5 if dt is clgrad.float32 else 1e-12
+        np.testing.assert_allclose(got[0], np.tanh(a) / (b * b + 1), rtol=tol, atol=tol)
+        np.testing.assert_allclose(got[1], b, rtol=tol, atol=tol)
+
+
+def test_one_buffer_at_two_offsets_and_in_place_ops(device, fusion):
+    """hi = base[2:] and lo = base[:-2] share a buffer: lo * 2 + hi reads, at element i, what
+    hi.mul_ wrote two elements along, which no work-item of a fused kernel holds. The run breaks
+    there; a launch reading both offsets stays alone."""
+    def steps():
+        base = clgrad.arange(40, dtype=clgrad.float32) / 7
+        lo, hi = base[:-2], base[2:]
+        for _ in range(3):
+            hi.mul_(1.5)
+            c = lo * 2 + hi
+            c.sub_(c * c * 0.01)
+            d = (hi - lo) * 3
+        return base.numpy(), c.numpy(), d.numpy()
+    want = fusion(steps, on=False)[0]
+    for _ in range(ROUNDS):
+        got, _ = fusion(steps)
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+    ref = np.arange(40, dtype=np.float32) / np.float32(7)
+    for _ in range(3):
+        ref[2:] *= np.float32(1.5)
+        c = ref[:-2] * np.float32(2) + ref[2:]
+        c -= c * c * np.float32(0.01)
+    np.testing.assert_allclose(want[0], ref, rtol=1e-5)
+    np.testing.assert_allclose(want[1], c, rtol=1e-5)
+    np.testing.assert_allclose(want[2], (ref[2:] - ref[:-2]) * 3, rtol=1e-5, atol=1e-6)
+
+
+def test_other_dtypes_and_sizes_are_not_fused(device, fusion):
+    """Integer and 16-bit runs, and broadcast operands, stay separate launches."""
+    x = clgrad.arange(10)
+    h = clgrad.ones(10, dtype=clgrad.float16)
+    f = clgrad.ones(10)
+
+    def steps():
+        return ((x * 3 + 1) * 2).numpy(), ((h * 3 + 1) * 2).numpy(), (f * 2 + f[:5].sum()).numpy()
+    for _ in range(ROUNDS):
+        got, saved = fusion(steps)
+        assert saved == 0
+    assert got[0].tolist() == [(v * 3 + 1) * 2 for v in range(10)]
+    assert got[1].tolist() == [8.0] * 10 and got[2].tolist() == [7.0] * 10
+
+
+def test_a_build_that_fails_warns_and_loses_nothing(device, fusion, monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("no compiler today")
+    monkeypatch.setattr(fused, "get_kernel", broken)
+    x = clgrad.linspace(0, 1, 16)
+
+    def steps():
+        return ((x * 2 + 1) * 3 - 1).numpy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(ROUNDS):
+            got, saved = fusion(steps)
+            assert saved == 0
+            np.testing.assert_allclose(got, (np.linspace(0, 1, 16) * 2 + 1) * 3 - 1, rtol=1e-6)
+    assert sum("could not be fused" in str(w.message) for w in caught) == 1
+
+
+def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusion, monkeypatch):
+    """A run of 51 launches saves 50 when fused: with HOT_LAUNCHES = 200 it is fused on its
+    fourth sighting, not before."""
+    monkeypatch.setattr(fused, "HOT_LAUNCHES", 200)
+    x = clgrad.linspace(0, 1, 8)
+
+    def steps():
+        clgrad.cl.synchronize()                 # the run starts a burst of its own
+        y = x
+        for _ in range(51):
+            y = y * 0.5
+        return y.numpy()
+    saved = [fusion(steps)[1] for _ in range(5)]
+    assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50
