@@ -70,12 +70,16 @@ __kernel void ${chain.name}(
 % for b in range(chain.nbufs):
     __global ${dt.cl} *b${b}, long o${b},
 % endfor
-% for s in range(chain.nscalars):
-    ${CT} s${s},
+## the numbers, sixteen to an argument: setting an argument costs the host more than a number
+% for v in range(-(-chain.nscalars // 16)):
+    ${CT}16 sv${v},
 % endfor
     long n)
 {
     long i = get_global_id(0);
+% for s in range(chain.nscalars):
+    const ${CT} s${s} = sv${s // 16}.s${"%x" % (s % 16)};
+% endfor
 % if chain.vector:
     if ((i + 1) * ${W} <= n) {
 ${vector_macros()}

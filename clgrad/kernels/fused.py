@@ -31,6 +31,7 @@ import math
 import warnings
 
 import numpy as np
+from pyopencl import cltypes
 
 from .. import dtypes
 from ..runtime import recording
@@ -244,13 +245,23 @@ _runs = {}                    # structure -> launches it would have saved, or it
                               # (kernel, vector, geometries), or None (cannot be built)
 
 
+_SIXTEEN = {dtypes.float32: cltypes.float16, dtypes.float64: cltypes.double16}
+
+
+_OUT_X = (0, 2)                 # where a launch's (buffer, offset) pairs are: out, x (and y)
+_OUT_X_Y = (0, 2, 5)
+
+
 def _spec(kernel):
-    """(entry, dtype, variant, whether the kernel is vector code) of a kernel a run can take."""
+    """(entry, dtype, variant, whether the kernel is vector code, _OUT_X_Y for two tensor
+    operands else (), where its numbers start in its arguments) of a kernel a run can take."""
     s = _specs.get(id(kernel))
     if s is None or s[0] is not kernel:
         found = _entry_of(kernel, _program_dtypes())
         if found is not None:
-            found += (found[0].vector_code(found[1]),)
+            e, dt, variant = found
+            found += (e.vector_code(dt), _OUT_X_Y if variant == "tt" else (),
+                      8 if variant == "tt" else 5)
         s = _specs[id(kernel)] = (kernel, found)
     return s[1]
 
@@ -259,51 +270,47 @@ def fuse_deferred(dev, items):
     """items: a device's held-back launches, (kernel, gsize, lsize, args) in order. Returns them
     with each run that has a fused kernel replaced by one launch of it; memory ends as the
     launches would leave it."""
+    specs = _specs
     out = []
     i, total = 0, len(items)
     while i < total:
         first = _spec(items[i][0])
-        if first is None or (i + 1 < total and _spec(items[i + 1][0]) is None):
+        if first is None or i + 1 == total or _spec(items[i + 1][0]) is None:
             out.append(items[i])
             i += 1
             continue
         # one dtype and size; vector code throughout or scalar code throughout, so that each
         # element is computed by the form that computes it unfused
         dt, vec, n = first[1], first[3], items[i][3][-1]
-        slots, bufs, key, scalars = {}, [], [], []
+        slots, bufs, offs, key, scalars = {}, [], [], [], []
         j = i
         while j < total:
             kernel, _, _, args = items[j]
-            spec = _spec(kernel)
-            if spec is None or spec[1] is not dt or spec[3] is not vec or args[-1] != n:
+            s = specs.get(id(kernel))
+            spec = s[1] if s is not None and s[0] is kernel else _spec(kernel)
+            if spec is None or spec[1] is not dt or spec[3] is not vec or args[-1] != n or \
+                    args[4] != 1 or (spec[4] and args[7] != 1):
                 break
-            variant = spec[2]
-            if variant == "tt":
-                if args[4] != 1 or args[7] != 1:
-                    break
-                pairs, rest = ((args[0], args[1]), (args[2], args[3]), (args[5], args[6])), 8
-            else:
-                if args[4] != 1:
-                    break
-                pairs, rest = ((args[0], args[1]), (args[2], args[3])), 5
-            # one buffer at two offsets (here or earlier in the run) is not element-wise
-            offsets = {}
-            for b, o in pairs:
+            nb, nk = len(bufs), len(key)
+            key.append(id(kernel))
+            for p in spec[4] or _OUT_X:
+                b = args[p]
                 s = slots.get(id(b))
-                if offsets.setdefault(id(b), o if s is None else bufs[s][1]) != o:
-                    break
+                if s is None:
+                    s = slots[id(b)] = len(bufs)
+                    bufs.append(b)
+                    offs.append(args[p + 1])
+                elif offs[s] != args[p + 1]:
+                    break              # one buffer at two offsets is not element-wise
+                key.append(s)
             else:
-                if len(bufs) + len(offsets.keys() - slots.keys()) <= MAX_BUFFERS:
-                    key.append(id(kernel))
-                    for b, o in pairs:
-                        s = slots.get(id(b))
-                        if s is None:
-                            s = slots[id(b)] = len(bufs)
-                            bufs.append((b, o))
-                        key.append(s)
-                    scalars.extend(args[rest:-1] if variant != "ts" else args[5:-1])
+                if len(bufs) <= MAX_BUFFERS:
+                    scalars += args[spec[5]:-1]
                     j += 1
                     continue
+            for b in bufs[nb:]:        # the launch does not join: the run ends before it
+                del slots[id(b)]
+            del bufs[nb:], offs[nb:], key[nk:]
             break
         if j - i < 2:
             out.append(items[i])
@@ -328,9 +335,12 @@ def fuse_deferred(dev, items):
             if geometry is None:
                 geometry = sizes[n] = grid(dev, -(-n // vec_width(dev, dt)) if vector else n)
             args = []
-            for b, o in bufs:
+            for b, o in zip(bufs, offs):
                 args += (b, o)
-            args += scalars
+            if scalars:
+                packed = np.zeros(-(-len(scalars) // 16) * 16, dt.np)
+                packed[:len(scalars)] = scalars
+                args.extend(packed.view(_SIXTEEN[dt]))
             args.append(n)
             out.append((kernel, geometry[0], geometry[1], args))
         i = j
@@ -344,7 +354,7 @@ def _build_run(dev, run, dt):
     slots, loads, body, written, nscalars = {}, [], [], {}, 0
     reg = {}
     for k, (kernel, _, _, args) in enumerate(run):
-        e, _, variant, _ = _spec(kernel)
+        e, _, variant = _spec(kernel)[:3]
         if variant == "tt":
             operands, nscalar, rest = (args[2], args[5]), 0, 8
         else:

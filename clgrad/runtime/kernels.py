@@ -81,6 +81,7 @@ _SCALAR_TYPES = {
     "float": np.float32, "double": np.float64, "half": np.float16,
     "long8": cltypes.long8, "int8": cltypes.int8, "long4": cltypes.long4, "int4": cltypes.int4,
     "float2": cltypes.float2, "double2": cltypes.double2,      # complex scalars (re, im)
+    "float16": cltypes.float16, "double16": cltypes.double16,  # sixteen numbers in one argument
 }
 _SIG = re.compile(r"\b(?:__)?kernel\s+(?:__attribute__\s*\(\(.*?\)\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
 
