@@ -18,6 +18,9 @@ MT = {"float": "int", "double": "long"}[CT]
 W = c.attr.width(dt)
 VT = f"CAT({CT}, {W})"
 %>
+## No multiply of one op and add of the next become one fma (NVIDIA's compiler contracts across
+## statements): each op contracts only within its own expression, as its unfused kernel may.
+#pragma OPENCL FP_CONTRACT OFF
 <%def name="scalar_macros()">
 #define SEL(cnd, a, b) ((cnd) ? (a) : (b))
 #define CV(v) ((${CT})(v))
@@ -51,6 +54,7 @@ ${indent}const ${T} ${var} = ${load(b)};
 % for var, expr, names, values in chain.ops:
 ${indent}${T} ${var};
 ${indent}{
+#pragma OPENCL FP_CONTRACT ON
 % for nm, v in zip(names, values):
 % if nm.startswith("p"):
 ${indent}    const ${CT} ${nm} = ${v};
