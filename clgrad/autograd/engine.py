@@ -237,9 +237,11 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
     # intervene: no inputs= to capture, no profiler or anomaly mode, no hooks on the node
     plain = capture is None and F.hooks.node is None
     heappop, heappush = heapq.heappop, heapq.heappush
+    node = None                 # the next node when it is the only one ready (a chain)
     try:
-        while ready:
-            _, _, node = heappop(ready)
+        while node is not None or ready:
+            if node is None:
+                _, _, node = heappop(ready)
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._num_outputs
@@ -254,6 +256,7 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
                 outs = _call(node, grads, keep_graph, create_graph, capture, captured, needed,
                              accumulate, targets)
             nf = node.next_functions
+            node = None
             for i, (nxt, nr) in enumerate(nf):
                 if nxt is None:
                     continue
@@ -268,8 +271,16 @@ def _run(roots, root_grads, keep_graph, create_graph, targets, accumulate):
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heappush(ready, (-nxt._sequence_nr, counter, nxt))
-                    counter += 1
+                    if node is not None:
+                        heappush(ready, (-node._sequence_nr, counter, node))
+                        counter += 1
+                    node = nxt
+            if node is not None and ready:
+                # a chain skips the heap only while it is the one node ready: otherwise the
+                # order is the sequence numbers'
+                heappush(ready, (-node._sequence_nr, counter, node))
+                counter += 1
+                node = None
             outs = grads = g = None     # so that AccumulateGrad can tell whether it owns them
     finally:
         _state.grad_enabled = prev_mode
