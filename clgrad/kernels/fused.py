@@ -243,11 +243,7 @@ MAX_STRUCTURES = 4096         # structures counted; past that the counts start a
 _specs = {}                   # id(cl.Kernel) -> (the kernel, _spec's answer)
 _runs = {}                    # structure -> launches it would have saved, or its fused kernel's
                               # (kernel, vector, geometries), or None (cannot be built)
-
-
 _SIXTEEN = {dtypes.float32: cltypes.float16, dtypes.float64: cltypes.double16}
-
-
 _OUT_X = (0, 2)                 # where a launch's (buffer, offset) pairs are: out, x (and y)
 _OUT_X_Y = (0, 2, 5)
 
@@ -269,7 +265,17 @@ def _spec(kernel):
 def fuse_deferred(dev, items):
     """items: a device's held-back launches, (kernel, gsize, lsize, args) in order. Returns them
     with each run that has a fused kernel replaced by one launch of it; memory ends as the
-    launches would leave it."""
+    launches would leave it. A run seen for the first time is only counted:
+
+    >>> import clgrad
+    >>> d = clgrad.runtime.default_device(); x = clgrad.ones(8); clgrad.cl.synchronize()
+    >>> y = (x * 2 + 1) * 3                 # three launches, held back
+    >>> items = list(d._deferred)
+    >>> [k.function_name for k, *_ in items], len(fuse_deferred(d, items))
+    (['mul_c_ts', 'add_c_ts', 'mul_c_ts'], 3)
+    >>> y.tolist()
+    [9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0]
+    """
     specs = _specs
     out = []
     i, total = 0, len(items)
@@ -390,7 +396,6 @@ def _build_run(dev, run, dt):
                       f"{dev}: {err}", RuntimeWarning)
         return None
     return kernel, vector, {}
-
 
 
 Device.deferred_fuser = fuse_deferred
