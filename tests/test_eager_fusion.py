@@ -147,3 +147,20 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
         return y.numpy()
     saved = [fusion(steps)[1] for _ in range(5)]
     assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50
+
+
+def test_a_fuser_that_fails_loses_no_launch_even_when_warnings_are_errors(device, monkeypatch):
+    """The fuser's failure is reported after the burst is enqueued: a warnings filter that makes
+    the warning an exception must not take the held-back launches with it."""
+    def broken(dev, items):
+        raise RuntimeError("fuser bug")
+    monkeypatch.setattr(Device, "deferred_fuser", broken)
+    x = clgrad.ones(8)
+    clgrad.cl.synchronize()
+    y = (x * 2 + 1) * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="fuser bug"):
+            clgrad.cl.synchronize()
+    monkeypatch.setattr(Device, "deferred_fuser", fused.fuse_deferred)
+    assert y.tolist() == [9.0] * 8

@@ -79,16 +79,17 @@ def _literal(v, dt):
     return f"({v.hex()}{'f' if dt is dtypes.float32 else ''})"
 
 
-def _program_dtypes():
-    """The dtype of each built elementwise program, by its driver handle: what a recorded
-    launch's kernel is an elementwise kernel of."""
+def _kernel_dtypes():
+    """The dtype of each kernel of an elementwise float program that a device has made, by the
+    kernel object's id: what a recorded or held-back launch's kernel is an elementwise kernel of.
+    (Asking a kernel for its program fails on Intel's runtime once the program is released.)"""
+    progs = {prog.id: key[1] for key, prog in PROGRAMS.items()
+             if len(key) == 2 and key[1] in FLOATS}
     found = {}
-    for key, prog in PROGRAMS.items():
-        if len(key) == 2 and key[1] in FLOATS:
-            for dev in devices():
-                for (pid, _), built in list(dev.programs.items()):
-                    if pid == prog.id:
-                        found[built.int_ptr] = key[1]
+    for dev in devices():
+        for key, k in list(dev.kernels.items()):
+            if len(key) == 2 and key[0] in progs:
+                found[id(k)] = progs[key[0]]
     return found
 
 
@@ -100,7 +101,7 @@ def _entry_of(kernel, dts):
     e = ENTRIES.get(name)
     if e is None or variant not in ("t", "tt", "ts"):
         return None
-    dt = dts.get(kernel.program.int_ptr)
+    dt = dts.get(id(kernel))
     if dt is None or e.out == "bool" or e.group or "f" not in e.exprs or \
             set(e.operands) != {"T"}:
         return None
@@ -146,7 +147,7 @@ def fuse(ops, dead):
         elif kind in ("copy", "check", "fill"):
             for a in payload[1:3]:
                 last_use[id(a)] = i
-    dts = _program_dtypes()
+    dts = _kernel_dtypes()
     out = []
     i = 0
     while i < len(ops):
@@ -253,7 +254,7 @@ def _spec(kernel):
     operands else (), where its numbers start in its arguments) of a kernel a run can take."""
     s = _specs.get(id(kernel))
     if s is None or s[0] is not kernel:
-        found = _entry_of(kernel, _program_dtypes())
+        found = _entry_of(kernel, _kernel_dtypes())
         if found is not None:
             e, dt, variant = found
             found += (e.vector_code(dt), _OUT_X_Y if variant == "tt" else (),

@@ -148,18 +148,18 @@ class Device:
         """Enqueue the waiting launches, in order."""
         pending = self._deferred
         q = self._queue
+        failed = None
         with self._defer_lock:
             if self.deferred_fuser is not None and len(pending) > 1:
                 items = []
                 while pending:
                     items.append(pending.popleft())
-                # the fused form, or on any failure the launches as they came: never lost
+                # the fused form, or on any failure the launches as they came (and the warning
+                # once they are enqueued: a filter may make it an exception): never lost
                 try:
                     fused = self.deferred_fuser(items)
                 except Exception as err:
-                    warnings.warn(f"clgrad: held-back launches on {self} not fused: {err!r}",
-                                  RuntimeWarning)
-                    fused = items
+                    fused, failed = items, err
                 pending.extendleft(reversed(fused))
             gate = None
             if self.gate_bursts and len(pending) >= self.GATE_MIN:
@@ -175,6 +175,9 @@ class Device:
             finally:
                 if gate is not None:
                     gate.set_status(cl.command_execution_status.COMPLETE)
+        if failed is not None:
+            warnings.warn(f"clgrad: held-back launches on {self} not fused: {failed!r}",
+                          RuntimeWarning)
 
     def set_profiling(self, on):
         """Make the device's queue record each command's device times (on=True, as the profiler's
