@@ -21,7 +21,7 @@ from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES, COMPLEX
 from ..runtime.device import path_dependent
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import get_kernel, grid, launch, vec_width
+from ..runtime.kernels import get_kernel, grid, launch, launch_args, vec_width
 from ..runtime.memory import Storage
 from ..tensor import Tensor, empty_tensor, layout_of, make_tensor, numel_of
 from ._layout import (broadcast_shapes, check_dims, collapse, expand_strides, launch_walk,
@@ -258,7 +258,7 @@ def _run_fast(e, variant, operands, params, out):
                 b._offset, 1, *params, n)
     else:
         args = (out._storage.buf, out._offset, a._storage.buf, a._offset, 1, *params, n)
-    launch(dev, k, gs, ls, *args)
+    launch_args(dev, k, gs, ls, args)
     return out
 
 
