@@ -11,40 +11,16 @@
 ## computed by the same form of the same expression as the unfused kernels compute it (the forms
 ## may round a transcendental function's last bit differently). Otherwise one element per item.
 <%namespace name="c" file="common.mako"/>
+<%namespace name="ew" file="elementwise.mako"/>
 <%include file="elementwise.mako"/>
 <%
 CT = dt.ct
-MT = {"float": "int", "double": "long"}[CT]
 W = c.attr.width(dt)
 VT = f"CAT({CT}, {W})"
 %>
 ## No multiply of one op and add of the next become one fma (NVIDIA's compiler contracts across
 ## statements): each op contracts only within its own expression, as its unfused kernel may.
 #pragma OPENCL FP_CONTRACT OFF
-<%def name="scalar_macros()">
-#define SEL(cnd, a, b) ((cnd) ? (a) : (b))
-#define CV(v) ((${CT})(v))
-#define FALSE_ ((uchar)0)
-#define FLOORDIV floordiv_s
-#define REMAINDER remainder_s
-#define GELU_ERFC gelu_erfc_s
-</%def>
-<%def name="vector_macros()">
-#define SEL(cnd, a, b) select((b), (a), CAT(convert_${MT}, ${W})(cnd))
-#define CV(v) ((${VT})(v))
-#define FALSE_ ((CAT(uchar, ${W}))(0))
-#define FLOORDIV floordiv_v
-#define REMAINDER remainder_v
-#define GELU_ERFC gelu_erfc_v
-</%def>
-<%def name="undef_macros()">
-#undef SEL
-#undef CV
-#undef FALSE_
-#undef FLOORDIV
-#undef REMAINDER
-#undef GELU_ERFC
-</%def>
 ## one pass of the chain: T is the type of a value (vector or scalar); load(b) and store(b, v)
 ## read and write buffer b at this pass's index
 <%def name="chain_body(chain, T, load, store, indent)">
@@ -86,25 +62,25 @@ __kernel void ${chain.name}(
 % endfor
 % if chain.vector:
     if ((i + 1) * ${W} <= n) {
-${vector_macros()}
+${ew.begin_ctx("v")}
 ${chain_body(chain, VT, lambda b: c.vload(dt, f"b{b} + o{b}", "i", W),
              lambda b, v: c.vstore(dt, f"b{b} + o{b}", "i", v, W), "        ")}
-${undef_macros()}
+${ew.end_ctx()}
     } else {
-${scalar_macros()}
+${ew.begin_ctx("s")}
         for (long j = i * ${W}; j < n; ++j) {
 ${chain_body(chain, CT, lambda b: f"b{b}[o{b} + j]", lambda b, v: f"b{b}[o{b} + j] = {v}",
              "            ")}
         }
-${undef_macros()}
+${ew.end_ctx()}
     }
 % else:
-${scalar_macros()}
+${ew.begin_ctx("s")}
     if (i < n) {
 ${chain_body(chain, CT, lambda b: f"b{b}[o{b} + i]", lambda b, v: f"b{b}[o{b} + i] = {v}",
              "        ")}
     }
-${undef_macros()}
+${ew.end_ctx()}
 % endif
 }
 % endfor

@@ -22,7 +22,7 @@ ROUNDS = 6
 def fusion(monkeypatch):
     """Fresh structure counts, fused from the second sighting on; returns a function that runs
     fn() with fusion on or off and reports how many launches fusion saved."""
-    monkeypatch.setattr(fused, "_runs", {})
+    monkeypatch.setattr(fused, "_hot", {})
     monkeypatch.setattr(fused, "HOT_LAUNCHES", 4)
 
     def run(fn, on=True):

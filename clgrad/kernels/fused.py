@@ -79,66 +79,139 @@ def _literal(v, dt):
     return f"({v.hex()}{'f' if dt is dtypes.float32 else ''})"
 
 
-def _kernel_dtypes():
-    """The dtype of each kernel of an elementwise float program that a device has made, by the
-    kernel object's id: what a recorded or held-back launch's kernel is an elementwise kernel of.
-    (Asking a kernel for its program fails on Intel's runtime once the program is released.)"""
+def _kernel_homes():
+    """The dtype and device of each kernel of an elementwise float program that a device has
+    made, by the kernel object's id. (Asking a kernel for its program fails on Intel's runtime
+    once the program is released.)"""
     progs = {prog.id: key[1] for key, prog in PROGRAMS.items()
              if len(key) == 2 and key[1] in FLOATS}
     found = {}
     for dev in devices():
         for key, k in list(dev.kernels.items()):
             if len(key) == 2 and key[0] in progs:
-                found[id(k)] = progs[key[0]]
+                found[id(k)] = (progs[key[0]], dev)
     return found
 
 
-def _entry_of(kernel, dts):
-    """(entry, dtype, variant) of a contiguous elementwise kernel (`<op>_c_<pattern>`) that a
-    chain can take (float32 / float64, tensor operands only, a result of the operands' dtype),
-    else None."""
-    name, _, variant = kernel.function_name.rpartition("_c_")
-    e = ENTRIES.get(name)
-    if e is None or variant not in ("t", "tt", "ts"):
-        return None
-    dt = dts.get(id(kernel))
-    if dt is None or e.out == "bool" or e.group or "f" not in e.exprs or \
-            set(e.operands) != {"T"}:
-        return None
-    return e, dt, variant
+_specs = {}                   # id(cl.Kernel) -> (the kernel, _spec's answer)
+_OUT_X = (0, 2)               # where a launch's (buffer, offset) pairs are: out, x (and y)
+_OUT_X_Y = (0, 2, 5)
 
 
-def _fusable(op, dts):
-    """(device, dtype, n, entry, (out buffer, offset), [(operand buffer, offset)], scalar,
-    params) of a recorded launch of a contiguous elementwise kernel whose operands all walk
-    their buffers (step 1), or None."""
-    kind, payload = op
-    if kind != "launch":
-        return None
-    dev, kernel, _, _, args = payload
-    found = _entry_of(kernel, dts)
-    if found is None:
-        return None
-    e, dt, variant = found
-    operands = [(args[2], args[3])]
-    steps = [args[4]]
-    scalar = None
-    rest = 5
-    if variant == "tt":
-        operands.append((args[5], args[6]))
-        steps.append(args[7])
-        rest = 8
-    elif variant == "ts":
-        scalar = args[5]
-        rest = 6
-    if any(s != 1 for s in steps):          # 0 repeats an operand's first element
-        return None
-    return (dev, dt, args[-1], e, (args[0], args[1]), operands, scalar, args[rest:-1])
+def _spec(kernel):
+    """(entry, dtype, variant, whether the kernel is vector code, where its (buffer, offset)
+    pairs are, where its numbers start in its arguments, device) of a contiguous elementwise
+    kernel (`<op>_c_<pattern>`) that a chain can take: float32 / float64, tensor operands only,
+    a result of the operands' dtype. None for any other kernel. Memoised per kernel."""
+    s = _specs.get(id(kernel))
+    if s is None or s[0] is not kernel:
+        found = None
+        name, _, variant = kernel.function_name.rpartition("_c_")
+        e = ENTRIES.get(name)
+        if e is not None and variant in ("t", "tt", "ts") and e.out != "bool" and \
+                not e.group and "f" in e.exprs and set(e.operands) == {"T"}:
+            home = _kernel_homes().get(id(kernel))
+            if home is not None:
+                dt, dev = home
+                tt = variant == "tt"
+                found = (e, dt, variant, e.vector_code(dt), _OUT_X_Y if tt else _OUT_X,
+                         8 if tt else 5, dev)
+        s = _specs[id(kernel)] = (kernel, found)
+    return s[1]
+
+
+def _runs(items):
+    """Each run of consecutive launches that one fused kernel can take, as (i, j, buffers,
+    offsets, structure, numbers) for items[i:j] (j - i >= 2). items: (kernel, gsize, lsize,
+    args) per launch, None for other work (a copy, a fill). A run has one device, dtype and size,
+    and vector code throughout or scalar code throughout (so that each element is computed by
+    the form that computes it unfused); its operands walk their buffers (step 1), each buffer
+    at one offset (element i of every launch is element i of every buffer), at most MAX_BUFFERS
+    of them. Buffers are numbered in order of appearance (out, x, y of each launch); the
+    structure (the kernels and those numbers) is what makes two runs one fused kernel."""
+    specs = _specs
+    i, total = 0, len(items)
+    while i < total:
+        first = items[i] and _spec(items[i][0])
+        if not first or i + 1 == total or not items[i + 1] or _spec(items[i + 1][0]) is None:
+            i += 1
+            continue
+        dt, vec, dev, n = first[1], first[3], first[6], items[i][3][-1]
+        slots, bufs, offs, key, numbers = {}, [], [], [], []
+        j = i
+        while j < total and items[j] is not None:
+            kernel, _, _, args = items[j]
+            s = specs.get(id(kernel))
+            spec = s[1] if s is not None and s[0] is kernel else _spec(kernel)
+            if spec is None or spec[1] is not dt or spec[3] is not vec or spec[6] is not dev or \
+                    args[-1] != n or args[4] != 1 or (spec[5] == 8 and args[7] != 1):
+                break
+            nb, nk = len(bufs), len(key)
+            key.append(id(kernel))
+            for p in spec[4]:
+                b = args[p]
+                s = slots.get(id(b))
+                if s is None:
+                    s = slots[id(b)] = len(bufs)
+                    bufs.append(b)
+                    offs.append(args[p + 1])
+                elif offs[s] != args[p + 1]:
+                    break              # one buffer at two offsets is not element-wise
+                key.append(s)
+            else:
+                if len(bufs) <= MAX_BUFFERS:
+                    numbers += args[spec[5]:-1]
+                    j += 1
+                    continue
+            for b in bufs[nb:]:        # the launch does not join: the run ends before it
+                del slots[id(b)]
+            del bufs[nb:], offs[nb:], key[nk:]
+            break
+        if j - i >= 2:
+            yield i, j, bufs, offs, key, numbers
+            i = j
+        else:
+            i += 1
+
+
+def _chain(run, dt, vector, literal, keep):
+    """The Chain of a run (as _runs found it): each op the table's expression over earlier
+    results, loaded elements and its numbers (literals if `literal`, else the kernel's arguments
+    s0.. in order); the buffers it writes are stored where keep(buffer number) says so."""
+    slots, reg, loads, body, written, nums = {}, {}, [], [], {}, 0
+    for k, (kernel, _, _, args) in enumerate(run):
+        e, _, variant, _, where, start, _ = _spec(kernel)
+        for p in where:                     # numbered as _runs numbers them
+            slots.setdefault(id(args[p]), len(slots))
+        names, values = [], []
+        for nm, p in zip("xy", where[1:]):
+            b = id(args[p])
+            if b not in reg:
+                reg[b] = f"l{slots[b]}"
+                loads.append((slots[b], reg[b]))
+            names.append(nm)
+            values.append(reg[b])
+        for m, v in enumerate(args[start:-1]):
+            names.append("y" if variant == "ts" and m == 0 else f"p{m - (variant == 'ts')}")
+            values.append(_literal(v, dt) if literal else f"s{nums}")
+            nums += 1
+        var = f"t{k}"
+        body.append((var, e.exprs["f"], tuple(names), tuple(values)))
+        reg[id(args[0])] = var
+        written[slots[id(args[0])]] = var
+    stores = sorted((s, var) for s, var in written.items() if keep(s))
+    return Chain(len(slots), loads, body, stores, 0 if literal else nums, vector)
+
+
+def _geometry(dev, dt, vector, n):
+    return grid(dev, -(-n // vec_width(dev, dt)) if vector else n)
 
 
 def fuse(ops, dead):
     """ops: a recording's (kind, payload) list; dead: ids of the buffers no live tensor holds at
-    the end. Returns the list with each fusable run replaced by one launch."""
+    the end. Returns the list with each fusable run replaced by one launch, its numbers baked in
+    and its results stored only where something after the run reads them or a live tensor
+    holds them."""
     last_use = {}
     for i, (kind, payload) in enumerate(ops):
         if kind == "launch":
@@ -147,84 +220,20 @@ def fuse(ops, dead):
         elif kind in ("copy", "check", "fill"):
             for a in payload[1:3]:
                 last_use[id(a)] = i
-    dts = _kernel_dtypes()
-    out = []
-    i = 0
-    while i < len(ops):
-        first = _fusable(ops[i], dts)
-        if first is None:
-            out.append(ops[i])
-            i += 1
-            continue
-        run, offsets = [], {}
-        j = i
-        while j < len(ops):
-            f = _fusable(ops[j], dts)
-            if f is None or f[0] is not first[0] or f[1] is not first[1] or f[2] != first[2]:
-                break
-            bufs = [f[4]] + f[5]
-            here = {}               # one buffer at two offsets, here or before, is not element-wise
-            if any(offsets.get(id(b), here.setdefault(id(b), o)) != o for b, o in bufs):
-                break
-            new = {id(b) for b, _ in bufs} - offsets.keys()
-            if len(offsets) + len(new) > MAX_BUFFERS:
-                break
-            for b, o in bufs:
-                offsets[id(b)] = o
-            run.append(f)
-            j += 1
-        if len(run) < 2:
-            out.append(ops[i])
-            i += 1
-            continue
-        out.append(_fused_launch(run, j - 1, last_use, dead))
-        i = j
+    items = [payload[1:] if kind == "launch" else None for kind, payload in ops]
+    out, done = [], 0
+    for i, j, bufs, offs, _, _ in _runs(items):
+        out.extend(ops[done:i])
+        done = j
+        _, dt, _, vector, _, _, dev = _spec(items[i][0])
+        chain = _chain(items[i:j], dt, vector, True, lambda s: id(bufs[s]) not in dead or
+                       last_use.get(id(bufs[s]), -1) >= j)
+        kernel = get_kernel(dev, FUSED.program((dt, chain)), chain.name)
+        n = items[i][3][-1]
+        args = [a for pair in zip(bufs, offs) for a in pair] + [n]
+        out.append(("launch", (dev, kernel, *_geometry(dev, dt, vector, n), tuple(args))))
+    out.extend(ops[done:])
     return out
-
-
-def _fused_launch(run, end, last_use, dead):
-    dev, dt, n = run[0][0], run[0][1], run[0][2]
-    slots = {}                    # id(buffer) -> (slot, buffer, offset)
-    reg = {}                      # id(buffer) -> the variable holding its current value
-    loads, body, written = [], [], {}
-
-    def slot(buf, off):
-        s = slots.get(id(buf))
-        if s is None:
-            s = slots[id(buf)] = (len(slots), buf, off)
-        return s[0]
-
-    for k, (_, _, _, e, (obuf, ooff), operands, scalar, params) in enumerate(run):
-        names, values = [], []
-        for nm, (buf, off) in zip("xyz", operands):
-            if id(buf) not in reg:
-                s = slot(buf, off)
-                reg[id(buf)] = f"l{s}"
-                loads.append((s, f"l{s}"))
-            names.append(nm)
-            values.append(reg[id(buf)])
-        if scalar is not None:
-            names.append("y")
-            values.append(_literal(scalar, dt))
-        for p, v in enumerate(params):
-            names.append(f"p{p}")
-            values.append(_literal(v, dt))
-        var = f"t{k}"
-        body.append((var, e.exprs["f"], tuple(names), tuple(values)))
-        slot(obuf, ooff)
-        reg[id(obuf)] = var
-        written[id(obuf)] = var
-    stores = [(slots[b][0], var) for b, var in written.items()
-              if b not in dead or last_use.get(b, -1) > end]
-    vector = all(f[3].vector_code(dt) for f in run)
-    chain = Chain(len(slots), loads, body, stores, vector=vector)
-    kernel = get_kernel(dev, FUSED.program((dt, chain)), chain.name)
-    args = []
-    for s, buf, off in sorted(slots.values(), key=lambda s: s[0]):
-        args += [buf, off]
-    args.append(n)
-    gs, ls = grid(dev, -(-n // vec_width(dev, dt)) if vector else n)
-    return ("launch", (dev, kernel, gs, ls, tuple(args)))
 
 
 recording.Recording.fuser = staticmethod(fuse)
@@ -241,26 +250,9 @@ recording.Recording.fuser = staticmethod(fuse)
 # whether a tensor is read later is not known here, and a tiny tensor's stores cost nothing.
 HOT_LAUNCHES = 200
 MAX_STRUCTURES = 4096         # structures counted; past that the counts start again
-_specs = {}                   # id(cl.Kernel) -> (the kernel, _spec's answer)
-_runs = {}                    # structure -> launches it would have saved, or its fused kernel's
+_hot = {}                     # structure -> launches it would have saved, or its fused kernel's
                               # (kernel, vector, geometries), or None (cannot be built)
 _SIXTEEN = {dtypes.float32: cltypes.float16, dtypes.float64: cltypes.double16}
-_OUT_X = (0, 2)                 # where a launch's (buffer, offset) pairs are: out, x (and y)
-_OUT_X_Y = (0, 2, 5)
-
-
-def _spec(kernel):
-    """(entry, dtype, variant, whether the kernel is vector code, _OUT_X_Y for two tensor
-    operands else (), where its numbers start in its arguments) of a kernel a run can take."""
-    s = _specs.get(id(kernel))
-    if s is None or s[0] is not kernel:
-        found = _entry_of(kernel, _kernel_dtypes())
-        if found is not None:
-            e, dt, variant = found
-            found += (e.vector_code(dt), _OUT_X_Y if variant == "tt" else (),
-                      8 if variant == "tt" else 5)
-        s = _specs[id(kernel)] = (kernel, found)
-    return s[1]
 
 
 def fuse_deferred(dev, items):
@@ -277,126 +269,51 @@ def fuse_deferred(dev, items):
     >>> y.tolist()
     [9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0]
     """
-    specs = _specs
-    out = []
-    i, total = 0, len(items)
-    while i < total:
-        first = _spec(items[i][0])
-        if first is None or i + 1 == total or _spec(items[i + 1][0]) is None:
-            out.append(items[i])
-            i += 1
-            continue
-        # one dtype and size; vector code throughout or scalar code throughout, so that each
-        # element is computed by the form that computes it unfused
-        dt, vec, n = first[1], first[3], items[i][3][-1]
-        slots, bufs, offs, key, scalars = {}, [], [], [], []
-        j = i
-        while j < total:
-            kernel, _, _, args = items[j]
-            s = specs.get(id(kernel))
-            spec = s[1] if s is not None and s[0] is kernel else _spec(kernel)
-            if spec is None or spec[1] is not dt or spec[3] is not vec or args[-1] != n or \
-                    args[4] != 1 or (spec[4] and args[7] != 1):
-                break
-            nb, nk = len(bufs), len(key)
-            key.append(id(kernel))
-            for p in spec[4] or _OUT_X:
-                b = args[p]
-                s = slots.get(id(b))
-                if s is None:
-                    s = slots[id(b)] = len(bufs)
-                    bufs.append(b)
-                    offs.append(args[p + 1])
-                elif offs[s] != args[p + 1]:
-                    break              # one buffer at two offsets is not element-wise
-                key.append(s)
-            else:
-                if len(bufs) <= MAX_BUFFERS:
-                    scalars += args[spec[5]:-1]
-                    j += 1
-                    continue
-            for b in bufs[nb:]:        # the launch does not join: the run ends before it
-                del slots[id(b)]
-            del bufs[nb:], offs[nb:], key[nk:]
-            break
-        if j - i < 2:
-            out.append(items[i])
-            i += 1
-            continue
+    out, done = [], 0
+    for i, j, bufs, offs, key, numbers in _runs(items):
         key = tuple(key)
-        plan = _runs.get(key, 0)
+        plan = _hot.get(key, 0)
         if type(plan) is int:
             plan += j - i - 1
             if plan < HOT_LAUNCHES:
-                if len(_runs) >= MAX_STRUCTURES:
-                    _runs.clear()
-                _runs[key] = plan
-                plan = None
-            else:
-                plan = _runs[key] = _build_run(dev, items[i:j], dt)
-        if plan is None:
-            out.extend(items[i:j])
-        else:
-            kernel, vector, sizes = plan
-            geometry = sizes.get(n)
-            if geometry is None:
-                geometry = sizes[n] = grid(dev, -(-n // vec_width(dev, dt)) if vector else n)
-            args = []
-            for b, o in zip(bufs, offs):
-                args += (b, o)
-            if scalars:
-                packed = np.zeros(-(-len(scalars) // 16) * 16, dt.np)
-                packed[:len(scalars)] = scalars
-                args.extend(packed.view(_SIXTEEN[dt]))
-            args.append(n)
-            out.append((kernel, geometry[0], geometry[1], args))
-        i = j
+                if len(_hot) >= MAX_STRUCTURES:
+                    _hot.clear()
+                _hot[key] = plan
+                continue                    # the run stays as it is
+            plan = _hot[key] = _build(dev, items[i:j])
+            if plan is None:
+                continue
+        out.extend(items[done:i])
+        done = j
+        kernel, dt, vector, sizes = plan
+        n = items[i][3][-1]
+        geometry = sizes.get(n)
+        if geometry is None:
+            geometry = sizes[n] = _geometry(dev, dt, vector, n)
+        args = [a for pair in zip(bufs, offs) for a in pair]
+        if numbers:
+            packed = np.zeros(-(-len(numbers) // 16) * 16, dt.np)
+            packed[:len(numbers)] = numbers
+            args.extend(packed.view(_SIXTEEN[dt]))
+        args.append(n)
+        out.append((kernel, geometry[0], geometry[1], args))
+    out.extend(items[done:])
     return out
 
 
-def _build_run(dev, run, dt):
-    """The fused kernel of a run of held-back launches (its numbers are arguments s0..), with its
-    vector flag and a memo of launch geometries; None (the run stays as it is) if it cannot be
-    built, with a warning: the launches are never lost."""
-    slots, loads, body, written, nscalars = {}, [], [], {}, 0
-    reg = {}
-    for k, (kernel, _, _, args) in enumerate(run):
-        e, _, variant = _spec(kernel)[:3]
-        if variant == "tt":
-            operands, nscalar, rest = (args[2], args[5]), 0, 8
-        else:
-            operands, nscalar, rest = (args[2],), int(variant == "ts"), 5 + (variant == "ts")
-        for buf in (args[0],) + operands:           # slots numbered as fuse_deferred numbers them
-            slots.setdefault(id(buf), len(slots))
-        names, values = [], []
-        for nm, buf in zip("xyz", operands):
-            if id(buf) not in reg:
-                s = slots[id(buf)]
-                reg[id(buf)] = f"l{s}"
-                loads.append((s, f"l{s}"))
-            names.append(nm)
-            values.append(reg[id(buf)])
-        if nscalar:
-            names.append("y")
-            values.append(f"s{nscalars}")
-            nscalars += 1
-        for p in range(len(args) - 1 - rest):
-            names.append(f"p{p}")
-            values.append(f"s{nscalars}")
-            nscalars += 1
-        var = f"t{k}"
-        body.append((var, e.exprs["f"], tuple(names), tuple(values)))
-        reg[id(args[0])] = var
-        written[slots[id(args[0])]] = var
-    vector = _spec(run[0][0])[3]
-    chain = Chain(len(slots), loads, body, sorted(written.items()), nscalars, vector)
+def _build(dev, run):
+    """The fused kernel of a run of held-back launches (its numbers are arguments, every result
+    stored), with its dtype, vector flag and a memo of launch geometries; None (the run stays as
+    it is) if it cannot be built, with a warning: the launches are never lost."""
+    _, dt, _, vector, _, _, _ = _spec(run[0][0])
+    chain = _chain(run, dt, vector, False, lambda s: True)
     try:
         kernel = get_kernel(dev, FUSED.program((dt, chain)), chain.name)
     except Exception as err:    # a driver's failure to build must not lose the launches
         warnings.warn(f"clgrad: a run of {len(run)} elementwise launches could not be fused on "
                       f"{dev}: {err}", RuntimeWarning)
         return None
-    return kernel, vector, {}
+    return kernel, dt, vector, {}
 
 
 Device.deferred_fuser = fuse_deferred
