@@ -57,6 +57,12 @@ ${c.prelude([dt])}
 #define LANES (IVT)(0, 1, 2, 3, 4, 5, 6, 7)
 #define VLOAD(p, s) ((VT)((p)[0], (p)[s], (p)[2 * (s)], (p)[3 * (s)], (p)[4 * (s)], \
                           (p)[5 * (s)], (p)[6 * (s)], (p)[7 * (s)]))
+#elif VW == 16
+#define LANES (IVT)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define VLOAD(p, s) ((VT)((p)[0], (p)[s], (p)[2 * (s)], (p)[3 * (s)], (p)[4 * (s)], \
+                          (p)[5 * (s)], (p)[6 * (s)], (p)[7 * (s)], (p)[8 * (s)], \
+                          (p)[9 * (s)], (p)[10 * (s)], (p)[11 * (s)], (p)[12 * (s)], \
+                          (p)[13 * (s)], (p)[14 * (s)], (p)[15 * (s)]))
 #endif
 
 /* xp[r, i, j] = x[n, c, i - top, j - left] (0 outside x) for the planes r = n * C + c; one

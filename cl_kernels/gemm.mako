@@ -43,6 +43,9 @@ ${c.prelude([dt])}
 #define VLOAD(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3]))
 #elif VW == 8
 #define VLOAD(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7]))
+#elif VW == 16
+#define VLOAD(p) ((VT)((p)[0], (p)[1], (p)[2], (p)[3], (p)[4], (p)[5], (p)[6], (p)[7], \
+                       (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #endif
 #endif
 #endif

@@ -9,6 +9,7 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.kernels import conv as conv_kernels
+from clgrad.runtime.device import wide_vectors_ok
 from helpers import assert_close, float_dtypes, grad_dtype, grad_tols, make, rounded
 
 TOL = {clgrad.float64: 1e-10, clgrad.float32: 2e-5, clgrad.float16: 4e-3, clgrad.bfloat16: 3e-2}
@@ -96,10 +97,11 @@ def check(out, expected, dt, scale=1.0):
     assert_close(out, expected, rtol=TOL[dt], atol=TOL[dt] * scale)
 
 
-@pytest.fixture(params=["device", "gpu-like", "odd-blocks"])
+@pytest.fixture(params=["device", "gpu-like", "odd-blocks", "wide-blocks"])
 def blocking(request, device, monkeypatch):
     """Run a test with the device's register blocking, with the GPU one and its launch shapes
-    (on any device), or with odd block sizes and 4-wide vectors, so that every edge shows."""
+    (on any device), or with odd block sizes and 4-wide vectors, so that every edge shows, and
+    with 16-wide ones (8 on a device without 512-bit vectors)."""
     configs = {}                         # the configuration is looked up again for the path
     was = device.cpu_paths
     if request.param == "gpu-like":
@@ -109,6 +111,10 @@ def blocking(request, device, monkeypatch):
     elif request.param == "odd-blocks":
         odd = {"MR": 3, "NV": 2, "MW": 1, "TJ": 5, "LY": 3, "LX": 2, "VW": 4}
         configs[device] = conv_kernels.check_config(odd, device)
+    elif request.param == "wide-blocks":
+        wide = {"MR": 3, "NV": 1, "MW": 2, "TJ": 3, "LY": 2, "LX": 3,
+                "VW": 16 if wide_vectors_ok(device) else 8}
+        configs[device] = conv_kernels.check_config(wide, device)
     monkeypatch.setattr(conv_kernels.CONV, "_configs", configs)
     monkeypatch.setattr(conv_kernels, "_PLANS", {})
     yield request.param

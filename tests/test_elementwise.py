@@ -279,6 +279,20 @@ def test_float_semantics(device):
     assert clgrad.tensor([1.0], device=device).div(0).tolist() == [float("inf")]
 
 
+def test_fmod_family_exact_on_whole_vectors(device):
+    """fmod, remainder and floor division of integral floats are exact, in the vector code of
+    every lane (PoCL 3.1 computes fmod(8.0, 3.0) as 0.5 in some lanes of a double8)."""
+    a = np.random.default_rng(0).integers(-9, 10, 1000).astype(np.float64)
+    for dt in float_dtypes(device):
+        if dt not in (clgrad.float32, clgrad.float64):
+            continue
+        x = clgrad.tensor(a, dtype=dt, device=device)
+        for op, ref in ((clgrad.fmod, np.fmod), (clgrad.remainder, np.remainder),
+                        (clgrad.floor_divide, np.floor_divide)):
+            for d in (1.0, 3.0, -4.0):
+                assert np.array_equal(to_np(op(x, d)), ref(a, d).astype(dt.np)), (op, dt, d)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(1, 3), min_size=0, max_size=3),
        st.lists(st.integers(1, 3), min_size=0, max_size=3), st.data())

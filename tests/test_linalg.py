@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 import clgrad
 from clgrad.kernels import gemm as gemm_kernels
 from clgrad.ops import linalg
+from clgrad.runtime.device import wide_vectors_ok
 from helpers import LAYOUTS, assert_close, grad_dtype, grad_tols, make, rounded, to_np
 
 INTS = (clgrad.int32, clgrad.int64)
@@ -50,11 +51,12 @@ def check(out, expected, dt):
     assert_close(out, expected, rtol=tol, atol=tol)
 
 
-@pytest.fixture(params=["default", "small", "packed", "packed_a", "lanes", "tiled"])
+@pytest.fixture(params=["default", "small", "packed", "packed_a", "packed_wide", "lanes", "tiled"])
 def kernel(request, device, monkeypatch):
     """Run a test through one GEMM kernel: the device's configuration, gemm_small for every
     product, or a packed / lanes / tiled configuration with odd tile sizes (so that edges
-    show). "packed" reads A in place (gemm_packed_da) at these sizes, "packed_a" packs it."""
+    show). "packed" reads A in place (gemm_packed_da) at these sizes, "packed_a" packs it;
+    "packed_wide" has 512-bit vectors (16 floats, 8 doubles) where the device takes them."""
     which = request.param
     if which == "small":
         monkeypatch.setattr(gemm_kernels, "SMALL_WORK", 1 << 62)
@@ -66,6 +68,8 @@ def kernel(request, device, monkeypatch):
             monkeypatch.setattr(gemm_kernels, "DIRECT_A_ELEMENTS", 0)
         cfg = {"packed": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
                "packed_a": {"kind": "packed", "MR": 3, "NV": 2, "VW": 4, "LX": 2, "LY": 2},
+               "packed_wide": {"kind": "packed", "MR": 3, "NV": 1, "LX": 2, "LY": 2,
+                               "VW": 16 if wide_vectors_ok(device) else 8},
                "lanes": {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2},
                "tiled": {"kind": "tiled", "TM": 16, "TN": 8, "TK": 4, "WM": 2, "WN": 2}}[which]
         prev = gemm_kernels.set_config(device, cfg)
@@ -540,8 +544,14 @@ def test_config_checks(device):
     with pytest.raises(ValueError, match="kind"):
         gemm_kernels.check_config({"kind": "magic"}, device)
     with pytest.raises(ValueError, match="VW"):
-        gemm_kernels.check_config({"kind": "packed", "MR": 4, "NV": 1, "VW": 16, "LX": 1, "LY": 1},
-                            device)
+        gemm_kernels.check_config({"kind": "packed", "MR": 4, "NV": 1, "VW": 32, "LX": 1, "LY": 1},
+                                  device)
+    wide = {"kind": "packed", "MR": 4, "NV": 1, "VW": 16, "LX": 1, "LY": 1}
+    if wide_vectors_ok(device):
+        assert gemm_kernels.check_config(wide, device)["VW"] == 16
+    else:
+        with pytest.raises(ValueError, match="VW=16"):
+            gemm_kernels.check_config(wide, device)
     # 256x256 work-items, on (256 + 256 + 2) x 8 bytes of local memory, which every device has
     with pytest.raises(ValueError, match="work-groups"):
         gemm_kernels.check_config({"kind": "tiled", "TM": 256, "TN": 256, "TK": 1, "WM": 1, "WN": 1},

@@ -15,9 +15,10 @@ from clgrad.runtime import tuning
 
 
 def fake_device(cpu=True, gpu=False, platform="Plat", name="Dev", driver="2.0", vendor="V",
-                wg=1024, local=65536, simulator=False):
+                wg=1024, local=65536, simulator=False, version="OpenCL 3.0"):
     return types.SimpleNamespace(platform_name=platform, name=name, driver_version=driver,
-                                 vendor=vendor, cpu_paths=cpu, is_gpu=gpu,
+                                 vendor=vendor, cpu_paths=cpu, is_gpu=gpu, is_cpu=not gpu,
+                                 is_pocl="Portable" in platform, version=version,
                                  is_simulator=simulator, max_work_group_size=wg,
                                  local_mem_size=local)
 
@@ -119,6 +120,13 @@ def test_vendor_of():
     assert gpu("Vivante", "GC7000") == "generic"
     assert tuning.vendor_of(fake_device(platform="Intel(R) OpenCL")) == "intel"
     assert tuning.vendor_of(fake_device(platform="Portable Computing Language")) == "generic"
+    # PoCL compiling for an AVX-512 CPU: 16-float vectors; for an AVX2 one (pip's PoCL takes a
+    # Zen 4 for znver3), the generic 8-float ones
+    hstr = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-"
+    for target, vendor in (("skylake-avx512", "avx512"), ("znver4", "avx512"),
+                           ("znver3", "generic")):
+        assert tuning.vendor_of(fake_device(platform="Portable Computing Language",
+                                            version=hstr + target)) == vendor
     assert tuning.vendor_of(fake_device(cpu=False, gpu=True, simulator=True,
                                         vendor="Oclgrind")) == "generic"
     # every default is a complete configuration, and each path has a generic one

@@ -506,6 +506,15 @@ def drive_gemm(dev, dt, rng):
         a.t().contiguous().t() @ _t(dt, (45, 40), dev, rng)
     finally:
         gemm_kernels.set_config(dev, prev)
+    # the packed kernels with 512-bit vectors (PoCL's configuration on AVX-512 CPUs), A read in
+    # place and packed
+    prev = gemm_kernels.set_config(dev, {"kind": "packed", "MR": 3, "NV": 1, "VW": 16, "LX": 2,
+                                         "LY": 2})
+    try:
+        a @ b
+        _t(dt, (45, 70), dev, rng).t() @ b
+    finally:
+        gemm_kernels.set_config(dev, prev)
 
 
 def drive_conv(dev, dt, rng):
@@ -522,6 +531,18 @@ def drive_conv(dev, dt, rng):
     w = _t(dt, (5, 3, 1, 1), dev, rng).requires_grad_()
     y = F.conv2d(x, w)
     y.backward(clgrad.ones_like(y))
+    # 16-wide vectors (PoCL's configuration on AVX-512 CPUs), stride 1 and 2
+    from clgrad.kernels import conv as conv_kernels
+    prev = conv_kernels.set_config(dev, {"MR": 3, "NV": 1, "MW": 2, "TJ": 3, "LY": 2, "LX": 3,
+                                         "VW": 16})
+    try:
+        for stride in (1, 2):
+            x = _t(dt, (2, 4, 9, 35), dev, rng).requires_grad_()
+            w = _t(dt, (6, 4, 3, 3), dev, rng).requires_grad_()
+            y = F.conv2d(x, w, stride=stride, padding=1)
+            y.backward(clgrad.ones_like(y))
+    finally:
+        conv_kernels.set_config(dev, prev)
 
 
 def drive_pool(dev, dt, rng):
