@@ -120,13 +120,14 @@ def test_vendor_of():
     assert gpu("Vivante", "GC7000") == "generic"
     assert tuning.vendor_of(fake_device(platform="Intel(R) OpenCL")) == "intel"
     assert tuning.vendor_of(fake_device(platform="Portable Computing Language")) == "generic"
-    # PoCL compiling for an AVX-512 CPU: 16-float vectors; for an AVX2 one (pip's PoCL takes a
-    # Zen 4 for znver3), the generic 8-float ones
+    # PoCL 3.1 or newer compiling for an AVX-512 CPU: 16-float vectors; for an AVX2 one (pip's
+    # PoCL takes a Zen 4 for znver3), or PoCL 3.0, the generic 8-float ones
     hstr = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-"
-    for target, vendor in (("skylake-avx512", "avx512"), ("znver4", "avx512"),
-                           ("znver3", "generic")):
+    for target, driver, vendor in (("skylake-avx512", "3.1+debian", "avx512"),
+                                   ("znver4", "5.0", "avx512"), ("znver3", "3.1", "generic"),
+                                   ("skylake-avx512", "3.0-rc2", "generic")):
         assert tuning.vendor_of(fake_device(platform="Portable Computing Language",
-                                            version=hstr + target)) == vendor
+                                            version=hstr + target, driver=driver)) == vendor
     assert tuning.vendor_of(fake_device(cpu=False, gpu=True, simulator=True,
                                         vendor="Oclgrind")) == "generic"
     # every default is a complete configuration, and each path has a generic one
