@@ -6,7 +6,8 @@ checks every memory access: out-of-bounds reads and writes, data races between w
 API (OCLGRIND_CHECK_API). This tool drives every kernel family through clgrad's ops at small sizes
 chosen to cross the vector, work-group and tile boundaries, in both code paths
 (`Device.set_code_paths(cpu=True)` and `cpu=False`), the CPU ones also with Intel's runtime's
-vector widths ("wide"), records which kernels ran, and exits non-zero
+vector widths ("wide") and with PoCL's on an AVX-512 target ("pocl512"), records which kernels
+ran, and exits non-zero
 on any Oclgrind report, on any op that failed, and on any kernel that never ran.
 
     python tools/check_kernels.py               # the full check (a few minutes)
@@ -785,8 +786,9 @@ def _gemm_expected(prog):
 
 
 # The paths the check runs: "wide" is the CPU paths with the vector widths Intel's CPU runtime
-# gets on an AVX-512 CPU (clgrad.runtime.device.vector_widths), which PoCL never takes.
-PATH_VECTORS = {"wide": (16, 8, True)}
+# gets on an AVX-512 CPU (clgrad.runtime.device.vector_widths), "pocl512" those of PoCL 3.1+ on
+# an AVX-512 target (16 floats, 4 doubles).
+PATH_VECTORS = {"wide": (16, 8, True), "pocl512": (16, 4, True)}
 
 
 def _kind(path):
@@ -874,9 +876,10 @@ def main(argv=None):
                     help="only check that Oclgrind catches a race and an out-of-bounds write")
     ap.add_argument("--families", default=",".join(DRIVERS),
                     help="comma-separated families to drive (default: all)")
-    ap.add_argument("--paths", default="cpu,wide,gpu",
+    ap.add_argument("--paths", default="cpu,wide,pocl512,gpu",
                     help="code paths: cpu (PoCL's vectors), wide (the CPU paths with Intel's "
-                         "runtime's 16-wide native vector loads), gpu (default: all three)")
+                         "runtime's 16-wide native vector loads), pocl512 (PoCL's on an AVX-512 "
+                         "target: 16 floats, 4 doubles), gpu (default: all four)")
     ap.add_argument("--dtypes", default="", help="comma-separated dtype names (default: all)")
     ap.add_argument("--show", type=int, default=3, help="log blocks printed per finding kind")
     args = ap.parse_args(argv)
