@@ -19,6 +19,7 @@ LLVM `freeze` instruction that current compilers emit.
 """
 import argparse
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -500,22 +501,26 @@ def drive_gemm(dev, dt, rng):
     # the "lanes" kernels (Intel's CPU runtime's configuration), with a small one: a B that is
     # packed (41 columns: a partial panel; a transposed B) and one read in place (40 columns)
     from clgrad.kernels import gemm as gemm_kernels
-    prev = gemm_kernels.set_config(dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2})
-    try:
+    with _configured(gemm_kernels, dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2}):
         a @ b
         a @ _t(dt, (41, 45), dev, rng).t()
         a.t().contiguous().t() @ _t(dt, (45, 40), dev, rng)
-    finally:
-        gemm_kernels.set_config(dev, prev)
     # the packed kernels with 512-bit vectors (PoCL's configuration on AVX-512 CPUs), A read in
     # place and packed
-    prev = gemm_kernels.set_config(dev, {"kind": "packed", "MR": 3, "NV": 1, "VW": 16, "LX": 2,
-                                         "LY": 2})
-    try:
+    with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 3, "NV": 1, "VW": 16, "LX": 2,
+                                         "LY": 2}):
         a @ b
         _t(dt, (45, 70), dev, rng).t() @ b
+
+
+@contextlib.contextmanager
+def _configured(kernels, dev, cfg):
+    """Run a block with configuration cfg of a tuned family (clgrad.kernels.gemm or .conv)."""
+    prev = kernels.set_config(dev, cfg)
+    try:
+        yield
     finally:
-        gemm_kernels.set_config(dev, prev)
+        kernels.set_config(dev, prev)
 
 
 def drive_conv(dev, dt, rng):
@@ -534,16 +539,13 @@ def drive_conv(dev, dt, rng):
     y.backward(clgrad.ones_like(y))
     # 16-wide vectors (PoCL's configuration on AVX-512 CPUs), stride 1 and 2
     from clgrad.kernels import conv as conv_kernels
-    prev = conv_kernels.set_config(dev, {"MR": 3, "NV": 1, "MW": 2, "TJ": 3, "LY": 2, "LX": 3,
-                                         "VW": 16})
-    try:
+    with _configured(conv_kernels, dev, {"MR": 3, "NV": 1, "MW": 2, "TJ": 3, "LY": 2, "LX": 3,
+                                         "VW": 16}):
         for stride in (1, 2):
             x = _t(dt, (2, 4, 9, 35), dev, rng).requires_grad_()
             w = _t(dt, (6, 4, 3, 3), dev, rng).requires_grad_()
             y = F.conv2d(x, w, stride=stride, padding=1)
             y.backward(clgrad.ones_like(y))
-    finally:
-        conv_kernels.set_config(dev, prev)
 
 
 def drive_pool(dev, dt, rng):

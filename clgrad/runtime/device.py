@@ -283,16 +283,22 @@ def wide_vectors_ok(dev):
     >>> all(wide_vectors_ok(d) for d in clgrad.cl.devices() if not d.is_pocl)
     True
     """
-    target = compile_target(dev)
-    if target is None or not dev.is_cpu or "x86_64" not in dev.version:
+    if compile_target(dev) is None or not dev.is_cpu or "x86_64" not in dev.version:
         return True
-    return any(name in target for name in AVX512_TARGETS)
+    return _pocl_targets_avx512(dev)
+
+
+def _pocl_targets_avx512(dev):
+    """Whether PoCL compiles for an x86 CPU with AVX-512 on `dev` (False for other drivers)."""
+    target = compile_target(dev)
+    return bool(target) and any(name in target for name in AVX512_TARGETS)
 
 
 def explicit_avx512(dev):
-    """Whether kernels written with explicit vectors (the packed GEMM, the convolutions) should
-    use 512-bit ones on `dev`: PoCL 3.1 or newer compiling for an AVX-512 target (the release
-    these figures come from; PoCL 3.0's LLVM 14 made vloadN calls). LLVM's AVX-512 targets
+    """Whether clgrad's explicit vectors (the contiguous kernels' VEC, the packed GEMM's and the
+    convolutions' VW) should be 512 bits wide on `dev`: PoCL 3.1 or newer compiling for an
+    AVX-512 target (the release these figures come from; PoCL 3.0's LLVM 14 made vloadN calls).
+    LLVM's AVX-512 targets
     vectorise with 256-bit registers by default, and so do vectors of 8 floats; only 16-float
     vector types fill the 32 zmm registers. Measured on a 2-core Zen 5 EPYC (Debian's PoCL 3.1,
     skylake-avx512): 1024^2 float32 GEMM 207 -> 319-374 GFLOP/s, a 3x3 convolution 32 -> 64
@@ -302,10 +308,9 @@ def explicit_avx512(dev):
     >>> any(explicit_avx512(d) for d in clgrad.cl.devices() if not d.is_pocl)
     False
     """
-    target = compile_target(dev)
     release = re.match(r"(\d+)\.(\d+)", dev.driver_version or "")
-    return bool(target) and dev.is_cpu and any(name in target for name in AVX512_TARGETS) and \
-        release is not None and (int(release.group(1)), int(release.group(2))) >= (3, 1)
+    return dev.is_cpu and _pocl_targets_avx512(dev) and release is not None and \
+        (int(release.group(1)), int(release.group(2))) >= (3, 1)
 
 
 def unusable_reason(dev):
