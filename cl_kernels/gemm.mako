@@ -48,6 +48,9 @@ ${c.prelude([dt])}
                        (p)[8], (p)[9], (p)[10], (p)[11], (p)[12], (p)[13], (p)[14], (p)[15]))
 #endif
 #endif
+/* VW elements from v at p (compute-type storage): scalar stores the compiler merges */
+#define VSTORE(p_, x_) do { union { VT v; T s[VW]; } u_; u_.v = (x_); \
+                            for (int e_ = 0; e_ < VW; ++e_) (p_)[e_] = u_.s[e_]; } while (0)
 #endif
 
 ## arguments every product kernel takes: the output, the added matrix, sizes and scales
@@ -124,7 +127,7 @@ __kernel void pack_b(__global ${T} *P, long p_sb,
 }
 
 #ifdef VW
-<%def name="packed_body(direct_a)">
+<%def name="packed_body(direct_a, store=None)">
 {
     const int nb = get_global_id(0), mb = get_global_id(1);
     const long b = get_global_id(2);
@@ -162,7 +165,7 @@ __kernel void pack_b(__global ${T} *P, long p_sb,
 % endif
         pb += NR;
     }
-    ${packed_store()}
+    ${(store or packed_store)()}
 }
 </%def>
 __kernel void gemm_packed(${out_args()}
@@ -177,12 +180,120 @@ __kernel void gemm_packed_da(${out_args()}
     __global const ${T} *PB, long pb_sb,${tail_args()})
 ${packed_body(True)}
 
+#ifdef LSTM_STEPS
+/* An LSTM layer's recurrent steps with the cell in the GEMM's epilogue (clgrad/kernels/rnn.py,
+   driven by clgrad/ops/rnn_cell.py): one launch per step instead of a product and a cell
+   kernel. Built with NV == 4 and H % VW == 0.
+   Forward, step t: gates = proj_t + h_{t-1} W_hh^T. The four vectors of a work-item are the
+   gates i, f, g, o of VW neighbouring hidden units (pack_b_gates orders W_hh^T's columns so),
+   so the cell runs on its accumulators: writes h_t, c_t and the activated gates (act).
+   Backward, at step t: dh_{t-1} = dgates_t W_hh, whose VW-unit vectors go straight into the
+   cell's backward of step t-1: writes dgates_{t-1} and dc_{t-2}; dh_{t-1} is never stored.
+   The arithmetic is lstm_fwd / lstm_bwd's (cl_kernels/rnn.mako) on the product's values. */
+#define ONE ((T)1)
+#define SIG(x) (ONE / (ONE + exp(-(x))))
+
+/* P[nb][k][g * VW + e] = B[k][g * H + nb * VW + e]: the gates of VW units side by side */
+__kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, long b_sn,
+                           int K, int H)
+{
+    const int k = get_global_id(0), nb = get_global_id(1);
+    if (k >= K) return;
+    __global T *dst = P + ((long)nb * K + k) * NR;
+    for (int g = 0; g < 4; ++g)
+        for (int e = 0; e < VW; ++e)
+            dst[g * VW + e] = B[bo + k * b_sk + (long)(g * H + nb * VW + e) * b_sn];
+}
+
+<%def name="lstm_fwd_store()">
+    const int u = nb * VW, H = N / 4;
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+        if (m >= M) break;
+        __global const T *pg = D + dof + m * N + u;     /* proj_t: both biases, x W_ih^T */
+        const VT ig = SIG(acc[i][0] + VLOAD(pg));
+        const VT fg = SIG(acc[i][1] + VLOAD(pg + H));
+        const VT gg = tanh(acc[i][2] + VLOAD(pg + 2 * H));
+        const VT og = SIG(acc[i][3] + VLOAD(pg + 3 * H));
+        const VT cv = fg * VLOAD(CP + cpo + m * H + u) + ig * gg;
+        VSTORE(CN + cno + m * H + u, cv);
+        VSTORE(C + co + m * H + u, og * tanh(cv));
+        __global T *pa = ACT + ao2 + m * N + u;
+        VSTORE(pa, ig);
+        VSTORE(pa + H, fg);
+        VSTORE(pa + 2 * H, gg);
+        VSTORE(pa + 3 * H, og);
+    }
+</%def>
+<%def name="lstm_bwd_store()">
+    const int H = N;
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+        if (m >= M) break;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+            if (n0 + j * VW >= N) break;             /* H % VW == 0, not H % NR */
+            const long e = m * H + n0 + j * VW, r = m * 4 * H + n0 + j * VW;
+            __global const T *pa = ACT + ao2 + r;
+            const VT ig = VLOAD(pa), fg = VLOAD(pa + H), gg = VLOAD(pa + 2 * H),
+                     og = VLOAD(pa + 3 * H);
+            const VT tc = tanh(VLOAD(CN + cno + e));
+            VT gh = (VT)(0) + acc[i][j];
+            if (has_dout) gh += VLOAD(DOUT + douto + e);
+            const VT gc = gh * og * (ONE - tc * tc) + VLOAD(DC + dco + e);
+            const VT cprev = VLOAD(CP + cpo + e);
+            __global T *pd = DG + dgo + r;
+            VSTORE(pd, gc * gg * ig * (ONE - ig));
+            VSTORE(pd + H, gc * cprev * fg * (ONE - fg));
+            VSTORE(pd + 2 * H, gc * ig * (ONE - gg * gg));
+            VSTORE(pd + 3 * H, gh * tc * og * (ONE - og));
+            VSTORE(DCP + dcpo + e, gc * fg);
+        }
+    }
+</%def>
+/* Forward step: A = h_{t-1} [M = batch, K = H], D = proj_t [M, N = 4H], C = h_t, CP / CN the
+   cell state before and after, ACT the activated gates [M, 4H]. All rows contiguous. */
+__kernel void lstm_step_fwd(__global T *C, long co, ${c.cptr(dt)} A, long ao, long a_sm,
+    __global const T *PB, ${c.cptr(dt)} D, long dof, ${c.cptr(dt)} CP, long cpo,
+    __global T *CN, long cno, __global T *ACT, long ao2, int M, int N, int K)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0;
+${packed_body(True, lstm_fwd_store)}
+}
+
+/* Backward at step t: A = dgates_t [M, K = 4H], PB = W_hh [4H, N = H] packed; the cell's
+   backward of step t-1 from the product (dh_{t-1}), DOUT (the output's gradient, if has_dout)
+   and DC (dc_{t-1}); ACT, CP and CN are step t-1's activated gates and cell states before and
+   after. Writes DG = dgates_{t-1} and DCP = dc_{t-2}. */
+__kernel void lstm_step_bwd(${c.cptr(dt)} A, long ao, long a_sm, __global const T *PB,
+    ${c.cptr(dt)} DOUT, long douto, int has_dout, ${c.cptr(dt)} DC, long dco,
+    ${c.cptr(dt)} ACT, long ao2, ${c.cptr(dt)} CP, long cpo, ${c.cptr(dt)} CN, long cno,
+    __global T *DG, long dgo, __global T *DCP, long dcpo, int M, int N, int K)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0;
+${packed_body(True, lstm_bwd_store)}
+}
+#endif
+
 <%def name="packed_store()">
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
         const long m = m0 + i;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
+% if dt.cl == dt.ct:
+            /* a whole vector inside C (and D's row contiguous): one vector, not VW scalar
+               stores with their tests, which cost a small product (16 x 512 x 128) half its
+               time on PoCL */
+            if (m < M && n0 + (j + 1) * VW <= N && (beta == 0 || d_sn == 1)) {
+                VT v_ = alpha * acc[i][j];
+                if (beta != 0) v_ += beta * VLOAD(D + dof + b * d_sb + m * d_sm + n0 + j * VW);
+                VSTORE(C + co + b * c_sb + m * ldc + n0 + j * VW, v_);
+                continue;
+            }
+% endif
             union { VT v; ${T} s[VW]; } u;
             u.v = acc[i][j];
             for (int e = 0; e < VW; ++e) {

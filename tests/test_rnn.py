@@ -282,6 +282,53 @@ def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
                                        atol=tol * 4)
 
 
+@pytest.mark.parametrize("vw", [4, 16])
+def test_lstm_steps_with_the_cell_in_the_gemm(device, vw):
+    """The one-launch LSTM steps (clgrad.kernels.rnn.LSTMSteps: the cell in the GEMM's
+    epilogue), on a packed GEMM configuration forced on every device: 3 rows (a partial block of
+    rows), H = 12 float64 units (the backward's tile of 4 * VW units only partly inside), both
+    directions, with and without the outputs' gradient: forward against numpy steps, gradients
+    against central differences (gradcheck), and one fused launch per step each way."""
+    from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.kernels.rnn import LSTMSteps
+    from clgrad.ops.rnn_cell import lstm_layer
+    from clgrad.runtime import kernels
+    from clgrad.runtime.device import wide_vectors_ok
+    if vw == 16 and not wide_vectors_ok(device):
+        vw = 8
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
+                                            "LX": 1, "LY": 2})
+    try:
+        rng = np.random.default_rng(7)
+        T, B, H = 3, 3, 12 if vw == 4 else vw // 2 * 3
+        arrs = [rng.standard_normal((T, B, 4 * H)), rng.standard_normal((4 * H, H)) / 3,
+                rng.standard_normal((B, H)), rng.standard_normal((B, H))]
+        args = [clgrad.tensor(a).requires_grad_() for a in arrs]
+        assert LSTMSteps.for_layer(args[0], H) is not None
+        for reverse in (False, True):
+            h, c, want = arrs[2], arrs[3], [None] * T
+            for t in (range(T - 1, -1, -1) if reverse else range(T)):
+                want[t], (h, c) = _np_step("LSTM", np.zeros((B, 1)), (h, c),
+                                           np.zeros((4 * H, 1)), arrs[1], arrs[0][t], None,
+                                           None)
+            names = []
+            hook = lambda dev, k, *a: names.append(k.function_name)   # noqa: E731
+            kernels.launch_hooks.append(hook)
+            try:
+                out, h_n, c_n = lstm_layer(*args, reverse=reverse)
+                (out.sum() + (c_n * c_n).sum()).backward()
+            finally:
+                kernels.launch_hooks.remove(hook)
+            for got, ref in ((out, np.stack(want)), (h_n, h), (c_n, c)):
+                np.testing.assert_allclose(got.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+            assert names.count("lstm_step_fwd") == T and names.count("lstm_step_bwd") == T - 1
+            assert "lstm_fwd_v" not in names and "lstm_fwd_s" not in names
+            assert gradcheck(lambda *a: lstm_layer(*a, reverse=reverse)[0], args)
+            assert gradcheck(lambda *a: lstm_layer(*a, reverse=reverse)[2], args)
+    finally:
+        gemm_kernels.set_config(device, prev)
+
+
 def test_cell_ops_check_their_arguments_as_torch(device):
     """torch's cell ops (checked in torch 2.13) ask input.size(1) and each hidden state's
     size(0) and size(1): a 1-d input or state is an IndexError there (nn's cell modules take a

@@ -632,7 +632,8 @@ def drive_linalg_decomp(dev, dt, rng):
 def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, GRU and Elman (tanh, relu) layers, forward and backward
     (with and without the gradients of c, h and the outputs), with H a multiple of the vector
-    width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels)."""
+    width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels); the LSTM
+    steps with the cell in the GEMM (LSTMSteps) on packed configurations."""
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
     for H in (5, 16):
         g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
@@ -659,6 +660,18 @@ def drive_rnn(dev, dt, rng):
             out, hn = rnn_layer(proj, w, h0, H == 16, nl)
             (out.sum() + hn.sum()).backward()
             rnn_layer(proj, w, h0, H != 16, nl)[0].sum().backward()
+    # the LSTM steps with the cell in the GEMM's epilogue (a packed GEMM configuration): 3 rows
+    # in blocks of 2, H = 12 units in tiles of 4 vectors (partly inside backward), 4 and 16 wide
+    from clgrad.kernels import gemm as gemm_kernels
+    for vw in (4, 16):
+        with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 4, "NV": 2, "VW": vw,
+                                             "LX": 1, "LY": 2}):
+            H = 12 if vw == 4 else 24
+            args = [_t(dt, s, dev, rng).requires_grad_()
+                    for s in ((3, 3, 4 * H), (4 * H, H), (3, H), (3, H))]
+            out, hn, cn = lstm_layer(*args, reverse=vw == 16)
+            (out.sum() + cn.sum()).backward()
+            _t(dt, (45, 70), dev, rng).t() @ _t(dt, (45, 9), dev, rng)    # A packed
 
 
 def drive_attention(dev, dt, rng):
@@ -780,6 +793,8 @@ def _gemm_expected(prog):
     """The kernels of a gemm program that its configuration compiles in."""
     if prog.options == "":
         return {"gemm_small"}
+    if "-DLSTM_STEPS" in prog.options:        # clgrad.kernels.rnn.LSTMSteps' program
+        return {"pack_b", "pack_b_gates", "lstm_step_fwd", "lstm_step_bwd"}
     if "-DNJ=" in prog.options:
         return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:

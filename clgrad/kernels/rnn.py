@@ -16,6 +16,8 @@ where H is a multiple of the vector width) and a scalar `_s` form. Raw launches:
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import vec_width
+from ..tensor import empty_tensor
+from . import gemm as _gemm
 
 RNN = KernelFamily("rnn", lambda dt: dict(dt=dt), dtypes.FLOATS)
 
@@ -82,3 +84,90 @@ def rnn_bwd_raw(B, H, dh, dout, doo, h, ho, dpre, dpo, relu):
     either of which may be None."""
     _launch("rnn_bwd", h._storage.device, h._dtype, B, H, *_opt(dh, 0, h), *_opt(dout, doo, h),
             *_arg(h, ho), *_arg(dpre, dpo), relu)
+
+
+# ---- LSTM steps with the cell in the GEMM's epilogue (cl_kernels/gemm.mako, LSTM_STEPS) -------
+class LSTMSteps:
+    """The fused recurrent steps of one LSTM layer (a float32 or float64 layer of H hidden units
+    on a device whose GEMM is the packed kind): each forward step is one launch (h W_hh^T, plus
+    the step's input projection, straight into the cell) and so is each backward step but the
+    first and the last (dgates_t W_hh straight into the cell's backward of step t-1), instead of
+    two. A work-item keeps MR rows by the four gates of VW hidden units, as many accumulators as
+    the device's tuned GEMM keeps. `for_layer` says whether a layer can use them.
+
+    >>> import clgrad
+    >>> steps = LSTMSteps.for_layer(clgrad.zeros(1), 16)
+    >>> steps is None or steps.vw in (2, 4, 8, 16)
+    True
+    """
+
+    def __init__(self, dev, dt, cfg):
+        self.dev, self.dt = dev, dt
+        self.vw = _gemm._vw(cfg, dt)
+        self.mr = max(1, cfg["MR"] * cfg["NV"] // 4)
+        self.nr = 4 * self.vw
+        self.opts = f"-DMR={self.mr} -DNV=4 -DVW={self.vw} -DNR={self.nr} -DLSTM_STEPS"
+        _gemm.GEMM.program(dt, self.opts, f"lstm{self.mr}x{self.vw}")
+
+    @classmethod
+    def for_layer(cls, like, H):
+        """The steps for a layer whose tensors are like `like`, or None where the fused kernels
+        do not apply (a GEMM that is not packed, half types, H not a multiple of the vector)."""
+        dev, dt = like._storage.device, like._dtype
+        if dt not in (dtypes.float32, dtypes.float64):
+            return None
+        cfg = _gemm.config(dev)
+        if cfg["kind"] != "packed" or H % _gemm._vw(cfg, dt) or H == 0:
+            return None
+        key = (dev, dt, tuple(sorted(cfg.items())))
+        steps = _STEPS.get(key)
+        if steps is None:
+            steps = _STEPS[key] = cls(dev, dt, cfg)
+        return steps
+
+    def _geometry(self, M, N):
+        mb, nb = -(-M // self.mr), -(-N // self.nr)
+        ly = min(mb, 8)
+        return (nb, -(-mb // ly) * ly, 1), (1, ly, 1)
+
+    def _pack(self, name, nb, K, N, *args):
+        pb = empty_tensor((nb * K * self.nr,), self.dt, self.dev)
+        ls = min(64, self.dev.max_work_group_size)
+        _gemm.GEMM.launch(self.dev, self.dt, name, ((-(-K // ls) * ls, nb, 1), (ls, 1, 1)),
+                          pb._storage.buf, *args, K, N, options=self.opts)
+        return pb
+
+    def pack_forward(self, w_hh):
+        """W_hh^T [H, 4H] in panels of the four gates of VW units (what forward reads)."""
+        H = w_hh._shape[1]
+        return self._pack("pack_b_gates", H // self.vw, H, H, w_hh._storage.buf, w_hh._offset,
+                          w_hh._strides[1], w_hh._strides[0])
+
+    def pack_backward(self, w_hh):
+        """W_hh [4H, H] in panels of NR columns (what backward reads)."""
+        G, H = w_hh._shape
+        return self._pack("pack_b", -(-H // self.nr), G, H, 0, w_hh._storage.buf, w_hh._offset, 0,
+                          w_hh._strides[0], w_hh._strides[1])
+
+    def forward(self, B, H, h, ho, pw, proj, po, c_prev, cpo, out, oo, cs, cso, act, ao):
+        """Step t: out[oo:] = h_t, cs[cso:] = c_t, act[ao:] = the gates, from h_{t-1} (h at
+        extra offset ho), c_{t-1} and proj_t (proj at po); pw from pack_forward."""
+        _gemm.GEMM.launch(self.dev, self.dt, "lstm_step_fwd", self._geometry(B, 4 * H),
+                          *_arg(out, oo), *_arg(h, ho), H, pw._storage.buf, *_arg(proj, po),
+                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao), B, 4 * H, H,
+                          options=self.opts)
+
+    def backward(self, B, H, dg, dgo_t, pw, dout, douto, dc, act, ao, c_prev, cpo, cs, cso,
+                 dgo, dcp):
+        """At step t: dh_{t-1} = dgates_t W_hh (dg at extra offset dgo_t), then the cell's
+        backward of step t-1 with dout (None or the outputs' gradient, at douto), dc (its dc,
+        contiguous [B, H]), act / c_prev / cs at their offsets; writes dg at dgo (dgates_{t-1})
+        and dcp ([B, H], dc_{t-2}). pw from pack_backward."""
+        _gemm.GEMM.launch(self.dev, self.dt, "lstm_step_bwd", self._geometry(B, H),
+                          *_arg(dg, dgo_t), 4 * H, pw._storage.buf,
+                          *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao),
+                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(dg, dgo), *_arg(dcp),
+                          B, H, 4 * H, options=self.opts)
+
+
+_STEPS = {}

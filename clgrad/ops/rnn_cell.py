@@ -8,7 +8,8 @@
   cell kernel writing into the layer's output buffers; W_hh is packed into GEMM panels once per
   sequence, not once per step. Backward runs the steps in reverse (one cell kernel and one GEMM
   for dh_prev each) and W_hh's gradient as ONE GEMM over all steps at the end, rather than T
-  products summed.
+  products summed. Where the GEMM is the packed kind (CPUs through PoCL), an LSTM step is ONE
+  kernel each way instead: the cell runs in the product's epilogue (clgrad.kernels.rnn.LSTMSteps).
 
 When backward itself is recorded (create_graph), they give their gradient in clgrad ops
 instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
@@ -16,8 +17,8 @@ composed ops, differentiated by the engine), so that they differentiate again.
 """
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
-from ..kernels.rnn import (gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw, rnn_bwd_raw,
-                           rnn_fwd_raw)
+from ..kernels.rnn import (LSTMSteps, gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw,
+                           rnn_bwd_raw, rnn_fwd_raw)
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, full_raw, recorded_grads, view_raw
 from .linalg import gemm
@@ -150,11 +151,18 @@ class LSTMLayer(Op):
         act = empty_tensor((T, B, G), dt, dev)
         w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
         cache = {}
+        fused = LSTMSteps.for_layer(proj, H) if B else None
+        pw = fused.pack_forward(w_hh) if fused else None
         h, ho, c, co = h0, 0, c0, 0
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
-                         b_cache=cache)
-            lstm_fwd_raw(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act, t * B * G)
+            if fused:
+                fused.forward(B, H, h, ho, pw, proj, t * B * G, c, co, out, t * B * H, cs,
+                              t * B * H, act, t * B * G)
+            else:
+                gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
+                             b_cache=cache)
+                lstm_fwd_raw(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act,
+                             t * B * G)
             h, ho, c, co = out, t * B * H, cs, t * B * H
         h_n = contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho))
         c_n = contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co))
@@ -183,15 +191,25 @@ class LSTMLayer(Op):
         dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
         dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
         order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
+        fused = LSTMSteps.for_layer(proj, H) if B and T > 1 else None
+        pw = fused.pack_backward(w_hh) if fused else None
         for n, t in enumerate(order):
             last = n == T - 1                    # the first step run forward: c_prev is c0
             prev = order[n + 1] if not last else None
             c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
             dcp = empty_tensor((B, H), dt, dev)
-            lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc, act,
-                         t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
+            if fused and n:     # dh = dgates of the step after times W_hh, in the same kernel
+                fused.backward(B, H, dgates, order[n - 1] * B * G, pw, dout, t * B * H, dc[0],
+                               act, t * B * G, c_prev, cpo, cs, t * B * H, t * B * G, dcp)
+            else:
+                if n:
+                    dh = (gemm(_batch(dgates, order[n - 1] * B * G, B, G), w, b_cache=cache),
+                          0)
+                lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc,
+                             act, t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
             dc = (dcp, 0)
-            dh = (gemm(_batch(dgates, t * B * G, B, G), w, b_cache=cache), 0)
+        if T:
+            dh = (gemm(_batch(dgates, order[-1] * B * G, B, G), w, b_cache=cache), 0)
         dw = _weight_grad(dgates, out, h0, reverse) if ctx.needs_input_grad[1] else None
         dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
             full_raw((B, H), 0, dt, dev)
