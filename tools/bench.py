@@ -64,6 +64,8 @@ class Table:
 
 
 def try_import_torch():
+    from bench_compile import steady_malloc
+    steady_malloc()                 # torch at its best whatever ran before (see there)
     try:
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
