@@ -145,8 +145,16 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
         for _ in range(51):
             y = y * 0.5
         return y.numpy()
-    saved = [fusion(steps)[1] for _ in range(5)]
-    assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        saved = [fusion(steps)[1] for _ in range(5)]
+    # what the message shows: this failed (all zeros) in two of four whole-suite runs under
+    # xdist on Intel's runtime with GPU paths, never alone; a launch hook or a capture left
+    # active would hold every launch back from fusion
+    from clgrad.runtime import kernels
+    assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50, \
+        (saved, [str(w.message) for w in caught], list(kernels.launch_hooks),
+         device.pool.recorder, dict(fused._hot))
 
 
 def test_a_fuser_that_fails_loses_no_launch_even_when_warnings_are_errors(device, monkeypatch):
