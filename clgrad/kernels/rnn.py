@@ -127,7 +127,7 @@ class LSTMSteps:
 
     def _geometry(self, M, N):
         mb, nb = -(-M // self.mr), -(-N // self.nr)
-        ly = min(mb, 8)
+        ly = min(mb, 8, self.dev.max_work_group_size)
         return (nb, -(-mb // ly) * ly, 1), (1, ly, 1)
 
     def _pack(self, name, nb, K, N, *args):
