@@ -180,16 +180,16 @@ __kernel void gemm_packed_da(${out_args()}
     __global const ${T} *PB, long pb_sb,${tail_args()})
 ${packed_body(True)}
 
-#ifdef LSTM_STEPS
-/* An LSTM layer's recurrent steps with the cell in the GEMM's epilogue (clgrad/kernels/rnn.py,
+#if defined(LSTM_STEPS) || defined(GRU_STEPS)
+/* A recurrent layer's steps with the cell in the GEMM's epilogue (clgrad/kernels/rnn.py,
    driven by clgrad/ops/rnn_cell.py): one launch per step instead of a product and a cell
-   kernel. Built with NV == 4 and H % VW == 0.
-   Forward, step t: gates = proj_t + h_{t-1} W_hh^T. The four vectors of a work-item are the
-   gates i, f, g, o of VW neighbouring hidden units (pack_b_gates orders W_hh^T's columns so),
-   so the cell runs on its accumulators: writes h_t, c_t and the activated gates (act).
-   Backward, at step t: dh_{t-1} = dgates_t W_hh, whose VW-unit vectors go straight into the
-   cell's backward of step t-1: writes dgates_{t-1} and dc_{t-2}; dh_{t-1} is never stored.
-   The arithmetic is lstm_fwd / lstm_bwd's (cl_kernels/rnn.mako) on the product's values. */
+   kernel. Built with NV == the gates (LSTM 4, GRU 3) and H % VW == 0.
+   Forward, step t: the product h_{t-1} W_hh^T. The NV vectors of a work-item are the gates of
+   VW neighbouring hidden units (pack_b_gates orders W_hh^T's columns so), so the cell runs on
+   its accumulators: writes h_t (LSTM: and c_t) and what backward reads (act).
+   Backward, at step t: dh_{t-1} = dgates_t W_hh (GRU: plus z * dh_t), whose VW-unit vectors go
+   straight into the cell's backward of step t-1, so dh_{t-1} is never stored.
+   The arithmetic is that of the cell kernels (cl_kernels/rnn.mako) on the product's values. */
 #define ONE ((T)1)
 #define SIG(x) (ONE / (ONE + exp(-(x))))
 
@@ -200,11 +200,14 @@ __kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, l
     const int k = get_global_id(0), nb = get_global_id(1);
     if (k >= K) return;
     __global T *dst = P + ((long)nb * K + k) * NR;
-    for (int g = 0; g < 4; ++g)
+    for (int g = 0; g < NV; ++g)
         for (int e = 0; e < VW; ++e)
             dst[g * VW + e] = B[bo + k * b_sk + (long)(g * H + nb * VW + e) * b_sn];
 }
+#endif
 
+#ifdef LSTM_STEPS
+/* LSTM: gates i, f, g, o; the step's input projection (both biases) is added in the epilogue */
 <%def name="lstm_fwd_store()">
     const int u = nb * VW, H = N / 4;
 #pragma unroll
@@ -274,6 +277,87 @@ __kernel void lstm_step_bwd(${c.cptr(dt)} A, long ao, long a_sm, __global const 
 {
     const long a_sb = 0, a_sk = 1, pb_sb = 0;
 ${packed_body(True, lstm_bwd_store)}
+}
+#endif
+
+#ifdef GRU_STEPS
+/* GRU: gates r, z, n; b_hh stays apart from the input projection (n = tanh(x_n + r * (W_hn h +
+   b_hn))), added to the product as the unfused GEMM adds it */
+<%def name="gru_fwd_store()">
+    const int u = nb * VW, H = N / 3;
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+        if (m >= M) break;
+        VT hr = acc[i][0], hz = acc[i][1], hn = acc[i][2];
+        if (has_b) {
+            hr += VLOAD(BH + bho + u);
+            hz += VLOAD(BH + bho + H + u);
+            hn += VLOAD(BH + bho + 2 * H + u);
+        }
+        __global const T *px = X + xo + m * N + u;
+        const VT rg = SIG(VLOAD(px) + hr);
+        const VT z = SIG(VLOAD(px + H) + hz);
+        const VT n = tanh(VLOAD(px + 2 * H) + rg * hn);
+        const VT hprev = VLOAD(A + ao + m * a_sm + u);
+        VSTORE(C + co + m * H + u, (ONE - z) * n + z * hprev);
+        __global T *pa = ACT + ao2 + m * 4 * H + u;
+        VSTORE(pa, rg);
+        VSTORE(pa + H, z);
+        VSTORE(pa + 2 * H, n);
+        VSTORE(pa + 3 * H, hn);
+    }
+</%def>
+<%def name="gru_bwd_store()">
+    const int H = N;
+#pragma unroll
+    for (int i = 0; i < MR; ++i) {
+        const long m = m0 + i;
+        if (m >= M) break;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+            if (n0 + j * VW >= N) break;             /* H % VW == 0, not H % NR */
+            const long e = m * H + n0 + j * VW, r = m * 3 * H + n0 + j * VW,
+                       a = m * 4 * H + n0 + j * VW;
+            VT g = (VT)(0) + (acc[i][j] + VLOAD(D + dof + e));      /* dh_{t-1} */
+            if (has_dout) g += VLOAD(DOUT + douto + e);
+            __global const T *pa = ACT + ao2 + a;
+            const VT rg = VLOAD(pa), z = VLOAD(pa + H), n = VLOAD(pa + 2 * H),
+                     hn = VLOAD(pa + 3 * H);
+            const VT dn = g * (ONE - z) * (ONE - n * n);
+            const VT dz = g * (VLOAD(HP + hpo + e) - n) * z * (ONE - z);
+            const VT dr = dn * hn * rg * (ONE - rg);
+            VSTORE(DX + dxo + r, dr);
+            VSTORE(DX + dxo + r + H, dz);
+            VSTORE(DX + dxo + r + 2 * H, dn);
+            VSTORE(DG + dgo + r, dr);
+            VSTORE(DG + dgo + r + H, dz);
+            VSTORE(DG + dgo + r + 2 * H, dn * rg);
+            VSTORE(DHP + dhpo + e, g * z);
+        }
+    }
+</%def>
+/* Forward step: A = h_{t-1} [M = batch, K = H], BH = b_hh [3H] (if has_b), X = the step's
+   input projection [M, N = 3H], C = h_t, ACT = r, z, n and W_hn h + b_hn [M, 4H]. */
+__kernel void gru_step_fwd(__global T *C, long co, ${c.cptr(dt)} A, long ao, long a_sm,
+    __global const T *PB, ${c.cptr(dt)} BH, long bho, int has_b, ${c.cptr(dt)} X, long xo,
+    __global T *ACT, long ao2, int M, int N, int K)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0;
+${packed_body(True, gru_fwd_store)}
+}
+
+/* Backward at step t: A = dgh_t [M, K = 3H], PB = W_hh [3H, N = H] packed, D = z_t * dh_t; the
+   cell's backward of step t-1 from dh_{t-1} = A W_hh + D and DOUT (the output's gradient, if
+   has_dout), with ACT and HP (h_{t-2}) of step t-1. Writes DX (the projection's gradient), DG
+   (dgh_{t-1}) and DHP (z_{t-1} * dh_{t-1}). */
+__kernel void gru_step_bwd(${c.cptr(dt)} A, long ao, long a_sm, __global const T *PB,
+    ${c.cptr(dt)} D, long dof, ${c.cptr(dt)} DOUT, long douto, int has_dout,
+    ${c.cptr(dt)} ACT, long ao2, ${c.cptr(dt)} HP, long hpo, __global T *DX, long dxo,
+    __global T *DG, long dgo, __global T *DHP, long dhpo, int M, int N, int K)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0;
+${packed_body(True, gru_bwd_store)}
 }
 #endif
 

@@ -282,16 +282,18 @@ def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
                                        atol=tol * 4)
 
 
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("vw", [4, 16])
-def test_lstm_steps_with_the_cell_in_the_gemm(device, vw):
-    """The one-launch LSTM steps (clgrad.kernels.rnn.LSTMSteps: the cell in the GEMM's
-    epilogue), on a packed GEMM configuration forced on every device: 3 rows (a partial block of
-    rows), H = 12 float64 units (the backward's tile of 4 * VW units only partly inside), both
-    directions, with and without the outputs' gradient: forward against numpy steps, gradients
-    against central differences (gradcheck), and one fused launch per step each way."""
+def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind):
+    """The one-launch LSTM and GRU steps (clgrad.kernels.rnn.LSTMSteps / GRUSteps: the cell in
+    the GEMM's epilogue), on a packed GEMM configuration forced on every device: 3 rows (a
+    partial block of rows), H = 12 or 24 float64 units (the backward's tile only partly
+    inside), both directions, GRU with and without b_hh: forward against numpy steps, gradients
+    against central differences (gradcheck), one fused launch per step each way; float32 (H a
+    multiple of its vector) against float64."""
     from clgrad.kernels import gemm as gemm_kernels
-    from clgrad.kernels.rnn import LSTMSteps
-    from clgrad.ops.rnn_cell import lstm_layer
+    from clgrad.kernels.rnn import GRUSteps, LSTMSteps
+    from clgrad.ops.rnn_cell import gru_layer, lstm_layer
     from clgrad.runtime import kernels
     from clgrad.runtime.device import wide_vectors_ok
     if vw == 16 and not wide_vectors_ok(device):
@@ -301,30 +303,64 @@ def test_lstm_steps_with_the_cell_in_the_gemm(device, vw):
     try:
         rng = np.random.default_rng(7)
         T, B, H = 3, 3, 12 if vw == 4 else vw // 2 * 3
-        arrs = [rng.standard_normal((T, B, 4 * H)), rng.standard_normal((4 * H, H)) / 3,
-                rng.standard_normal((B, H)), rng.standard_normal((B, H))]
+        G = (4 if kind == "LSTM" else 3) * H
+        arrs = [rng.standard_normal((T, B, G)), rng.standard_normal((G, H)) / 3,
+                rng.standard_normal((B, H))]
+        arrs.append(rng.standard_normal((B, H)) if kind == "LSTM" else rng.standard_normal(G))
         args = [clgrad.tensor(a).requires_grad_() for a in arrs]
-        assert LSTMSteps.for_layer(args[0], H) is not None
-        for reverse in (False, True):
-            h, c, want = arrs[2], arrs[3], [None] * T
+        steps = (LSTMSteps if kind == "LSTM" else GRUSteps).for_layer(args[0], H)
+        assert steps is not None
+
+        def layer(proj, w, h0, last, reverse, bias=True):
+            if kind == "LSTM":
+                return lstm_layer(proj, w, h0, last, reverse=reverse)
+            return gru_layer(proj, w, last if bias else None, h0, reverse=reverse)
+
+        def numpy_layer(reverse, bias=True):
+            proj, w, h0, last = arrs
+            state, want = (h0, last) if kind == "LSTM" else h0, [None] * T
             for t in (range(T - 1, -1, -1) if reverse else range(T)):
-                want[t], (h, c) = _np_step("LSTM", np.zeros((B, 1)), (h, c),
-                                           np.zeros((4 * H, 1)), arrs[1], arrs[0][t], None,
-                                           None)
+                if kind == "LSTM":
+                    want[t], state = _np_step("LSTM", np.zeros((B, 1)), state, np.zeros((G, 1)),
+                                              w, proj[t], None, None)
+                else:
+                    want[t], state = _np_step("GRU", np.zeros((B, 1)), state, np.zeros((G, 1)),
+                                              w, proj[t], last if bias else None, None)
+            return np.stack(want)
+
+        for reverse, bias in ((False, True), (True, True), (False, False)):
+            if kind == "LSTM" and not bias:
+                continue
             names = []
             hook = lambda dev, k, *a: names.append(k.function_name)   # noqa: E731
             kernels.launch_hooks.append(hook)
             try:
-                out, h_n, c_n = lstm_layer(*args, reverse=reverse)
-                (out.sum() + (c_n * c_n).sum()).backward()
+                out = layer(*args, reverse, bias)
+                (out[0].sum() + (out[-1] * out[-1]).sum()).backward()
             finally:
                 kernels.launch_hooks.remove(hook)
-            for got, ref in ((out, np.stack(want)), (h_n, h), (c_n, c)):
-                np.testing.assert_allclose(got.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
-            assert names.count("lstm_step_fwd") == T and names.count("lstm_step_bwd") == T - 1
-            assert "lstm_fwd_v" not in names and "lstm_fwd_s" not in names
-            assert gradcheck(lambda *a: lstm_layer(*a, reverse=reverse)[0], args)
-            assert gradcheck(lambda *a: lstm_layer(*a, reverse=reverse)[2], args)
+            np.testing.assert_allclose(out[0].detach().numpy(), numpy_layer(reverse, bias),
+                                       rtol=1e-12, atol=1e-12)
+            name = kind.lower() + "_step_"
+            assert names.count(name + "fwd") == T and names.count(name + "bwd") == T - 1
+            assert not any(n.startswith(kind.lower() + "_fwd") for n in names)
+            for k in (0, -1):
+                assert gradcheck(lambda *a: layer(*a, reverse, bias)[k], args)
+        # float32 through the same kernels (H a multiple of its vector), against float64
+        H = 3 * (vw if vw != 16 or wide_vectors_ok(device) else 8)
+        G = (4 if kind == "LSTM" else 3) * H
+        shapes = ((T, B, G), (G, H), (B, H), (B, H) if kind == "LSTM" else (G,))
+        base = [rng.standard_normal(sh) / (3 if k == 1 else 1) for k, sh in enumerate(shapes)]
+        assert (LSTMSteps if kind == "LSTM" else GRUSteps).for_layer(
+            clgrad.zeros(1, dtype=clgrad.float32), H) is not None
+        results = []
+        for dt in (clgrad.float32, clgrad.float64):
+            ins = [clgrad.tensor(a, dtype=dt).requires_grad_() for a in base]
+            out = layer(*ins, False)
+            (out[0].sum() + (out[-1] * out[-1]).sum()).backward()
+            results.append([out[0].detach().numpy()] + [a.grad.numpy() for a in ins])
+        for got, ref in zip(*results):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     finally:
         gemm_kernels.set_config(device, prev)
 

@@ -633,7 +633,7 @@ def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, GRU and Elman (tanh, relu) layers, forward and backward
     (with and without the gradients of c, h and the outputs), with H a multiple of the vector
     width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels); the LSTM
-    steps with the cell in the GEMM (LSTMSteps) on packed configurations."""
+    steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations."""
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
     for H in (5, 16):
         g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
@@ -660,18 +660,28 @@ def drive_rnn(dev, dt, rng):
             out, hn = rnn_layer(proj, w, h0, H == 16, nl)
             (out.sum() + hn.sum()).backward()
             rnn_layer(proj, w, h0, H != 16, nl)[0].sum().backward()
-    # the LSTM steps with the cell in the GEMM's epilogue (a packed GEMM configuration): 3 rows
-    # in blocks of 2, H = 12 units in tiles of 4 vectors (partly inside backward), 4 and 16 wide
+    # the LSTM and GRU steps with the cell in the GEMM's epilogue (a packed GEMM configuration):
+    # 3 rows in blocks of 2, H = 12 / 48 units in tiles of 4 vectors (partly inside backward),
+    # 4 and 16 wide, GRU with and without b_hh
     from clgrad.kernels import gemm as gemm_kernels
     for vw in (4, 16):
         with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 4, "NV": 2, "VW": vw,
                                              "LX": 1, "LY": 2}):
-            H = 12 if vw == 4 else 24
+            H = 12 if vw == 4 else 48
             args = [_t(dt, s, dev, rng).requires_grad_()
                     for s in ((3, 3, 4 * H), (4 * H, H), (3, H), (3, H))]
             out, hn, cn = lstm_layer(*args, reverse=vw == 16)
             (out.sum() + cn.sum()).backward()
+            args = [_t(dt, s, dev, rng).requires_grad_()
+                    for s in ((3, 3, 3 * H), (3 * H, H), (3 * H,), (3, H))]
+            out, hn = gru_layer(*args, reverse=vw == 4)
+            (out.sum() + hn.sum()).backward()
+            gru_layer(args[0], args[1], None, args[3])[0].sum().backward()
             _t(dt, (45, 70), dev, rng).t() @ _t(dt, (45, 9), dev, rng)    # A packed
+    # the unfused steps (a product, then the cell kernel) where the GEMM is not packed
+    with _configured(gemm_kernels, dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2}):
+        args = [_t(dt, s, dev, rng).requires_grad_() for s in ((3, 2, 48), (48, 16), (2, 16))]
+        gru_layer(args[0], args[1], None, args[2])[0].sum().backward()
 
 
 def drive_attention(dev, dt, rng):
@@ -793,8 +803,9 @@ def _gemm_expected(prog):
     """The kernels of a gemm program that its configuration compiles in."""
     if prog.options == "":
         return {"gemm_small"}
-    if "-DLSTM_STEPS" in prog.options:        # clgrad.kernels.rnn.LSTMSteps' program
-        return {"pack_b", "pack_b_gates", "lstm_step_fwd", "lstm_step_bwd"}
+    for kind in ("lstm", "gru"):               # clgrad.kernels.rnn.LSTMSteps' / GRUSteps'
+        if f"-D{kind.upper()}_STEPS" in prog.options:
+            return {"pack_b", "pack_b_gates", f"{kind}_step_fwd", f"{kind}_step_bwd"}
     if "-DNJ=" in prog.options:
         return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:

@@ -86,28 +86,26 @@ def rnn_bwd_raw(B, H, dh, dout, doo, h, ho, dpre, dpo, relu):
             *_arg(h, ho), *_arg(dpre, dpo), relu)
 
 
-# ---- LSTM steps with the cell in the GEMM's epilogue (cl_kernels/gemm.mako, LSTM_STEPS) -------
-class LSTMSteps:
-    """The fused recurrent steps of one LSTM layer (a float32 or float64 layer of H hidden units
-    on a device whose GEMM is the packed kind): each forward step is one launch (h W_hh^T, plus
-    the step's input projection, straight into the cell) and so is each backward step but the
-    first and the last (dgates_t W_hh straight into the cell's backward of step t-1), instead of
-    two. A work-item keeps MR rows by the four gates of VW hidden units, as many accumulators as
-    the device's tuned GEMM keeps. `for_layer` says whether a layer can use them.
+# ---- recurrent steps with the cell in the GEMM's epilogue (cl_kernels/gemm.mako) -------------
+class _FusedSteps:
+    """The fused recurrent steps of one layer kind (GATES gates; a float32 or float64 layer of H
+    hidden units on a device whose GEMM is the packed kind): each forward step is one launch
+    (h W_hh^T straight into the cell), and so is each backward step but the first and the last
+    (dgates_t W_hh straight into the cell's backward of step t-1), instead of two. A work-item
+    keeps MR rows by the GATES gates of VW hidden units, as many accumulators as the device's
+    tuned GEMM keeps. `for_layer` gives a layer's steps, or None where they do not apply."""
 
-    >>> import clgrad
-    >>> steps = LSTMSteps.for_layer(clgrad.zeros(1), 16)
-    >>> steps is None or steps.vw in (2, 4, 8, 16)
-    True
-    """
+    GATES = None
+    MACRO = None
 
     def __init__(self, dev, dt, cfg):
         self.dev, self.dt = dev, dt
         self.vw = _gemm._vw(cfg, dt)
-        self.mr = max(1, cfg["MR"] * cfg["NV"] // 4)
-        self.nr = 4 * self.vw
-        self.opts = f"-DMR={self.mr} -DNV=4 -DVW={self.vw} -DNR={self.nr} -DLSTM_STEPS"
-        _gemm.GEMM.program(dt, self.opts, f"lstm{self.mr}x{self.vw}")
+        self.mr = max(1, cfg["MR"] * cfg["NV"] // self.GATES)
+        self.nr = self.GATES * self.vw
+        self.opts = (f"-DMR={self.mr} -DNV={self.GATES} -DVW={self.vw} -DNR={self.nr} "
+                     f"-D{self.MACRO}")
+        _gemm.GEMM.program(dt, self.opts, f"{self.MACRO.split('_')[0].lower()}{self.mr}x{self.vw}")
 
     @classmethod
     def for_layer(cls, like, H):
@@ -119,7 +117,7 @@ class LSTMSteps:
         cfg = _gemm.config(dev)
         if cfg["kind"] != "packed" or H % _gemm._vw(cfg, dt) or H == 0:
             return None
-        key = (dev, dt, tuple(sorted(cfg.items())))
+        key = (cls, dev, dt, tuple(sorted(cfg.items())))
         steps = _STEPS.get(key)
         if steps is None:
             steps = _STEPS[key] = cls(dev, dt, cfg)
@@ -138,24 +136,39 @@ class LSTMSteps:
         return pb
 
     def pack_forward(self, w_hh):
-        """W_hh^T [H, 4H] in panels of the four gates of VW units (what forward reads)."""
+        """W_hh^T [H, GATES * H] in panels of the gates of VW units (what forward reads)."""
         H = w_hh._shape[1]
         return self._pack("pack_b_gates", H // self.vw, H, H, w_hh._storage.buf, w_hh._offset,
                           w_hh._strides[1], w_hh._strides[0])
 
     def pack_backward(self, w_hh):
-        """W_hh [4H, H] in panels of NR columns (what backward reads)."""
+        """W_hh [GATES * H, H] in panels of NR columns (what backward reads)."""
         G, H = w_hh._shape
         return self._pack("pack_b", -(-H // self.nr), G, H, 0, w_hh._storage.buf, w_hh._offset, 0,
                           w_hh._strides[0], w_hh._strides[1])
 
+    def _launch(self, name, B, N, *args):
+        _gemm.GEMM.launch(self.dev, self.dt, name, self._geometry(B, N), *args,
+                          options=self.opts)
+
+
+class LSTMSteps(_FusedSteps):
+    """An LSTM layer's fused steps (gates i, f, g, o).
+
+    >>> import clgrad
+    >>> steps = LSTMSteps.for_layer(clgrad.zeros(1), 16)
+    >>> steps is None or steps.vw in (2, 4, 8, 16)
+    True
+    """
+
+    GATES, MACRO = 4, "LSTM_STEPS"
+
     def forward(self, B, H, h, ho, pw, proj, po, c_prev, cpo, out, oo, cs, cso, act, ao):
         """Step t: out[oo:] = h_t, cs[cso:] = c_t, act[ao:] = the gates, from h_{t-1} (h at
         extra offset ho), c_{t-1} and proj_t (proj at po); pw from pack_forward."""
-        _gemm.GEMM.launch(self.dev, self.dt, "lstm_step_fwd", self._geometry(B, 4 * H),
-                          *_arg(out, oo), *_arg(h, ho), H, pw._storage.buf, *_arg(proj, po),
-                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao), B, 4 * H, H,
-                          options=self.opts)
+        self._launch("lstm_step_fwd", B, 4 * H, *_arg(out, oo), *_arg(h, ho), H,
+                     pw._storage.buf, *_arg(proj, po), *_arg(c_prev, cpo), *_arg(cs, cso),
+                     *_arg(act, ao), B, 4 * H, H)
 
     def backward(self, B, H, dg, dgo_t, pw, dout, douto, dc, act, ao, c_prev, cpo, cs, cso,
                  dgo, dcp):
@@ -163,11 +176,39 @@ class LSTMSteps:
         backward of step t-1 with dout (None or the outputs' gradient, at douto), dc (its dc,
         contiguous [B, H]), act / c_prev / cs at their offsets; writes dg at dgo (dgates_{t-1})
         and dcp ([B, H], dc_{t-2}). pw from pack_backward."""
-        _gemm.GEMM.launch(self.dev, self.dt, "lstm_step_bwd", self._geometry(B, H),
-                          *_arg(dg, dgo_t), 4 * H, pw._storage.buf,
-                          *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao),
-                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(dg, dgo), *_arg(dcp),
-                          B, H, 4 * H, options=self.opts)
+        self._launch("lstm_step_bwd", B, H, *_arg(dg, dgo_t), 4 * H, pw._storage.buf,
+                     *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao), *_arg(c_prev, cpo),
+                     *_arg(cs, cso), *_arg(dg, dgo), *_arg(dcp), B, H, 4 * H)
+
+
+class GRUSteps(_FusedSteps):
+    """A GRU layer's fused steps (gates r, z, n; b_hh added to the product, as torch's n =
+    tanh(x_n + r * (W_hn h + b_hn)) needs).
+
+    >>> import clgrad
+    >>> steps = GRUSteps.for_layer(clgrad.zeros(1), 16)
+    >>> steps is None or steps.nr == 3 * steps.vw
+    True
+    """
+
+    GATES, MACRO = 3, "GRU_STEPS"
+
+    def forward(self, B, H, h, ho, pw, b_hh, proj, po, out, oo, act, ao):
+        """Step t: out[oo:] = h_t and act[ao:] = r, z, n, W_hn h + b_hn, from h_{t-1} (h at
+        extra offset ho), b_hh (or None) and proj_t (proj at po); pw from pack_forward."""
+        self._launch("gru_step_fwd", B, 3 * H, *_arg(out, oo), *_arg(h, ho), H,
+                     pw._storage.buf, *_opt(b_hh, 0, proj), *_arg(proj, po), *_arg(act, ao),
+                     B, 3 * H, H)
+
+    def backward(self, B, H, dgh, dgo_t, pw, dhp_t, dout, douto, act, ao, hp, hpo, dx, dxo,
+                 dgo, dhp):
+        """At step t: dh_{t-1} = dgh_t W_hh + dhp_t (dgh at extra offset dgo_t; dhp_t = z_t dh_t,
+        [B, H]), then the cell's backward of step t-1 with dout (None or the outputs' gradient,
+        at douto), act and hp (h_{t-2}) at their offsets; writes dx at dxo, dgh at dgo (step
+        t-1's) and dhp ([B, H], z_{t-1} dh_{t-1}). pw from pack_backward."""
+        self._launch("gru_step_bwd", B, H, *_arg(dgh, dgo_t), 3 * H, pw._storage.buf,
+                     *_arg(dhp_t), *_opt(dout, douto, act), *_arg(act, ao), *_arg(hp, hpo),
+                     *_arg(dx, dxo), *_arg(dgh, dgo), *_arg(dhp), B, H, 3 * H)
 
 
 _STEPS = {}

@@ -8,8 +8,9 @@
   cell kernel writing into the layer's output buffers; W_hh is packed into GEMM panels once per
   sequence, not once per step. Backward runs the steps in reverse (one cell kernel and one GEMM
   for dh_prev each) and W_hh's gradient as ONE GEMM over all steps at the end, rather than T
-  products summed. Where the GEMM is the packed kind (CPUs through PoCL), an LSTM step is ONE
-  kernel each way instead: the cell runs in the product's epilogue (clgrad.kernels.rnn.LSTMSteps).
+  products summed. Where the GEMM is the packed kind (CPUs through PoCL), an LSTM or GRU step
+  is ONE kernel each way instead: the cell runs in the product's epilogue
+  (clgrad.kernels.rnn.LSTMSteps, GRUSteps).
 
 When backward itself is recorded (create_graph), they give their gradient in clgrad ops
 instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
@@ -17,8 +18,8 @@ composed ops, differentiated by the engine), so that they differentiate again.
 """
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
-from ..kernels.rnn import (LSTMSteps, gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw, lstm_fwd_raw,
-                           rnn_bwd_raw, rnn_fwd_raw)
+from ..kernels.rnn import (GRUSteps, LSTMSteps, gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw,
+                           lstm_fwd_raw, rnn_bwd_raw, rnn_fwd_raw)
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, full_raw, recorded_grads, view_raw
 from .linalg import gemm
@@ -264,10 +265,19 @@ class GRULayer(Op):
         act = empty_tensor((T, B, 4 * H), dt, dev)      # r, z, n and W_hn h + b_hn per step
         w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
         cache = {}
+        fused = GRUSteps.for_layer(proj, H) if B else None
+        pw = fused.pack_forward(w_hh) if fused else None
+        b = contiguous_raw(b_hh) if fused and b_hh is not None else None
         h, ho = h0, 0
         for t in _order(T, reverse):
-            gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1, b_cache=cache)
-            gru_fwd_raw(B, H, proj, t * B * G, gh, h, ho, out, t * B * H, act, t * B * 4 * H)
+            if fused:
+                fused.forward(B, H, h, ho, pw, b, proj, t * B * G, out, t * B * H, act,
+                              t * B * 4 * H)
+            else:
+                gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1,
+                          b_cache=cache)
+                gru_fwd_raw(B, H, proj, t * B * G, gh, h, ho, out, t * B * H, act,
+                            t * B * 4 * H)
             h, ho = out, t * B * H
         ctx.reverse = reverse
         ctx.save_for_backward(proj, w_hh, b_hh, h0)
@@ -294,13 +304,23 @@ class GRULayer(Op):
         cache = {}
         dh = contiguous_raw(dh_n) if dh_n is not None else None
         order = list(_order(T, not reverse))
+        fused = GRUSteps.for_layer(proj, H) if B and T > 1 else None
+        pw = fused.pack_backward(w_hh) if fused else None
         for n, t in enumerate(order):
             hp, hpo = (h0, 0) if n == T - 1 else (out, order[n + 1] * B * H)
             dhp = empty_tensor((B, H), dt, dev)
-            gru_bwd_raw(B, H, dh, dout, t * B * H, act, t * B * 4 * H, hp, hpo, dx, t * B * G,
-                        dgh, t * B * G, dhp)
-            # dh_prev = z * dh (the kernel's dhp) + dgh @ W_hh, in the one GEMM
-            dh = gemm(_batch(dgh, t * B * G, B, G), w, dhp, 1, b_cache=cache)
+            if fused and n:     # dh = the step after's dgh times W_hh, in the same kernel
+                fused.backward(B, H, dgh, order[n - 1] * B * G, pw, prev_dhp, dout, t * B * H,
+                               act, t * B * 4 * H, hp, hpo, dx, t * B * G, t * B * G, dhp)
+            else:
+                if n:           # dh_prev = z * dh (the kernel's dhp) + dgh @ W_hh, one GEMM
+                    dh = gemm(_batch(dgh, order[n - 1] * B * G, B, G), w, prev_dhp, 1,
+                              b_cache=cache)
+                gru_bwd_raw(B, H, dh, dout, t * B * H, act, t * B * 4 * H, hp, hpo, dx,
+                            t * B * G, dgh, t * B * G, dhp)
+            prev_dhp = dhp
+        if T:
+            dh = gemm(_batch(dgh, order[-1] * B * G, B, G), w, prev_dhp, 1, b_cache=cache)
         needs = ctx.needs_input_grad
         dw = _weight_grad(dgh, out, h0, reverse) if needs[1] else None
         db = dgh.reshape(T * B, G).sum(0) if needs[2] else None
