@@ -39,6 +39,8 @@ GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, 
 # column-major or large A keeps the pack (measured on PoCL: 2-3x slower read in place).
 DIRECT_A_ROWS = 64
 DIRECT_A_ELEMENTS = 1 << 19
+# values of k each work-item of pack_a packs (gemm.mako's PACK_K)
+PACK_K = 16
 
 
 def _direct_a(M, K, a_sk):
@@ -283,7 +285,9 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     direct_a = lanes or (_direct_a(M, K, a._strides[2]) and cdt is dt)
     if not direct_a:
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
-        GEMM.launch(dev, dt, "pack_a", ((kp, mb, pa_n), (ls, 1, 1)), pa._storage.buf,
+        lm = min(16, ls)
+        GEMM.launch(dev, dt, "pack_a", ((_ceil(mb, lm) * lm, _ceil(K, PACK_K), pa_n), (lm, 1, 1)),
+                    pa._storage.buf,
                     mb * K * mr, *aargs, M, K, options=opts)
     lx, ly = cfg["LX"], cfg["LY"]
     gx = nb * lx if lanes else _ceil(nb, lx) * lx
