@@ -238,6 +238,32 @@ def test_copies_of_whole_rows(device, code_paths, L):
         assert_close(big, expect.astype(to_np(big).dtype), dt)
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 37, 19), (1, 40, 33), (2, 16, 16)])
+def test_copies_of_transposes(device, code_paths, shape):
+    """A transpose of the last two dims (x.mT.contiguous(), permute(0, 2, 1)) copies a tile per
+    work-item (copy_t): sizes that are not multiples of the tile and that are, an offset into
+    the source, every dtype with casts, and into a strided destination."""
+    from clgrad.autograd import profiler
+    rng = np.random.default_rng(len(shape))
+    for dt in all_dtypes(device):
+        a = random_array((2,) + shape, dt, rng)
+        x = make(a, dt, device)[1]                            # an offset into the storage
+        y = x.mT
+        with profiler.profile(use_device="cl") as prof:
+            c = y.contiguous()
+        kernels = {e.key for e in prof.key_averages() if e.device_type != "cpu"}
+        assert kernels == {f"copy_t_{dt.short}"}, kernels
+        want = np.swapaxes(a[1], -1, -2)
+        assert_close(c, want, dt)
+        other = clgrad.float32 if dt is not clgrad.float32 else clgrad.int64
+        assert_close(y.to(other), rounded_to(want, other), other)
+        big = clgrad.zeros(want.shape[:-1] + (2 * want.shape[-1],), dtype=dt, device=device)
+        big[..., 1::2].copy_(y)                               # destination rows not contiguous
+        expect = np.zeros(big.shape)
+        expect[..., 1::2] = want
+        assert_close(big, expect.astype(to_np(big).dtype), dt)
+
+
 def rounded_to(a, dt):
     """numpy values as a cast to dtype dt gives them (truncation towards zero for integers)."""
     return a.astype(np.float64).astype(dt.np) if dt.kind != "f" else a.astype(np.float64)

@@ -327,15 +327,18 @@ def drive_elementwise(dev, dt, rng):
 
 
 def drive_copy(dev, dt, rng):
-    """Casting copies from every dtype (contiguous, strided, whole rows), fill, arange,
-    linspace."""
+    """Casting copies from every dtype (contiguous, transposed, strided, whole rows), fill,
+    arange, linspace."""
     import clgrad
     from clgrad.dtypes import ALL
     for src in ALL:
         a = _t(src, (37,), dev, rng)
         clgrad.empty(37, dtype=dt, device=dev).copy_(a)
         dst = clgrad.empty((3, 5), dtype=dt, device=dev)
-        dst.copy_(_strided(src, (3, 5), dev, rng))
+        dst.copy_(_strided(src, (3, 5), dev, rng))              # a transpose: copy_t
+        dst = clgrad.empty((19, 37), dtype=dt, device=dev)      # tiles cut at both edges
+        dst.copy_(_strided(src, (19, 37), dev, rng))
+        clgrad.empty((3, 5), dtype=dt, device=dev).copy_(_t(src, (3, 10), dev, rng)[:, ::2])
         # rows contiguous on both sides (copy_r): 37 crosses every vector width with a tail
         rows = _t(src, (2, 3, 4, 37), dev, rng).permute(2, 0, 1, 3)
         clgrad.empty((4, 2, 3, 37), dtype=dt, device=dev).copy_(rows)

@@ -63,6 +63,8 @@ def _copy_complex(dst, src):
 # 256, 50 with groups of 8 x 32, 65 walked (copy_s); rows of 128 91 / 33 / 59; of 4096 138 / 141
 # / 335.
 ROWS_LX = 8
+# the tile of copy_t (copy.mako's TT): a transpose of the last two dims
+TRANSPOSE_TILE = 16
 
 
 def rows_geometry(dev, L, n6, rest, w):
@@ -80,8 +82,9 @@ def rows_geometry(dev, L, n6, rest, w):
 
 def copy_into(dst, src):
     """Write src's values (any strides, any dtype, same shape) into dst (any strides): copy_c when
-    both are contiguous, copy_r when both have contiguous rows of at least a vector, else the
-    strided walk copy_s."""
+    both are contiguous, copy_r when both have contiguous rows of at least a vector, copy_t
+    when the last two dims are transposed (dst's rows contiguous, src's along the dim before),
+    else the strided walk copy_s."""
     n = numel_of(dst._shape)
     if n == 0:
         return dst
@@ -103,6 +106,16 @@ def copy_into(dst, src):
         L = shape[-1]
         n6 = shape[-2] if len(shape) > 1 else 1
         COPY.launch(dev, dt, "copy_r_" + s, rows_geometry(dev, L, n6, n // (L * n6), w),
+                    dst, pack8_right(ost), src, pack8_right(sst), len(shape),
+                    pack8_right(shape, 1))
+        return dst
+    if len(shape) > 1 and ost[-1] == 1 and sst[-2] == 1 and min(shape[-2:]) > 1:
+        # a transpose of the last two dims: a tile per work-item (copy_t)
+        J, I = shape[-1], shape[-2]
+        gx = -(-J // TRANSPOSE_TILE)
+        lx = min(8, dev.wg, gx)
+        COPY.launch(dev, dt, "copy_t_" + s, ((-(-gx // lx) * lx, -(-I // TRANSPOSE_TILE),
+                                              n // (I * J)), (lx, 1, 1)),
                     dst, pack8_right(ost), src, pack8_right(sst), len(shape),
                     pack8_right(shape, 1))
         return dst
