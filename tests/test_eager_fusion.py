@@ -148,7 +148,7 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         saved = [fusion(steps)[1] for _ in range(5)]
-    # what the message shows: this failed (all zeros) in two of four whole-suite runs under
+    # what the message shows: this failed (all zeros) in two of six whole-suite runs under
     # xdist on Intel's runtime with GPU paths, never alone; a launch hook or a capture left
     # active would hold every launch back from fusion
     from clgrad.runtime import kernels
