@@ -148,8 +148,8 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         saved = [fusion(steps)[1] for _ in range(5)]
-    # what the message shows: this failed (all zeros) in two of six whole-suite runs under
-    # xdist on Intel's runtime with GPU paths, never alone; a launch hook or a capture left
+    # what the message shows: this failed (all zeros) in two whole-suite runs under xdist on
+    # Intel's runtime with GPU paths (2026-11-27), never alone; a launch hook or a capture left
     # active would hold every launch back from fusion
     from clgrad.runtime import kernels
     assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50, \
