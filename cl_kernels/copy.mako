@@ -21,6 +21,15 @@ def conv(v, s, ctx, w="VEC"):
     return f"CAT(convert_{dt.ct}, {w})({v})" if ctx == "v" else f"({dt.ct})({v})"
 %>
 
+
+## the offsets of the dims before the last two (dims 5..0 of the long8s, the rows kernels'
+## dimension 2: index r) added to oo and xo
+<%def name="outer_dims()">
+% for k in range(5, -1, -1):
+    if (nd > ${7 - k}) { long c_ = r % shp.s${k}; r /= shp.s${k}; oo += c_ * o_st.s${k}; xo += c_ * x_st.s${k}; }
+% endfor
+</%def>
+
 % for s in srcs:
 <% w = c.attr.width(dt, s) %>
 __kernel void copy_c_${s.short}(${c.ptr(dt)} out, long oo, ${c.cptr(s)} x, long xo, long n)
@@ -45,9 +54,7 @@ __kernel void copy_r_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(
     if (i * ${w} >= shp.s7 || c6 >= shp.s6) return;
     oo += c6 * o_st.s6;
     xo += c6 * x_st.s6;
-% for k in range(5, -1, -1):
-    if (nd > ${7 - k}) { long c_ = r % shp.s${k}; r /= shp.s${k}; oo += c_ * o_st.s${k}; xo += c_ * x_st.s${k}; }
-% endfor
+${outer_dims()}
     if ((i + 1) * ${w} <= shp.s7) {
         CAT(${s.ct}, ${w}) v = ${c.vload(s, "x + xo", "i", w)};
         ${c.vstore(dt, "out + oo", "i", conv("v", s, "v", w), w)};
@@ -69,9 +76,7 @@ __kernel void copy_t_${s.short}(${c.ptr(dt)} out, long oo, long8 o_st, ${c.cptr(
 {
     long jt = get_global_id(0), it = get_global_id(1), r = get_global_id(2);
     if (jt * TT >= shp.s7 || it * TT >= shp.s6) return;
-% for k in range(5, -1, -1):
-    if (nd > ${7 - k}) { long c_ = r % shp.s${k}; r /= shp.s${k}; oo += c_ * o_st.s${k}; xo += c_ * x_st.s${k}; }
-% endfor
+${outer_dims()}
     const long i0 = it * TT, j0 = jt * TT;
     const long ni = min((long)TT, shp.s6 - i0), nj = min((long)TT, shp.s7 - j0);
     for (long i = 0; i < ni; ++i) {

@@ -28,6 +28,7 @@
 ## spill every accumulator around them. Hence `a * b + c` (contracted to an FMA instruction by
 ## the compiler) and vectors assembled from scalar loads in the hot loops.
 <%namespace name="c" file="common.mako"/>
+<%namespace name="cell" file="rnn.mako"/>
 ${c.prelude([dt])}
 <% T = dt.ct %>
 #define T ${T}
@@ -196,7 +197,7 @@ ${packed_body(True)}
    its accumulators: writes h_t (LSTM: and c_t) and what backward reads (act).
    Backward, at step t: dh_{t-1} = dgates_t W_hh (GRU: plus z * dh_t), whose VW-unit vectors go
    straight into the cell's backward of step t-1, so dh_{t-1} is never stored.
-   The arithmetic is that of the cell kernels (cl_kernels/rnn.mako) on the product's values. */
+   The arithmetic is the cell kernels' own (rnn.mako's cell defs) on the product's values. */
 #define ONE ((T)1)
 #define SIG(x) (ONE / (ONE + exp(-(x))))
 
@@ -222,18 +223,13 @@ __kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, l
         const long m = m0 + i;
         if (m >= M) break;
         __global const T *pg = D + dof + m * N + u;     /* proj_t: both biases, x W_ih^T */
-        const VT ig = SIG(acc[i][0] + VLOAD(pg));
-        const VT fg = SIG(acc[i][1] + VLOAD(pg + H));
-        const VT gg = tanh(acc[i][2] + VLOAD(pg + 2 * H));
-        const VT og = SIG(acc[i][3] + VLOAD(pg + 3 * H));
-        const VT cv = fg * VLOAD(CP + cpo + m * H + u) + ig * gg;
-        VSTORE(CN + cno + m * H + u, cv);
-        VSTORE(C + co + m * H + u, og * tanh(cv));
         __global T *pa = ACT + ao2 + m * N + u;
-        VSTORE(pa, ig);
-        VSTORE(pa + H, fg);
-        VSTORE(pa + 2 * H, gg);
-        VSTORE(pa + 3 * H, og);
+<%
+    out = {"c": "CN + cno + m * H + u", "h": "C + co + m * H + u",
+           **{f"act{k}": f"pa + {k} * H" for k in range(4)}}
+%>
+${cell.lstm_fwd("VT", lambda k: f"acc[i][{k}] + VLOAD(pg + {k} * H)", "VLOAD(CP + cpo + m * H + u)",
+                lambda slot, v: f"VSTORE({out[slot]}, {v})")}
     }
 </%def>
 <%def name="lstm_bwd_store()">
@@ -247,19 +243,12 @@ __kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, l
             if (n0 + j * VW >= N) break;             /* H % VW == 0, not H % NR */
             const long e = m * H + n0 + j * VW, r = m * 4 * H + n0 + j * VW;
             __global const T *pa = ACT + ao2 + r;
-            const VT ig = VLOAD(pa), fg = VLOAD(pa + H), gg = VLOAD(pa + 2 * H),
-                     og = VLOAD(pa + 3 * H);
-            const VT tc = tanh(VLOAD(CN + cno + e));
-            VT gh = (VT)(0) + acc[i][j];
-            if (has_dout) gh += VLOAD(DOUT + douto + e);
-            const VT gc = gh * og * (ONE - tc * tc) + VLOAD(DC + dco + e);
-            const VT cprev = VLOAD(CP + cpo + e);
             __global T *pd = DG + dgo + r;
-            VSTORE(pd, gc * gg * ig * (ONE - ig));
-            VSTORE(pd + H, gc * cprev * fg * (ONE - fg));
-            VSTORE(pd + 2 * H, gc * ig * (ONE - gg * gg));
-            VSTORE(pd + 3 * H, gh * tc * og * (ONE - og));
-            VSTORE(DCP + dcpo + e, gc * fg);
+<% out = {"dcp": "DCP + dcpo + e", **{f"dg{k}": f"pd + {k} * H" for k in range(4)}} %>
+${cell.lstm_bwd("VT", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(CN + cno + e)",
+                "VLOAD(CP + cpo + e)",
+                [(None, "acc[i][j]"), ("has_dout", "VLOAD(DOUT + douto + e)")],
+                (None, "VLOAD(DC + dco + e)"), lambda slot, v: f"VSTORE({out[slot]}, {v})")}
         }
     }
 </%def>
@@ -296,23 +285,17 @@ ${packed_body(True, lstm_bwd_store)}
     for (int i = 0; i < MR; ++i) {
         const long m = m0 + i;
         if (m >= M) break;
-        VT hr = acc[i][0], hz = acc[i][1], hn = acc[i][2];
+        VT ghr = acc[i][0], ghz = acc[i][1], ghn = acc[i][2];
         if (has_b) {
-            hr += VLOAD(BH + bho + u);
-            hz += VLOAD(BH + bho + H + u);
-            hn += VLOAD(BH + bho + 2 * H + u);
+            ghr += VLOAD(BH + bho + u);
+            ghz += VLOAD(BH + bho + H + u);
+            ghn += VLOAD(BH + bho + 2 * H + u);
         }
         __global const T *px = X + xo + m * N + u;
-        const VT rg = SIG(VLOAD(px) + hr);
-        const VT z = SIG(VLOAD(px + H) + hz);
-        const VT n = tanh(VLOAD(px + 2 * H) + rg * hn);
-        const VT hprev = VLOAD(A + ao + m * a_sm + u);
-        VSTORE(C + co + m * H + u, (ONE - z) * n + z * hprev);
         __global T *pa = ACT + ao2 + m * 4 * H + u;
-        VSTORE(pa, rg);
-        VSTORE(pa + H, z);
-        VSTORE(pa + 2 * H, n);
-        VSTORE(pa + 3 * H, hn);
+<% out = {"h": "C + co + m * H + u", **{f"act{k}": f"pa + {k} * H" for k in range(4)}} %>
+${cell.gru_fwd("VT", lambda k: f"VLOAD(px + {k} * H)", lambda k: ("ghr", "ghz", "ghn")[k],
+               "VLOAD(A + ao + m * a_sm + u)", lambda slot, v: f"VSTORE({out[slot]}, {v})")}
     }
 </%def>
 <%def name="gru_bwd_store()">
@@ -326,21 +309,14 @@ ${packed_body(True, lstm_bwd_store)}
             if (n0 + j * VW >= N) break;             /* H % VW == 0, not H % NR */
             const long e = m * H + n0 + j * VW, r = m * 3 * H + n0 + j * VW,
                        a = m * 4 * H + n0 + j * VW;
-            VT g = (VT)(0) + (acc[i][j] + VLOAD(D + dof + e));      /* dh_{t-1} */
-            if (has_dout) g += VLOAD(DOUT + douto + e);
             __global const T *pa = ACT + ao2 + a;
-            const VT rg = VLOAD(pa), z = VLOAD(pa + H), n = VLOAD(pa + 2 * H),
-                     hn = VLOAD(pa + 3 * H);
-            const VT dn = g * (ONE - z) * (ONE - n * n);
-            const VT dz = g * (VLOAD(HP + hpo + e) - n) * z * (ONE - z);
-            const VT dr = dn * hn * rg * (ONE - rg);
-            VSTORE(DX + dxo + r, dr);
-            VSTORE(DX + dxo + r + H, dz);
-            VSTORE(DX + dxo + r + 2 * H, dn);
-            VSTORE(DG + dgo + r, dr);
-            VSTORE(DG + dgo + r + H, dz);
-            VSTORE(DG + dgo + r + 2 * H, dn * rg);
-            VSTORE(DHP + dhpo + e, g * z);
+<%
+    out = {"dhp": "DHP + dhpo + e", **{f"dx{k}": f"DX + dxo + r + {k} * H" for k in range(3)},
+           **{f"dgh{k}": f"DG + dgo + r + {k} * H" for k in range(3)}}
+%>
+${cell.gru_bwd("VT", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(HP + hpo + e)",
+               [(None, "acc[i][j] + VLOAD(D + dof + e)"), ("has_dout", "VLOAD(DOUT + douto + e)")],
+               lambda slot, v: f"VSTORE({out[slot]}, {v})")}
         }
     }
 </%def>

@@ -13,6 +13,77 @@ ${c.prelude([dt])}
 #define ONE ((${CT})1)
 #define SIG(x) (ONE / (ONE + exp(-(x))))
 
+
+## The cells' arithmetic, shared by the cell kernels below and the fused steps of gemm.mako (a
+## step's GEMM with the cell in its epilogue), so that both compute each value alike. VT: the
+## value type; inputs are expressions; put(slot, value) gives the statement storing an output.
+## Locals end in _ (the callers' names stay free). Needs ONE and SIG.
+<%def name="lstm_fwd(VT, pre, cprev, put)">
+## pre(k): gate k's pre-activation (i, f, g, o). Outputs: "c", "h", "act0".."act3".
+    const ${VT} ig_ = SIG(${pre(0)});
+    const ${VT} fg_ = SIG(${pre(1)});
+    const ${VT} gg_ = tanh(${pre(2)});
+    const ${VT} og_ = SIG(${pre(3)});
+    const ${VT} cv_ = fg_ * ${cprev} + ig_ * gg_;
+    ${put("c", "cv_")};
+    ${put("h", "og_ * tanh(cv_)")};
+% for k, v in enumerate(("ig_", "fg_", "gg_", "og_")):
+    ${put(f"act{k}", v)};
+% endfor
+</%def>
+<%def name="lstm_bwd(VT, act, cn, cprev, dh, dc, put)">
+## act(k): activated gate k; cn, cprev: c_t, c_{t-1}; dh: [(flag or None, expression)] added
+## to h's gradient from 0 in order; dc: c's gradient as (flag or None, expression). Outputs:
+## "dg0".."dg3" (the gates' gradient), "dcp" (c_{t-1}'s).
+    const ${VT} ig_ = ${act(0)}, fg_ = ${act(1)}, gg_ = ${act(2)}, og_ = ${act(3)};
+    const ${VT} tc_ = tanh(${cn});
+    ${VT} gh_ = (${VT})(0);
+% for flag, term in dh:
+    ${f"if ({flag}) " if flag else ""}gh_ += ${term};
+% endfor
+    ${VT} gc_ = gh_ * og_ * (ONE - tc_ * tc_);
+    ${f"if ({dc[0]}) " if dc[0] else ""}gc_ += ${dc[1]};
+    const ${VT} cp_ = ${cprev};
+    ${put("dg0", "gc_ * gg_ * ig_ * (ONE - ig_)")};
+    ${put("dg1", "gc_ * cp_ * fg_ * (ONE - fg_)")};
+    ${put("dg2", "gc_ * ig_ * (ONE - gg_ * gg_)")};
+    ${put("dg3", "gh_ * tc_ * og_ * (ONE - og_)")};
+    ${put("dcp", "gc_ * fg_")};
+</%def>
+<%def name="gru_fwd(VT, x, gh, hprev, put)">
+## x(k), gh(k): gate k's input projection and h_prev W_hh^T + b_hh (r, z, n). Outputs: "h",
+## "act0".."act3" (r, z, n, gh_n).
+    const ${VT} rg_ = SIG(${x(0)} + ${gh(0)});
+    const ${VT} z_ = SIG(${x(1)} + ${gh(1)});
+    const ${VT} hn_ = ${gh(2)};
+    const ${VT} n_ = tanh(${x(2)} + rg_ * hn_);
+    const ${VT} hp_ = ${hprev};
+    ${put("h", "(ONE - z_) * n_ + z_ * hp_")};
+% for k, v in enumerate(("rg_", "z_", "n_", "hn_")):
+    ${put(f"act{k}", v)};
+% endfor
+</%def>
+<%def name="gru_bwd(VT, act, hprev, dh, put)">
+## act(k): r, z, n, gh_n; dh: [(flag or None, expression)] added to h's gradient from 0 in
+## order. Outputs: "dx0".."dx2" (the input projection's gradient), "dgh0".."dgh2" (that of
+## h_prev W_hh^T + b_hh: r * dn in the n part), "dhp" (z * dh, h_prev's direct part).
+    const ${VT} rg_ = ${act(0)}, z_ = ${act(1)}, n_ = ${act(2)}, hn_ = ${act(3)};
+    ${VT} g_ = (${VT})(0);
+% for flag, term in dh:
+    ${f"if ({flag}) " if flag else ""}g_ += ${term};
+% endfor
+    const ${VT} dn_ = g_ * (ONE - z_) * (ONE - n_ * n_);
+    const ${VT} dz_ = g_ * (${hprev} - n_) * z_ * (ONE - z_);
+    const ${VT} dr_ = dn_ * hn_ * rg_ * (ONE - rg_);
+% for k, v in enumerate(("dr_", "dz_", "dn_")):
+    ${put(f"dx{k}", v)};
+% endfor
+% for k, v in enumerate(("dr_", "dz_", "dn_ * rg_")):
+    ${put(f"dgh{k}", v)};
+% endfor
+    ${put("dhp", "g_ * z_")};
+</%def>
+
 <%def name="kernels(sfx, w)">
 <%
     W = "1" if w is None else w
@@ -22,6 +93,7 @@ ${c.prelude([dt])}
         (lambda p, e: c.vload(dt, p, f"({e}) / {w}", w))
     st = (lambda p, e, v: c.store(dt, p, e, v)) if w is None else \
         (lambda p, e, v: c.vstore(dt, p, f"({e}) / {w}", v, w))
+    L = lambda p, e: capture(ld, p, e)       # the load as text: an argument of a cell def
 %>
 __kernel void lstm_fwd${sfx}(${c.cptr(dt)} gates, long go, ${c.cptr(dt)} cp, long cpo,
                              ${c.ptr(dt)} h, long ho, ${c.ptr(dt)} cn, long cno,
@@ -30,17 +102,12 @@ __kernel void lstm_fwd${sfx}(${c.cptr(dt)} gates, long go, ${c.cptr(dt)} cp, lon
     long e = get_global_id(0) * ${W};
     if (e >= B * H) return;
     long b = e / H, r = e + b * 3 * H;          /* r: column j of row b of a [B, 4H] array */
-    ${VT} i = SIG(${ld("(gates + go)", "r")});
-    ${VT} f = SIG(${ld("(gates + go)", "r + H")});
-    ${VT} g = tanh(${ld("(gates + go)", "r + 2 * H")});
-    ${VT} o = SIG(${ld("(gates + go)", "r + 3 * H")});
-    ${VT} cv = f * ${ld("(cp + cpo)", "e")} + i * g;
-    ${st("(cn + cno)", "e", "cv")};
-    ${st("(h + ho)", "e", "o * tanh(cv)")};
-    ${st("(act + ao)", "r", "i")};
-    ${st("(act + ao)", "r + H", "f")};
-    ${st("(act + ao)", "r + 2 * H", "g")};
-    ${st("(act + ao)", "r + 3 * H", "o")};
+<%
+    out = {"c": ("(cn + cno)", "e"), "h": ("(h + ho)", "e"),
+           **{f"act{k}": ("(act + ao)", f"r + {k} * H") for k in range(4)}}
+%>
+${lstm_fwd(VT, lambda k: L("(gates + go)", f"r + {k} * H"), L("(cp + cpo)", "e"),
+           lambda slot, v: st(*out[slot], v))}
 }
 
 ## dh (and dh2, summed: the output's gradient and the next step's) and dc are the gradients of
@@ -55,22 +122,14 @@ __kernel void lstm_bwd${sfx}(${c.cptr(dt)} dh, long dho, int has_dh,
     long e = get_global_id(0) * ${W};
     if (e >= B * H) return;
     long b = e / H, r = e + b * 3 * H;
-    ${VT} i = ${ld("(act + ao)", "r")};
-    ${VT} f = ${ld("(act + ao)", "r + H")};
-    ${VT} g = ${ld("(act + ao)", "r + 2 * H")};
-    ${VT} o = ${ld("(act + ao)", "r + 3 * H")};
-    ${VT} tc = tanh(${ld("(cn + cno)", "e")});
-    ${VT} gh = (${VT})(0);
-    if (has_dh) gh += ${ld("(dh + dho)", "e")};
-    if (has_dh2) gh += ${ld("(dh2 + dh2o)", "e")};
-    ${VT} gc = gh * o * (ONE - tc * tc);
-    if (has_dc) gc += ${ld("(dc + dco)", "e")};
-    ${VT} cprev = ${ld("(cp + cpo)", "e")};
-    ${st("(dgates + dgo)", "r", "gc * g * i * (ONE - i)")};
-    ${st("(dgates + dgo)", "r + H", "gc * cprev * f * (ONE - f)")};
-    ${st("(dgates + dgo)", "r + 2 * H", "gc * i * (ONE - g * g)")};
-    ${st("(dgates + dgo)", "r + 3 * H", "gh * tc * o * (ONE - o)")};
-    ${st("(dcp + dcpo)", "e", "gc * f")};
+<%
+    out = {"dcp": ("(dcp + dcpo)", "e"),
+           **{f"dg{k}": ("(dgates + dgo)", f"r + {k} * H") for k in range(4)}}
+%>
+${lstm_bwd(VT, lambda k: L("(act + ao)", f"r + {k} * H"), L("(cn + cno)", "e"),
+           L("(cp + cpo)", "e"),
+           [("has_dh", L("(dh + dho)", "e")), ("has_dh2", L("(dh2 + dh2o)", "e"))],
+           ("has_dc", L("(dc + dco)", "e")), lambda slot, v: st(*out[slot], v))}
 }
 
 ## The GRU step (torch's gate order r, z, n). x: the step's input projection [B, 3H] (x W_ih^T +
@@ -83,16 +142,11 @@ __kernel void gru_fwd${sfx}(${c.cptr(dt)} x, long xo, ${c.cptr(dt)} gh, long gho
     long e = get_global_id(0) * ${W};
     if (e >= B * H) return;
     long b = e / H, r = e + b * 2 * H, a = e + b * 3 * H;  /* column j of row b: [B, 3H], [B, 4H] */
-    ${VT} rg = SIG(${ld("(x + xo)", "r")} + ${ld("(gh + gho)", "r")});
-    ${VT} z = SIG(${ld("(x + xo)", "r + H")} + ${ld("(gh + gho)", "r + H")});
-    ${VT} hn = ${ld("(gh + gho)", "r + 2 * H")};
-    ${VT} n = tanh(${ld("(x + xo)", "r + 2 * H")} + rg * hn);
-    ${VT} hprev = ${ld("(hp + hpo)", "e")};
-    ${st("(h + ho)", "e", "(ONE - z) * n + z * hprev")};
-    ${st("(act + ao)", "a", "rg")};
-    ${st("(act + ao)", "a + H", "z")};
-    ${st("(act + ao)", "a + 2 * H", "n")};
-    ${st("(act + ao)", "a + 3 * H", "hn")};
+<%
+    out = {"h": ("(h + ho)", "e"), **{f"act{k}": ("(act + ao)", f"a + {k} * H") for k in range(4)}}
+%>
+${gru_fwd(VT, lambda k: L("(x + xo)", f"r + {k} * H"), lambda k: L("(gh + gho)", f"r + {k} * H"),
+          L("(hp + hpo)", "e"), lambda slot, v: st(*out[slot], v))}
 }
 
 ## dh (+ dh2) is h's gradient; writes dx (the input projection's gradient, [B, 3H]), dgh (that of
@@ -107,23 +161,14 @@ __kernel void gru_bwd${sfx}(${c.cptr(dt)} dh, long dho, int has_dh,
     long e = get_global_id(0) * ${W};
     if (e >= B * H) return;
     long b = e / H, r = e + b * 2 * H, a = e + b * 3 * H;
-    ${VT} rg = ${ld("(act + ao)", "a")};
-    ${VT} z = ${ld("(act + ao)", "a + H")};
-    ${VT} n = ${ld("(act + ao)", "a + 2 * H")};
-    ${VT} hn = ${ld("(act + ao)", "a + 3 * H")};
-    ${VT} g = (${VT})(0);
-    if (has_dh) g += ${ld("(dh + dho)", "e")};
-    if (has_dh2) g += ${ld("(dh2 + dh2o)", "e")};
-    ${VT} dn = g * (ONE - z) * (ONE - n * n);
-    ${VT} dz = g * (${ld("(hp + hpo)", "e")} - n) * z * (ONE - z);
-    ${VT} dr = dn * hn * rg * (ONE - rg);
-    ${st("(dx + dxo)", "r", "dr")};
-    ${st("(dx + dxo)", "r + H", "dz")};
-    ${st("(dx + dxo)", "r + 2 * H", "dn")};
-    ${st("(dgh + dgho)", "r", "dr")};
-    ${st("(dgh + dgho)", "r + H", "dz")};
-    ${st("(dgh + dgho)", "r + 2 * H", "dn * rg")};
-    ${st("(dhp + dhpo)", "e", "g * z")};
+<%
+    out = {"dhp": ("(dhp + dhpo)", "e"),
+           **{f"dx{k}": ("(dx + dxo)", f"r + {k} * H") for k in range(3)},
+           **{f"dgh{k}": ("(dgh + dgho)", f"r + {k} * H") for k in range(3)}}
+%>
+${gru_bwd(VT, lambda k: L("(act + ao)", f"a + {k} * H"), L("(hp + hpo)", "e"),
+          [("has_dh", L("(dh + dho)", "e")), ("has_dh2", L("(dh2 + dh2o)", "e"))],
+          lambda slot, v: st(*out[slot], v))}
 }
 
 ## The Elman step: h = tanh(pre) or relu(pre), pre [B, H] = x W_ih^T + b_ih + h_prev W_hh^T + b_hh.
