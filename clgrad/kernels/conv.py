@@ -23,7 +23,7 @@ spill: 1.7-1.9x).
 """
 from .. import dtypes
 from ..runtime import tuning
-from ..runtime.device import path_dependent, wide_vectors_ok
+from ..runtime.device import check_vector_width, path_dependent
 from ..runtime.family import KernelFamily
 from ..tensor import empty_tensor
 from ._layout import view_raw
@@ -49,12 +49,8 @@ def check_config(cfg, device):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"convolution config {k} must be a positive int, got {v!r}")
         out[k] = v
-    if out.get("VW", 2) not in (2, 4, 8, 16):
-        raise ValueError("convolution config VW must be 2, 4, 8 or 16 (conv.mako uses vector "
-                         f"types), got {out['VW']}")
-    if out.get("VW") == 16 and not wide_vectors_ok(device):
-        raise ValueError(f"convolution config VW=16 needs 512-bit vectors, which {device.name} "
-                         "miscompiles (its PoCL targets a CPU without AVX-512)")
+    if "VW" in out:
+        check_vector_width("convolution", out["VW"], device)
     # the launches clip LX and LY to the device's limit, but a config that needs clipping was
     # not measured on this device
     for k in ("LX", "LY"):

@@ -24,7 +24,7 @@ Raw launches: no autograd.
 """
 from .. import dtypes
 from ..runtime import tuning
-from ..runtime.device import path_dependent, wide_vectors_ok
+from ..runtime.device import check_vector_width, path_dependent
 from ..runtime.family import KernelFamily
 from ..tensor import empty_tensor
 from ._layout import expand_strides
@@ -82,11 +82,8 @@ def check_config(cfg, device):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"GEMM config {k} must be a positive int, got {v!r}")
         out[k] = v
-    if kind == "packed" and out["VW"] not in (2, 4, 8, 16):
-        raise ValueError(f"GEMM config VW must be 2, 4, 8 or 16, got {out['VW']}")
-    if kind == "packed" and out["VW"] == 16 and not wide_vectors_ok(device):
-        raise ValueError(f"GEMM config VW=16 needs 512-bit vectors, which {device.name} "
-                         "miscompiles (its PoCL targets a CPU without AVX-512)")
+    if kind == "packed":
+        check_vector_width("GEMM", out["VW"], device)
     if kind != "tiled":
         wg = out["LX"] * out["LY"]
     else:

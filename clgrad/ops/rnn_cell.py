@@ -306,6 +306,7 @@ class GRULayer(Op):
         order = list(_order(T, not reverse))
         fused = GRUSteps.for_layer(proj, H) if B and T > 1 else None
         pw = fused.pack_backward(w_hh) if fused else None
+        prev_dhp = None                 # z * dh of the step handled last
         for n, t in enumerate(order):
             hp, hpo = (h0, 0) if n == T - 1 else (out, order[n + 1] * B * H)
             dhp = empty_tensor((B, H), dt, dev)

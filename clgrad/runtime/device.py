@@ -288,6 +288,20 @@ def wide_vectors_ok(dev):
     return _pocl_targets_avx512(dev)
 
 
+def check_vector_width(what, vw, dev):
+    """ValueError unless `dev` compiles `what`'s explicit vectors of vw elements (2, 4, 8 or 16;
+    16 where wide_vectors_ok): the tuned families' configuration checks.
+
+    >>> import clgrad
+    >>> check_vector_width("GEMM", 8, clgrad.runtime.default_device())
+    """
+    if vw not in (2, 4, 8, 16):
+        raise ValueError(f"{what} config VW must be 2, 4, 8 or 16, got {vw}")
+    if vw == 16 and not wide_vectors_ok(dev):
+        raise ValueError(f"{what} config VW=16 needs 512-bit vectors, which {dev.name} "
+                         "miscompiles (its PoCL targets a CPU without AVX-512)")
+
+
 def _pocl_targets_avx512(dev):
     """Whether PoCL compiles for an x86 CPU with AVX-512 on `dev` (False for other drivers)."""
     target = compile_target(dev)
@@ -298,11 +312,11 @@ def explicit_avx512(dev):
     """Whether clgrad's explicit vectors (the contiguous kernels' VEC, the packed GEMM's and the
     convolutions' VW) should be 512 bits wide on `dev`: PoCL 3.1 or newer compiling for an
     AVX-512 target (the release these figures come from; PoCL 3.0's LLVM 14 made vloadN calls).
-    LLVM's AVX-512 targets
-    vectorise with 256-bit registers by default, and so do vectors of 8 floats; only 16-float
-    vector types fill the 32 zmm registers. Measured on a 2-core Zen 5 EPYC (Debian's PoCL 3.1,
-    skylake-avx512): 1024^2 float32 GEMM 207 -> 319-374 GFLOP/s, a 3x3 convolution 32 -> 64
-    channels on 32 x 32 x 32 x 32 forward 6.0 -> 3.6 ms, with backward 19.8 -> 15.9 ms.
+    LLVM's AVX-512 targets vectorise with 256-bit registers by default, and so do vectors of 8
+    floats; only 16-float vector types fill the 32 zmm registers. Measured on a 2-core Zen 5
+    EPYC (Debian's PoCL 3.1, skylake-avx512): 1024^2 float32 GEMM 207 -> 319-374 GFLOP/s, a 3x3
+    convolution 32 -> 64 channels on 32 x 32 x 32 x 32 forward 6.0 -> 3.6 ms, with backward 19.8
+    -> 15.9 ms.
 
     >>> import clgrad
     >>> any(explicit_avx512(d) for d in clgrad.cl.devices() if not d.is_pocl)
