@@ -283,7 +283,8 @@ def test_errors():
 
 def test_backend_choice(device, monkeypatch):
     """Every backend enabled: GPU paths take the fused kernels; CPU paths the composed form until
-    the score matrices reach CPU_FUSED_FROM elements. A backend that cannot run is an error."""
+    the score matrices reach CPU_FUSED_FROM elements, or where the rows kernels are faster. A
+    backend that cannot run is an error."""
     from clgrad.ops import attention
     q = clgrad.randn(2, 3, 4, requires_grad=True)
 
@@ -292,6 +293,14 @@ def test_backend_choice(device, monkeypatch):
             out = F.scaled_dot_product_attention(q, q, q)
         return "fused" if ran_fused(out) else "math"
     assert form() == ("math" if device.cpu_paths else "fused")
+    # causal from 256 rows: PoCL's CPU paths take the rows kernels, the faster form there
+    from clgrad.kernels import attention as ka
+    big = clgrad.randn(1, 256, 16, requires_grad=True)
+    with sdpa_kernel(list(SDPBackend)):
+        out = F.scaled_dot_product_attention(big, big, big, is_causal=True)
+    faster = ka.rows_faster(device, clgrad.float32, 256, 256, 16, 16, True)
+    assert faster == (device.cpu_paths and device.is_pocl)
+    assert ran_fused(out) == (faster or not device.cpu_paths)
     monkeypatch.setattr(attention, "CPU_FUSED_FROM", 2 * 3 * 3)
     assert form() == "fused"
     with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], set_priority=True):
@@ -329,3 +338,103 @@ def test_causal_blocks_of_query_rows(device, monkeypatch, L, S):
         tol = {} if device.has_fp64 else dict(eps=1e-2, atol=5e-2, rtol=5e-2)
         assert gradcheck(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                          (q, k, v), **tol)
+
+
+# ---- the register-blocked kernels of the CPU paths (cl_kernels/attention_rows.mako) -----------
+# head widths that are multiples of every device's vector width: on CPU paths these run the rows
+# kernels; rows crossing MR blocks and key tiles (of 16, and of 32 past 256 rows), L > S causal,
+# 80 columns (two launches of 64)
+ROW_CASES = [
+    (((2, 3, 37, 32), (2, 3, 45, 32), (2, 3, 45, 16)), dict(is_causal=True)),
+    (((1, 4, 20, 16), (1, 2, 70, 16), (1, 2, 70, 80)), dict(enable_gqa=True, scale=0.3)),
+    (((1, 1, 5, 96), (1, 1, 3, 96), (1, 1, 3, 32)), dict(is_causal=True)),
+    (((2, 33, 16), (2, 1, 16), (2, 1, 16)), {}),
+    (((1, 2, 300, 16), (1, 1, 270, 16), (1, 1, 270, 48)), dict(is_causal=True, enable_gqa=True)),
+]
+
+
+@pytest.fixture
+def rows_everywhere(monkeypatch):
+    """The rows kernels on every device's CPU paths (by default only PoCL's take them)."""
+    from clgrad.kernels import attention as ka
+    monkeypatch.setattr(ka, "rows_on", lambda dev: True)
+
+
+def _launched(fn):
+    """fn()'s result and the names of the kernels it launched."""
+    from clgrad.runtime import kernels
+    names = []
+    kernels.launch_hooks.append(lambda dev, k, *rest: names.append(k.function_name))
+    try:
+        return fn(), names
+    finally:
+        kernels.launch_hooks.pop()
+
+
+@pytest.mark.parametrize("shapes,kw", ROW_CASES, ids=[str(i) for i in range(len(ROW_CASES))])
+def test_row_blocked_kernels_match_numpy(device, code_paths, rows_everywhere, shapes, kw):
+    """The CPU paths' rows kernels, float32 and float64, against the numpy reference."""
+    for dt in [clgrad.float32] + ([clgrad.float64] if device.has_fp64 else []):
+        (got, ref), names = _launched(lambda: _run(device, dt, shapes, np.random.default_rng(9),
+                                                   **kw))
+        rows = {n for n in names if n.startswith("attn_rows")}
+        assert rows == ({"attn_rows_t", "attn_rows_fwd", "attn_rows_dq", "attn_rows_dkdv"}
+                        if device.cpu_paths else set())
+        for g, r in zip(got, ref):       # (S = 1: dK is 0 up to rounding of dp - D)
+            assert_close(g, r, dt, atol=1e-5 if dt is clgrad.float32 else None)
+
+
+def test_row_blocked_kernels_agree_with_the_row_kernels(device, rows_everywhere, monkeypatch):
+    """Masks (boolean with a fully masked row, float with -inf, broadcast), dropout and causal:
+    the rows kernels give what attention.mako's kernels give on the same inputs and seed, with
+    backward in one launch and in one launch per tile of rows (ROWS_CACHE: chunks that add)."""
+    from clgrad.kernels import attention as ka
+    rng = np.random.default_rng(10)
+    bm = rng.random((2, 1, 9, 35)) < 0.6
+    bm[0, 0, 3] = False
+    fm = rng.standard_normal((3, 1, 35)).astype(np.float32)
+    fm[1, 0, 5] = -np.inf
+    arrs = [rng.standard_normal(s) for s in ((2, 3, 9, 16), (2, 3, 35, 16), (2, 3, 35, 32))]
+    dout = rng.standard_normal((2, 3, 9, 32))
+    runs = [dict(attn_mask=bm), dict(attn_mask=fm), dict(dropout_p=0.3, is_causal=True),
+            dict(dropout_p=0.5, attn_mask=bm[0, 0])]
+
+    def run(kw):
+        ts = [clgrad.tensor(a, dtype=clgrad.float32, requires_grad=True) for a in arrs]
+        if "attn_mask" in kw:
+            kw = dict(kw, attn_mask=clgrad.tensor(kw["attn_mask"]))
+        clgrad.manual_seed(5)
+        out = F.scaled_dot_product_attention(*ts, **kw)
+        out.backward(clgrad.tensor(dout, dtype=clgrad.float32))
+        return [to_np(t) for t in [out] + [t.grad for t in ts]]
+    for kw, cache in zip(runs, (ka.ROWS_CACHE, 1, ka.ROWS_CACHE, 1)):
+        with monkeypatch.context() as m:
+            m.setattr(ka, "ROWS_CACHE", cache)
+            rows, names = _launched(lambda: run(kw))
+        assert names.count("attn_rows_dq") == (1 if cache > 1 else 3) * device.cpu_paths
+        with monkeypatch.context() as m:
+            m.setattr(ka, "rows_variant", lambda *a: None)
+            plain = run(kw)
+        for a, b in zip(rows, plain):
+            assert not np.isnan(a).any()
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+def test_row_blocked_kernels_gradcheck(device, rows_everywhere):
+    if not device.has_fp64:
+        pytest.skip("gradcheck needs float64")
+    clgrad.manual_seed(0)
+    q = clgrad.randn(1, 2, 3, 16, dtype=clgrad.float64, requires_grad=True)
+    k, v = (clgrad.randn(1, 1, 4, 16, dtype=clgrad.float64, requires_grad=True)
+            for _ in range(2))
+    mask = clgrad.tensor([[True, True, False, True], [False] * 4, [True, False, True, True]])
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    assert gradcheck(f, (q, k, v))
+
+    def causal_dropout(q, k, v):
+        clgrad.manual_seed(7)
+        return F.scaled_dot_product_attention(q, k.expand(1, 2, 4, 16), v.expand(1, 2, 4, 16),
+                                              dropout_p=0.4, is_causal=True)
+    assert gradcheck(causal_dropout, (q, k, v))

@@ -706,6 +706,36 @@ def drive_attention(dev, dt, rng):
                                              is_causal=True, dropout_p=0.3)
         g, = clgrad.autograd.grad(out.sum(), q, create_graph=True)
         g.sum().backward()
+        drive_attention_rows(dev, dt, rng)
+
+
+def drive_attention_rows(dev, dt, rng):
+    """The CPU paths' register-blocked attention kernels (attention_rows.mako), on any device:
+    rows crossing MR blocks, keys crossing tiles of 16 and (past 256) of 32, a bool mask with
+    grouped-query heads and a second column launch (Ev = 80), causal with dropout, backward in
+    one launch per tile of rows (ROWS_CACHE = 1: the launches add)."""
+    import clgrad
+    import clgrad.nn.functional as F
+    from clgrad.kernels import attention as ka
+    from clgrad.nn.attention import SDPBackend, sdpa_kernel
+    if not dev.cpu_paths or dt not in (clgrad.float32, clgrad.float64):
+        return
+    was = ka.rows_on, ka.ROWS_CACHE
+    ka.rows_on = lambda d: True
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            for L, S, Ev, cache in ((5, 37, 80, was[1]), (3, 260, 16, 1)):
+                ka.ROWS_CACHE = cache
+                q = _t(dt, (1, 2, L, 16), dev, rng).requires_grad_()
+                k = _t(dt, (1, 1, S, 16), dev, rng).requires_grad_()
+                v = _t(dt, (1, 1, S, Ev), dev, rng).requires_grad_()
+                mask = clgrad.tensor(rng.random((L, S)) < 0.7, device=dev)
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               enable_gqa=True).sum().backward()
+                F.scaled_dot_product_attention(q, k.expand(1, 2, S, 16), v.expand(1, 2, S, Ev),
+                                               is_causal=True, dropout_p=0.3).sum().backward()
+    finally:
+        ka.rows_on, ka.ROWS_CACHE = was
 
 
 def drive_fft(dev, dt, rng):
@@ -995,12 +1025,14 @@ def main(argv=None):
 
 def report(rec, paths, findings, errors, wall, show, families, skipped_api, shorts):
     from clgrad.runtime.kernels import ALL_PROGRAMS
+    from clgrad.kernels.attention import ROWS
     from clgrad.kernels.conv import CONV
     from clgrad.kernels.gemm import GEMM
-    # the programs built with a configuration's options (GEMM's gemm_small program has none)
+    # the programs built with a configuration's options (GEMM's gemm_small program has none),
+    # and the rows attention kernels' (a variant per vector width and head size)
     config_progs = {p.id for fam in (CONV, GEMM) for (_, opts), p in fam._programs.items()
-                    if opts}
-    fam_of = {"ew1": "ew", "ew2": "ew", "ew3": "ew"}
+                    if opts} | {p.id for p in ROWS._programs.values()}
+    fam_of = {"ew1": "ew", "ew2": "ew", "ew3": "ew", "attention_rows": "attention"}
     per_prog = defaultdict(int)
     for path, fam, dt, f, ran in findings:
         for pid in ran:

@@ -20,7 +20,8 @@ import math
 from .. import dtypes
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
-from ..kernels.attention import attn_bwd_raw, attn_fwd_raw, dropout_mask_raw, lse_dtype
+from ..kernels.attention import (attn_bwd_raw, attn_fwd_raw, dropout_mask_raw, lse_dtype,
+                                 rows_faster)
 from ..tensor import Tensor
 from ._base import broadcast_shapes, contiguous_raw, recorded_grads
 from .creation import ones, zeros
@@ -36,18 +37,18 @@ from .dropout import dropout
 # EFFICIENT_ATTENTION) and "math" (the composed form); with `priority`, the first usable one.
 BACKENDS = {"enabled": ("fused", "math"), "priority": False}
 
-# On the CPU code paths the composed form was faster at every size measured (PoCL on 2 cores:
-# 7.9 vs 18.4 ms for a GPT block's attention, 61 vs 88 ms at T=512 causal, 242 vs 285 ms at
-# T=2048: its GEMMs are register-blocked, the fused kernels keep one row per work-item). So the
-# CPU paths use it until its [N, L, S] score matrices would reach this many elements (128 MiB in
-# float32); from there memory decides. GPU paths use the fused kernels: they never write the
-# score matrices to global memory.
+# On the CPU code paths the composed form was faster than attention.mako's kernels at every size
+# measured (PoCL on 2 cores: 61 vs 88 ms at T=512 causal: its GEMMs are register-blocked, those
+# kernels keep one row per work-item). The CPU paths use it until its [N, L, S] score matrices
+# would reach CPU_FUSED_FROM elements (128 MiB in float32), from where memory decides, or where
+# the register-blocked kernels (clgrad.kernels.attention.rows_faster) beat it. GPU paths use the
+# fused kernels: they never write the score matrices to global memory.
 CPU_FUSED_FROM = 1 << 25
 
 
-def _form(device, n_scores, why_not_fused):
+def _form(device, n_scores, why_not_fused, faster=False):
     """'fused' or 'math' for an attention of n_scores scores on `device` (a runtime Device),
-    within the enabled backends."""
+    within the enabled backends; `faster`: the fused kernels are the faster form there."""
     usable = [f for f in BACKENDS["enabled"] if f == "math" or why_not_fused is None]
     if not usable:
         reason = f"the fused kernels do not take {why_not_fused}" if why_not_fused else \
@@ -56,7 +57,7 @@ def _form(device, n_scores, why_not_fused):
                            f"(see clgrad.nn.attention.sdpa_kernel)")
     if BACKENDS["priority"] or len(usable) == 1:
         return usable[0]
-    fused = not device.cpu_paths or n_scores >= CPU_FUSED_FROM
+    fused = not device.cpu_paths or faster or n_scores >= CPU_FUSED_FROM
     return "fused" if fused else "math"
 
 
@@ -266,7 +267,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mask_grad = attn_mask is not None and attn_mask.requires_grad and is_grad_enabled()
     why_not = "an empty input" if empty else "an attn_mask that requires grad" if mask_grad \
         else None
-    if _form(query._storage.device, math.prod(query.shape[:-2]) * L * S, why_not) == "fused":
+    dev = query._storage.device
+    faster = rows_faster(dev, query.dtype, L, S, E, value.shape[-1], is_causal)
+    if _form(dev, math.prod(query.shape[:-2]) * L * S, why_not, faster) == "fused":
         return _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa)
     if gqa:
         groups = query.shape[-3] // key.shape[-3]
