@@ -25,18 +25,22 @@ def fusion(monkeypatch):
     monkeypatch.setattr(fused, "_hot", {})
     monkeypatch.setattr(fused, "HOT_LAUNCHES", 4)
 
+    bursts = []                               # the size of each burst fused, for messages
+
     def run(fn, on=True):
         saved = []
 
         def counting(dev, items):
             out = fused.fuse_deferred(dev, items)
             saved.append(len(items) - len(out))
+            bursts.append(len(items))
             return out
         monkeypatch.setattr(Device, "deferred_fuser", counting if on else None)
         try:
             return fn(), sum(saved)
         finally:
             monkeypatch.setattr(Device, "deferred_fuser", fused.fuse_deferred)
+    run.bursts = bursts
     return run
 
 
@@ -151,10 +155,11 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
     # what the message shows: this failed (all zeros) in two whole-suite runs under xdist on
     # Intel's runtime with GPU paths (2026-11-27), never alone; a launch hook or a capture left
     # active would hold every launch back from fusion
+    import threading
     from clgrad.runtime import kernels
     assert saved[:3] == [0, 0, 0] and saved[3] == saved[4] == 50, \
-        (saved, [str(w.message) for w in caught], list(kernels.launch_hooks),
-         device.pool.recorder, dict(fused._hot))
+        (saved, fusion.bursts, [str(w.message) for w in caught], list(kernels.launch_hooks),
+         device.pool.recorder, dict(fused._hot), threading.enumerate())
 
 
 def test_a_fuser_that_fails_loses_no_launch_even_when_warnings_are_errors(device, monkeypatch):
