@@ -165,26 +165,34 @@ __kernel void attn_rows_t(__global ${CT} *dst, long dso, __global const ${CT} *s
 </%def>
 
 ## for each of the BK lanes u of a tile (row `first` + u of `src`, clamped to `count` rows: lanes
-## past it weigh 0), acc[m][o] += the weight of row m and lane u times that row's vectors
+## past it weigh 0), acc[m][o] += the weight of row m and lane u times that row's vectors. The
+## weights go through a private array: a scalar load broadcast to a vector is one instruction,
+## taking a lane out of a register three.
 <%def name="weigh_rows(acc, weights, rows, src, base, first, count, ld, nvec)">
-% for w in range(nb):
-%   for u in range(vw):
         {
-            long r = min(${first} + ${w * vw + u}, ${count} - 1);
-            V rv[NO];
+            ${CT} wt[${rows}][BK];
 #pragma unroll
-            for (int o = 0; o < NO; ++o)
-                rv[o] = VLD(${src} + ${base} + r * ${ld} + min(o, ${nvec} - 1) * VW);
+            for (int m = 0; m < ${rows}; ++m)
 #pragma unroll
-            for (int m = 0; m < ${rows}; ++m) {
-                ${CT} x = ${lane(f"{weights}[m][{w}]", u)};
+                for (int w = 0; w < NB; ++w)
+                    VST(wt[m] + w * VW, ${weights}[m][w]);
+% for u in range(nb * vw):
+            {
+                long r = min(${first} + ${u}, ${count} - 1);
+                V rv[NO];
 #pragma unroll
                 for (int o = 0; o < NO; ++o)
-                    ${acc}[m][o] = x * rv[o] + ${acc}[m][o];
+                    rv[o] = VLD(${src} + ${base} + r * ${ld} + min(o, ${nvec} - 1) * VW);
+#pragma unroll
+                for (int m = 0; m < ${rows}; ++m) {
+                    ${CT} x = wt[m][${u}];
+#pragma unroll
+                    for (int o = 0; o < NO; ++o)
+                        ${acc}[m][o] = x * rv[o] + ${acc}[m][o];
+                }
             }
-        }
-%   endfor
 % endfor
+        }
 </%def>
 
 /* Forward. One work-item: MR_F query rows i0 .. of query batch n (rows past L repeat row L - 1
@@ -233,18 +241,21 @@ ${mask_scores("s", "MR_F", True, "j0 + BK <= S && (!causal || j0 + BK - 1 <= i0)
                 for (int w = 0; w < NB; ++w)
                     s[m][w] = (V)0;
             } else {
-                ${CT} alpha = exp(mx[m] - mn);      /* 0 while nothing was allowed */
                 V sum = (V)0;
 #pragma unroll
                 for (int w = 0; w < NB; ++w) {
                     s[m][w] = exp(s[m][w] - mn);
                     sum += s[m][w];
                 }
-                l[m] = l[m] * alpha + lanes_sum(sum);   /* the softmax sums before dropout */
+                if (mn > mx[m]) {        /* a new maximum: rescale what was summed so far */
+                    ${CT} alpha = exp(mx[m] - mn);  /* 0 while nothing was allowed */
+                    l[m] *= alpha;
 #pragma unroll
-                for (int o = 0; o < NO; ++o)
-                    acc[m][o] *= alpha;
-                mx[m] = mn;
+                    for (int o = 0; o < NO; ++o)
+                        acc[m][o] *= alpha;
+                    mx[m] = mn;
+                }
+                l[m] += lanes_sum(sum);              /* the softmax sums before dropout */
             }
         }
         if (p > 0.0f) {
