@@ -106,6 +106,39 @@ def test_mm_sizes_across_tiles(device, kernel):
             check(out, a @ b, dt)
 
 
+@pytest.mark.parametrize("vw,direct", [(4, True), (4, False), (16, True)])
+def test_half_products_round_as_float32_products(device, monkeypatch, vw, direct):
+    """On the packed kernels, float16 / bfloat16 products accumulate in float32 in the order
+    float32 products do and round once: bit for bit the float32 product of the same values
+    (and bias), cast. Whole-vector tiles store through the vector conversion, edges through the
+    scalar one; a NaN stays a NaN."""
+    monkeypatch.setattr(gemm_kernels, "SMALL_WORK", 0)
+    monkeypatch.setattr(gemm_kernels, "SMALL_ROWS_CPU", 0)
+    if not direct:
+        monkeypatch.setattr(gemm_kernels, "DIRECT_A_ROWS", 0)
+        monkeypatch.setattr(gemm_kernels, "DIRECT_A_ELEMENTS", 0)
+    vw = vw if vw < 16 or wide_vectors_ok(device) else 8
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 3, "NV": 2, "VW": vw,
+                                            "LX": 2, "LY": 2})
+    try:
+        rng = np.random.default_rng(7)
+        for dt in (clgrad.float16, clgrad.bfloat16):
+            for m, k, n in [(17, 33, 40), (48, 16, 40), (5, 7, 64)]:
+                a, b = data((m, k), dt, rng), data((k, n), dt, rng)
+                c = data((m, n), dt, rng) * 8
+                a[1, 2] = np.nan
+                half = [clgrad.tensor(x, dtype=dt, device=device) for x in (a, b, c)]
+                full = [x.float() for x in half]
+                for got, ref in ((clgrad.mm(*half[:2]), clgrad.mm(*full[:2])),
+                                 (clgrad.addmm(half[2], *half[:2], beta=0.5, alpha=2.0),
+                                  clgrad.addmm(full[2], *full[:2], beta=0.5, alpha=2.0))):
+                    got, ref = to_np(got.float()), to_np(ref.to(dt).float())
+                    assert np.isnan(got[1]).all()
+                    assert np.array_equal(got, ref, equal_nan=True), (dt, m, k, n)
+    finally:
+        gemm_kernels.set_config(device, prev)
+
+
 def test_empty_products(device):
     z = clgrad.mm(clgrad.ones(0, 3), clgrad.ones(3, 4))
     assert z.shape == (0, 4)
