@@ -115,6 +115,41 @@ LDV(${d.cl}, ${w}, ${i}, ${p})\
 % endif
 </%def>
 
+## For the 16-bit float dtypes d: loads and stores of VW consecutive elements as one compute-type
+## vector (VT, of the kernel's own width VW > 1), converted as whole vectors (bfloat16: f2bf's
+## rounding lane by lane). The packed GEMM's and the convolution's result stores use them.
+<%def name="vw_helpers(d)">
+% if d.cl == "ushort" and d.ct == "float":
+inline VT bf2f_vw(__global const ushort *p) {
+    union { CAT(ushort, VW) v; ushort s[VW]; } u;
+    for (int e = 0; e < VW; ++e) u.s[e] = p[e];
+    return CAT(as_float, VW)(CAT(convert_uint, VW)(u.v) << 16);
+}
+inline void f2bf_vw(__global ushort *p, VT f) {
+    CAT(uint, VW) x = CAT(as_uint, VW)(f);
+    CAT(uint, VW) r = (x + (CAT(uint, VW))(0x7FFFu) + ((x >> 16) & (CAT(uint, VW))(1u))) >> 16;
+    r = select(r, (x >> 16) | (CAT(uint, VW))(0x40u), CAT(as_uint, VW)(isnan(f)));
+    union { CAT(ushort, VW) v; ushort s[VW]; } u;
+    u.v = CAT(convert_ushort, VW)(r);
+    for (int e = 0; e < VW; ++e) p[e] = u.s[e];
+}
+% endif
+</%def>
+<%def name="vload_vw(d, p)">\
+% if d.cl == "half":
+CAT(vload_half, VW)(0, ${p})\
+% else:
+bf2f_vw(${p})\
+% endif
+</%def>
+<%def name="vstore_vw(d, p, v)">\
+% if d.cl == "half":
+CAT(vstore_half, VW)(${v}, 0, ${p})\
+% else:
+f2bf_vw(${p}, ${v})\
+% endif
+</%def>
+
 ## scalar store of compute-type value v
 <%def name="store(d, p, i, v)">\
 % if d.kind == "c" and d.cl == "half":

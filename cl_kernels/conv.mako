@@ -42,6 +42,9 @@ ${c.prelude([dt])}
 #endif
 #define VT CAT(T, VW)
 #define NR (NV * VW)
+#if VW > 1
+${c.vw_helpers(dt)}
+#endif
 % if T == "double":
 #define IVT CAT(long, VW)
 % else:
@@ -167,12 +170,17 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
 #pragma unroll
         for (int i = 0; i < MR; ++i) u[i].v = acc[i][j];
         if (o_sw == 1 && ow + VW <= OW && oh < OH && q0 + (j + 1) * VW <= VL) {
-            /* VW pixels of one row: plain consecutive stores, which the compiler merges */
+            /* VW pixels of one row: plain consecutive stores, which the compiler merges (16-bit
+               floats: converted as one vector) */
             for (int i = 0; i < rows; ++i) {
                 const long o = obase + i * o_sc + oh * o_sh + ow;
+% if dt.cl == dt.ct:
 #pragma unroll
                 for (int e = 0; e < VW; ++e)
                     ${c.store(dt, "out", "o + e", "u[i].s[e] + b[i]")};
+% else:
+                ${c.vstore_vw(dt, "out + o", "u[i].v + (VT)(b[i])")};
+% endif
             }
             ow += VW;
             while (ow >= wrap) { ow -= wrap; ++oh; }

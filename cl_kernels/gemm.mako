@@ -55,45 +55,24 @@ ${c.prelude([dt])}
 #endif
 
 ## a vector of VW elements of C's or D's storage type at pointer p, in the compute type, and its
-## store (bfloat16 and half converted as whole vectors)
+## store (16-bit floats converted as whole vectors)
 <%def name="vload_c(p)">\
 % if dt.cl == dt.ct:
 VLOAD(${p})\
-% elif dt.cl == "half":
-CAT(vload_half, VW)(0, ${p})\
 % else:
-bf2f_vw(${p})\
+${c.vload_vw(dt, p)}\
 % endif
 </%def>
 <%def name="vstore_c(p, v)">\
 % if dt.cl == dt.ct:
 VSTORE(${p}, ${v})\
-% elif dt.cl == "half":
-CAT(vstore_half, VW)(${v}, 0, ${p})\
 % else:
-f2bf_vw(${p}, ${v})\
+${c.vstore_vw(dt, p, v)}\
 % endif
 </%def>
-% if dt.cl == "ushort" and dt.ct == "float":
 #if defined(VW) && VW > 1
-/* bfloat16 vectors: the rounding of common.mako's f2bf (nearest even, NaN kept quiet) lane by
-   lane, as one vector operation */
-#define UV CAT(uint, VW)
-inline VT bf2f_vw(__global const ushort *p) {
-    union { CAT(ushort, VW) v; ushort s[VW]; } u;
-    for (int e = 0; e < VW; ++e) u.s[e] = p[e];
-    return CAT(as_float, VW)(CAT(convert_uint, VW)(u.v) << 16);
-}
-inline void f2bf_vw(__global ushort *p, VT f) {
-    UV x = CAT(as_uint, VW)(f);
-    UV r = (x + (UV)(0x7FFFu) + ((x >> 16) & (UV)(1u))) >> 16;
-    r = select(r, (x >> 16) | (UV)(0x40u), CAT(as_uint, VW)(isnan(f)));
-    union { CAT(ushort, VW) v; ushort s[VW]; } u;
-    u.v = CAT(convert_ushort, VW)(r);
-    for (int e = 0; e < VW; ++e) p[e] = u.s[e];
-}
+${c.vw_helpers(dt)}
 #endif
-% endif
 
 ## arguments every product kernel takes: the output, the added matrix, sizes and scales
 <%def name="out_args()">${c.ptr(dt)} C, long co, long c_sb, long ldc,</%def>

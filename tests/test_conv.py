@@ -169,6 +169,25 @@ def test_conv2d_dtypes(device, blocking):
             check(out, np_conv2d(x, w, b, (s, s), (1, 1), None, (1, 1), 2), dt, scale=4)
 
 
+def test_half_convolutions_round_as_float32_ones(device, blocking):
+    """float16 / bfloat16 convolutions compute in float32 and round once: bit for bit the
+    float32 convolution of the same values, cast (rows of whole vectors store through the
+    vector conversion, ragged ends through the scalar one), forward and transposed; a NaN in
+    the input spreads to the outputs it reaches, as in float32."""
+    rng = np.random.default_rng(5)
+    for dt in (clgrad.float16, clgrad.bfloat16):
+        x = data((2, 3, 9, 37), dt, rng)
+        x[1, 0, 4, 5] = np.nan
+        w, b = data((5, 3, 3, 3), dt, rng), data((5,), dt, rng)
+        half = [clgrad.tensor(a, dtype=dt, device=device) for a in (x, w, b)]
+        full = [t.float() for t in half]
+        for fn in (lambda x, w, b: F.conv2d(x, w, b, 1, 1),
+                   lambda x, w, b: F.conv_transpose2d(x, w.transpose(0, 1), b, 1, 1)):
+            got = fn(*half).float().numpy()
+            ref = fn(*full).to(dt).float().numpy()
+            assert np.isnan(got).any() and np.array_equal(got, ref, equal_nan=True), dt
+
+
 @pytest.mark.parametrize("layout", ["transposed", "strided"])
 def test_conv2d_non_contiguous(device, layout):
     rng = np.random.default_rng(2)
