@@ -34,11 +34,7 @@ ${c.prelude([dt])}
 #define NV ${NV}
 
 ${c.philox()}
-/* the dropout factor of element counter: 0 (dropped, probability p) or dscale = 1 / (1 - p) */
-inline ${CT} keep(ulong counter, ulong seed, float p, ${CT} dscale) {
-    float u = (float)(philox(counter, seed).x >> 8) * 5.9604644775390625e-08f;
-    return u < p ? (${CT})0 : dscale;
-}
+${c.dropout_keep(CT)}
 
 /* tile[r][e] = x[base + (row0 + r) * ld + col0 + e], zero outside rows < nrows, cols < ncols;
    every work-item of the group takes part */

@@ -17,23 +17,20 @@
 ## loads whole vectors; keys (queries) past S (L) are masked to -inf before the softmax. The host
 ## (clgrad/kernels/attention.py) uses these kernels when the head widths are multiples of VW.
 ##
-## Every array of sums is indexed by constants only (loops over them unrolled, lanes named .sN), so
-## that the compiler keeps them in registers; per-lane work (a mask's elements, dropout factors)
-## goes through small arrays of its own.
+## Every array of sums is indexed by constants only (its loops unrolled), so that the compiler
+## keeps it in registers; per-lane work (a mask's elements, dropout factors, the weights of a
+## tile's rows) goes through small arrays of its own. VW is at least 2 (the CPU paths' widths).
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
 <%
     CT = dt.ct
-    V = f"{CT}{vw}" if vw > 1 else CT
-    IV = (f"int{vw}" if CT == "float" else f"long{vw}") if vw > 1 else "int"
+    V = f"{CT}{vw}"
+    IV = f"int{vw}" if CT == "float" else f"long{vw}"
     BK = nb * vw
 
-    def lane(x, u):
-        """lane u of vector x"""
-        return f"{x}.s{u:x}" if vw > 1 else x
-
     def folds(op):
-        """statements folding vector x (type V) in halves with op into a scalar r"""
+        """statements folding vector x (type V) in halves with op ("max" or "sum"), returning
+        the scalar"""
         out, w, cur = [], vw, "x"
         while w > 1:
             w //= 2
@@ -46,8 +43,8 @@ ${c.prelude([dt])}
 
     def vec(items):
         """a vector of the expressions `items`"""
-        return f"(({V})({', '.join(items)}))" if vw > 1 else f"({items[0]})"
-    iota = f"(({IV})({', '.join(str(u) for u in range(vw))}))" if vw > 1 else "0"
+        return f"(({V})({', '.join(items)}))"
+    iota = f"(({IV})({', '.join(str(u) for u in range(vw))}))"
 %>
 #define BK ${BK}
 #define NB ${nb}
@@ -68,10 +65,7 @@ inline ${CT} lanes_max(V x) { ${folds("max")} }
 inline ${CT} lanes_sum(V x) { ${folds("sum")} }
 
 ${c.philox()}
-inline ${CT} keep(ulong counter, ulong seed, float p, ${CT} dscale) {
-    float u = (float)(philox(counter, seed).x >> 8) * 5.9604644775390625e-08f;
-    return u < p ? (${CT})0 : dscale;
-}
+${c.dropout_keep(CT)}
 
 <% common_args = f"""long L, long S, long E, long Ev, long groups, long Hq,
     __global const {CT} *mask, long mo, long mso, long msh, long msl, long mss, int has_mask,

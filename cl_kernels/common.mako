@@ -85,6 +85,16 @@ inline uint4 philox_at(ulong counter, uint stream, ulong seed) {
 inline uint4 philox(ulong counter, ulong seed) { return philox_at(counter, 0u, seed); }
 </%def>
 
+## keep(counter, seed, p, dscale): the attention kernels' dropout factor of element `counter` in
+## compute type ct, 0 (dropped, with probability p) or dscale = 1 / (1 - p); the uniform is the
+## one clgrad.rand draws at that counter (24 bits of philox's first word).
+<%def name="dropout_keep(ct)">
+inline ${ct} keep(ulong counter, ulong seed, float p, ${ct} dscale) {
+    float u = (float)(philox(counter, seed).x >> 8) * 5.9604644775390625e-08f;
+    return u < p ? (${ct})0 : dscale;
+}
+</%def>
+
 ## the C type of a pointer to storage of dtype d
 <%def name="ptr(d)">__global ${d.cl} *</%def>
 <%def name="cptr(d)">__global const ${d.cl} *</%def>
