@@ -33,6 +33,9 @@ def width(*dts):
                                (p)[8*(i)+2] = stv_tmp_.s2; (p)[8*(i)+3] = stv_tmp_.s3; (p)[8*(i)+4] = stv_tmp_.s4; \
                                (p)[8*(i)+5] = stv_tmp_.s5; (p)[8*(i)+6] = stv_tmp_.s6; (p)[8*(i)+7] = stv_tmp_.s7; \
                                } while (0)
+#define LDV_16(T, i, p) ((CAT(T, 16))(LDV_8(T, 2*(i), p), LDV_8(T, 2*(i)+1, p)))
+#define STV_16(T, v, i, p) do { CAT(T, 16) stv16_ = (v); STV_8(T, stv16_.lo, 2*(i), p); \
+                                STV_8(T, stv16_.hi, 2*(i)+1, p); } while (0)
 #ifdef NATIVE_VLOADS     /* drivers that compile vloadN well (Intel's CPU runtime): see
                             vector_widths in clgrad/runtime/device.py */
 #define LDV(T, W, i, p) CAT(vload, W)((i), (p))
@@ -119,7 +122,9 @@ ${p}[${i}]\
 % if d.cl == "half":
 CAT(vload_half, ${w})(${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
-bf2fv_${w}(LDV(ushort, ${w}, ${i}, ${p}))\
+## assembled from scalar loads even where vloadN is native: PoCL 3.1's vload16 / vstore16 of
+## ushort took 2-3x the time (2^21 elements: a copy 160-285 us against 60-114, relu 265 / 78-86)
+bf2fv_${w}(CAT(LDV_, ${w})(ushort, ${i}, ${p}))\
 % else:
 LDV(${d.cl}, ${w}, ${i}, ${p})\
 % endif
@@ -177,7 +182,7 @@ ${p}[${i}] = ${v}\
 % if d.cl == "half":
 CAT(vstore_half, ${w})(${v}, ${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
-STV(ushort, ${w}, f2bfv_${w}(${v}), ${i}, ${p})\
+CAT(STV_, ${w})(ushort, f2bfv_${w}(${v}), ${i}, ${p})\
 % else:
 STV(${d.cl}, ${w}, ${v}, ${i}, ${p})\
 % endif
