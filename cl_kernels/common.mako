@@ -125,6 +125,9 @@ CAT(vload_half, ${w})(${i}, ${p})\
 ## assembled from scalar loads even where vloadN is native: PoCL 3.1's vload16 / vstore16 of
 ## ushort took 2-3x the time (2^21 elements: a copy 160-285 us against 60-114, relu 265 / 78-86)
 bf2fv_${w}(CAT(LDV_, ${w})(ushort, ${i}, ${p}))\
+% elif d.itemsize < 4:
+## 1- and 2-byte elements: assembled (as bfloat16 above; PoCL 3.1's native vloadN of them are slow)
+CAT(LDV_, ${w})(${d.cl}, ${i}, ${p})\
 % else:
 LDV(${d.cl}, ${w}, ${i}, ${p})\
 % endif
@@ -183,6 +186,8 @@ ${p}[${i}] = ${v}\
 CAT(vstore_half, ${w})(${v}, ${i}, ${p})\
 % elif d.cl == "ushort" and d.ct == "float":
 CAT(STV_, ${w})(ushort, f2bfv_${w}(${v}), ${i}, ${p})\
+% elif d.itemsize < 4:
+CAT(STV_, ${w})(${d.cl}, ${v}, ${i}, ${p})\
 % else:
 STV(${d.cl}, ${w}, ${v}, ${i}, ${p})\
 % endif
