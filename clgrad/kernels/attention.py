@@ -77,7 +77,8 @@ def rows_variant(dev, dt, L, S, E, Ev):
 def rows_faster(dev, dt, L, S, E, Ev, causal):
     """Whether the rows kernels beat the composed form (clgrad/ops/attention.py) on this
     attention: causal, query and key rows from 256, heads of at most one launch's columns.
-    Measured on PoCL (2-core Zen 5, float32, forward and backward, fused / composed): causal
+    Measured on PoCL (2-core Zen 5, float32, forward and backward, fused / composed;
+    tools/bench_attention.py): causal
     T = 256 0.81-0.86, T = 512 0.59, T = 1024 0.66, T = 128 0.66-1.19 (as close as the noise);
     without the causal mask 1.07-1.46 (no work saved, and the composed GEMMs run at twice the
     rows kernels' FLOP rate), heads of 128 1.31 causal.
