@@ -12,6 +12,7 @@ import clgrad
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.nn.attention import SDPBackend, sdpa_kernel
+from clgrad.ops.attention import made_by_fused_kernels
 
 from helpers import assert_close, float_dtypes, make, rounded, to_np
 
@@ -22,18 +23,6 @@ def fused_first():
     sizes), the composed form where they do not (empty inputs, a mask that requires grad)."""
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH], set_priority=True):
         yield
-
-
-def ran_fused(out):
-    """Whether the fused kernels made `out`: a FusedAttention node in its graph."""
-    todo = [out.grad_fn]
-    while todo:
-        fn = todo.pop()
-        if fn is not None:
-            if type(fn).__name__.startswith("FusedAttention"):
-                return True
-            todo.extend(nxt for nxt, _ in fn.next_functions)
-    return False
 
 
 def np_attention(q, k, v, dout, mask=None, causal=False, scale=None, groups=1, z=None):
@@ -97,7 +86,7 @@ def test_matches_numpy(device, code_paths, shapes, kw, backend):
     dt = clgrad.float64 if device.has_fp64 else clgrad.float32
     with sdpa_kernel(backend):
         got, ref = _run(device, dt, shapes, np.random.default_rng(0), **kw)
-    assert ran_fused(got[0]) == (backend is SDPBackend.FLASH_ATTENTION)
+    assert made_by_fused_kernels(got[0]) == (backend is SDPBackend.FLASH_ATTENTION)
     for g, r in zip(got, ref):
         assert_close(g, r, clgrad.float32)
 
@@ -291,7 +280,7 @@ def test_backend_choice(device, monkeypatch):
     def form():
         with sdpa_kernel(list(SDPBackend)):
             out = F.scaled_dot_product_attention(q, q, q)
-        return "fused" if ran_fused(out) else "math"
+        return "fused" if made_by_fused_kernels(out) else "math"
     assert form() == ("math" if device.cpu_paths else "fused")
     # causal from 256 rows: PoCL's CPU paths take the rows kernels, the faster form there
     from clgrad.kernels import attention as ka
@@ -300,7 +289,7 @@ def test_backend_choice(device, monkeypatch):
         out = F.scaled_dot_product_attention(big, big, big, is_causal=True)
     faster = ka.rows_faster(device, clgrad.float32, 256, 256, 16, 16, True)
     assert faster == (device.cpu_paths and device.is_pocl)
-    assert ran_fused(out) == (faster or not device.cpu_paths)
+    assert made_by_fused_kernels(out) == (faster or not device.cpu_paths)
     monkeypatch.setattr(attention, "CPU_FUSED_FROM", 2 * 3 * 3)
     assert form() == "fused"
     with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], set_priority=True):

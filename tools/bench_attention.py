@@ -12,7 +12,6 @@ kept, so that a neighbour's load on shared cores hits all alike. "fused/comp" be
 kernels are faster; "chosen" is the form F.scaled_dot_product_attention takes with every backend
 enabled.
 """
-import argparse
 import os
 import sys
 import time
@@ -22,22 +21,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import clgrad  # noqa: E402
 import clgrad.nn.functional as F  # noqa: E402
 from clgrad.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
-from bench_conv import each_device  # noqa: E402
+from bench_conv import each_device, rounds_and_devices  # noqa: E402
+from clgrad.ops.attention import made_by_fused_kernels  # noqa: E402
 
 SHAPES = [(8, 4, 64, 32), (8, 4, 128, 32), (4, 4, 128, 64), (4, 4, 256, 64), (4, 4, 512, 64),
           (1, 4, 1024, 64), (2, 2, 256, 128)]
-
-
-def _fused(out):
-    """Whether the fused kernels made `out`: a FusedAttention node in its graph."""
-    todo = [out.grad_fn]
-    while todo:
-        fn = todo.pop()
-        if fn is not None:
-            if type(fn).__name__.startswith("FusedAttention"):
-                return True
-            todo.extend(nxt for nxt, _ in fn.next_functions)
-    return False
 
 
 def _best(fn, sync, rounds_times):
@@ -48,11 +36,7 @@ def _best(fn, sync, rounds_times):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--device", action="append", metavar="SPEC",
-                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
-    args = ap.parse_args()
+    args = rounds_and_devices()
     for torch in each_device(args.device):
         print(f"  {'B x H x T x d':16} {'mask':6} {'fused':>8} {'composed':>9} {'torch':>8} "
               f"{'fused/comp':>10} {'chosen':>7}  (ms, forward + backward)")
@@ -85,7 +69,7 @@ def main():
                 f, c, t = (min(times[n]) * 1e3 for n in ("fused", "composed", "torch"))
                 with sdpa_kernel(list(SDPBackend)):
                     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                chosen = "fused" if _fused(out) else "comp"
+                chosen = "fused" if made_by_fused_kernels(out) else "comp"
                 print(f"  {f'{B}x{H}x{T}x{D}':16} {'causal' if causal else 'none':6} {f:8.2f} "
                       f"{c:9.2f} {t:8.2f} {f / c:10.2f} {chosen:>7}", flush=True)
 

@@ -146,12 +146,18 @@ def each_device(specs):
         yield torch
 
 
-def main():
+def rounds_and_devices():
+    """The command line of the benchmarks that alternate rounds against torch (this one,
+    bench_fft, bench_attention): --rounds N and --device SPEC (repeatable)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--device", action="append", metavar="SPEC",
                     help="device to measure (pocl, intel, cl:N...); repeat it for several")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = rounds_and_devices()
     for torch in each_device(args.device):
         conv_workloads(torch, args.rounds)
         pool_workloads(torch, args.rounds)

@@ -14,7 +14,6 @@ lengths that are not powers of two (64 x 1000: mixed radices; 64 x 1009, a prime
 a 2-d image (512 x 512 complex64 fft2, and rfft2 of a float32 one), and fft + backward of the
 1-d batch (for a given output gradient).
 """
-import argparse
 import os
 import sys
 
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import clgrad  # noqa: E402
 import clgrad.fft  # noqa: E402
 # the alternating best-of rounds, and the device loop, of the convolution benchmark
-from bench_conv import compare, each_device  # noqa: E402
+from bench_conv import compare, each_device, rounds_and_devices  # noqa: E402
 
 
 def workloads(torch, rounds):
@@ -63,11 +62,7 @@ def workloads(torch, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--device", action="append", metavar="SPEC",
-                    help="device to measure (pocl, intel, cl:N...); repeat it for several")
-    args = ap.parse_args()
+    args = rounds_and_devices()
     for torch in each_device(args.device):
         workloads(torch, args.rounds)
 

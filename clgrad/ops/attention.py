@@ -243,6 +243,27 @@ def _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, gqa):
     return out.reshape(qb + (L, Ev))
 
 
+def made_by_fused_kernels(out):
+    """Whether the fused kernels made `out` (a result of scaled_dot_product_attention that
+    requires grad): a FusedAttention node in its graph. For tests and benchmarks.
+
+    >>> import clgrad, clgrad.nn.functional as F
+    >>> from clgrad.nn.attention import SDPBackend, sdpa_kernel
+    >>> q = clgrad.randn(1, 4, 8, requires_grad=True)
+    >>> with sdpa_kernel(SDPBackend.MATH):
+    ...     made_by_fused_kernels(F.scaled_dot_product_attention(q, q, q))
+    False
+    """
+    todo = [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None:
+            if type(fn).__name__.startswith("FusedAttention"):
+                return True
+            todo.extend(nxt for nxt, _ in fn.next_functions)
+    return False
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, as torch's.
