@@ -77,11 +77,10 @@ def rows_variant(dev, dt, L, S, E, Ev):
 def rows_faster(dev, dt, L, S, E, Ev, causal):
     """Whether the rows kernels beat the composed form (clgrad/ops/attention.py) on this
     attention: causal, query and key rows from 256, heads of at most one launch's columns.
-    Measured on PoCL (2-core Zen 5, float32, forward and backward, fused / composed;
-    tools/bench_attention.py): causal
-    T = 256 0.81-0.86, T = 512 0.59, T = 1024 0.66, T = 128 0.66-1.19 (as close as the noise);
-    without the causal mask 1.07-1.46 (no work saved, and the composed GEMMs run at twice the
-    rows kernels' FLOP rate), heads of 128 1.31 causal.
+    Measured on PoCL (2-core Zen 5, float32, forward and backward, fused / composed, with
+    tools/bench_attention.py): causal T = 256 0.81-0.91, T = 512 0.59-0.71, T = 1024 0.66-0.82,
+    T = 128 0.66-1.19 (as close as the noise); without the causal mask 1.06-1.56 (no work saved,
+    and the composed GEMMs run at twice the rows kernels' FLOP rate); heads of 128 1.31-1.33.
 
     >>> import clgrad
     >>> rows_faster(clgrad.runtime.default_device(), clgrad.float32, 64, 64, 64, 64, True)
