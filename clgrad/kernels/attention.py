@@ -79,7 +79,7 @@ def rows_faster(dev, dt, L, S, E, Ev, causal):
     attention: causal, query and key rows from 256, heads of at most one launch's columns.
     Measured on PoCL (2-core Zen 5, float32, forward and backward, fused / composed, with
     tools/bench_attention.py): causal T = 256 0.81-0.91, T = 512 0.59-0.71, T = 1024 0.66-0.82,
-    T = 128 0.66-1.19 (as close as the noise); without the causal mask 1.06-1.56 (no work saved,
+    T = 128 0.66-1.19 (as close as the noise); without the causal mask 1.06-2.15 (no work saved,
     and the composed GEMMs run at twice the rows kernels' FLOP rate); heads of 128 1.31-1.33.
 
     >>> import clgrad
