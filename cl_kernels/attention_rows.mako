@@ -55,10 +55,9 @@ ${c.prelude([dt])}
 #define MR_K ${mr[2]}
 #define V ${V}
 #define IV ${IV}
-/* VW elements at p as a vector: scalar loads the compiler merges */
-#define VLD(p) ${vec([f"(p)[{u}]" for u in range(vw)])}
-#define VST(p_, x_) do { union { V v; ${CT} s[VW]; } u_; u_.v = (x_); \
-                         for (int e_ = 0; e_ < VW; ++e_) (p_)[e_] = u_.s[e_]; } while (0)
+/* VW elements at p as a vector, and back: scalar accesses the compiler merges (common.mako) */
+#define VLD(p) CAT(LDV_, VW)(${CT}, 0, (p))
+#define VST(p_, x_) CAT(STV_, VW)(${CT}, (x_), 0, (p_))
 
 /* the max and the sum of a vector's lanes, folded in halves */
 inline ${CT} lanes_max(V x) { ${folds("max")} }

@@ -53,6 +53,14 @@ inline ushort f2bf(float f) {
     return (ushort)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 % for w in ("VEC", "VEC8"):
+${bf16_vectors(w)}
+% endfor
+</%def>
+
+## bfloat16 vectors of the width macro `w` (VEC, VEC8, or a kernel's own VW > 1) to float and
+## back, f2bf's rounding lane by lane: what vload / vstore below use for bfloat16 at that width
+## (the prelude makes VEC's and VEC8's; the packed GEMM and the convolution add their VW's)
+<%def name="bf16_vectors(w)">
 inline CAT(float, ${w}) bf2fv_${w}(CAT(ushort, ${w}) b) {
     return CAT(as_float, ${w})(CAT(convert_uint, ${w})(b) << 16);
 }
@@ -62,7 +70,6 @@ inline CAT(ushort, ${w}) f2bfv_${w}(CAT(float, ${w}) f) {
     r = select(r, (u >> 16) | (CAT(uint, ${w}))(0x40u), CAT(as_uint, ${w})(isnan(f)));
     return CAT(convert_ushort, ${w})(r);
 }
-% endfor
 </%def>
 
 ## Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"), the one generator
@@ -130,41 +137,6 @@ bf2fv_${w}(CAT(LDV_, ${w})(ushort, ${i}, ${p}))\
 CAT(LDV_, ${w})(${d.cl}, ${i}, ${p})\
 % else:
 LDV(${d.cl}, ${w}, ${i}, ${p})\
-% endif
-</%def>
-
-## For the 16-bit float dtypes d: loads and stores of VW consecutive elements as one compute-type
-## vector (VT, of the kernel's own width VW > 1), converted as whole vectors (bfloat16: f2bf's
-## rounding lane by lane). The packed GEMM's and the convolution's result stores use them.
-<%def name="vw_helpers(d)">
-% if d.cl == "ushort" and d.ct == "float":
-inline VT bf2f_vw(__global const ushort *p) {
-    union { CAT(ushort, VW) v; ushort s[VW]; } u;
-    for (int e = 0; e < VW; ++e) u.s[e] = p[e];
-    return CAT(as_float, VW)(CAT(convert_uint, VW)(u.v) << 16);
-}
-inline void f2bf_vw(__global ushort *p, VT f) {
-    CAT(uint, VW) x = CAT(as_uint, VW)(f);
-    CAT(uint, VW) r = (x + (CAT(uint, VW))(0x7FFFu) + ((x >> 16) & (CAT(uint, VW))(1u))) >> 16;
-    r = select(r, (x >> 16) | (CAT(uint, VW))(0x40u), CAT(as_uint, VW)(isnan(f)));
-    union { CAT(ushort, VW) v; ushort s[VW]; } u;
-    u.v = CAT(convert_ushort, VW)(r);
-    for (int e = 0; e < VW; ++e) p[e] = u.s[e];
-}
-% endif
-</%def>
-<%def name="vload_vw(d, p)">\
-% if d.cl == "half":
-CAT(vload_half, VW)(0, ${p})\
-% else:
-bf2f_vw(${p})\
-% endif
-</%def>
-<%def name="vstore_vw(d, p, v)">\
-% if d.cl == "half":
-CAT(vstore_half, VW)(${v}, 0, ${p})\
-% else:
-f2bf_vw(${p}, ${v})\
 % endif
 </%def>
 

@@ -42,9 +42,11 @@ ${c.prelude([dt])}
 #endif
 #define VT CAT(T, VW)
 #define NR (NV * VW)
+% if dt.cl == "ushort" and dt.ct == "float":
 #if VW > 1
-${c.vw_helpers(dt)}
+${c.bf16_vectors("VW")}
 #endif
+% endif
 % if T == "double":
 #define IVT CAT(long, VW)
 % else:
@@ -179,7 +181,7 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
                 for (int e = 0; e < VW; ++e)
                     ${c.store(dt, "out", "o + e", "u[i].s[e] + b[i]")};
 % else:
-                ${c.vstore_vw(dt, "out + o", "u[i].v + (VT)(b[i])")};
+                ${c.vstore(dt, "out + o", "0", "u[i].v + (VT)(b[i])", "VW")};
 % endif
             }
             ow += VW;

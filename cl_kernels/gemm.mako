@@ -60,19 +60,21 @@ ${c.prelude([dt])}
 % if dt.cl == dt.ct:
 VLOAD(${p})\
 % else:
-${c.vload_vw(dt, p)}\
+${c.vload(dt, p, "0", "VW")}\
 % endif
 </%def>
 <%def name="vstore_c(p, v)">\
 % if dt.cl == dt.ct:
 VSTORE(${p}, ${v})\
 % else:
-${c.vstore_vw(dt, p, v)}\
+${c.vstore(dt, p, "0", v, "VW")}\
 % endif
 </%def>
+% if dt.cl == "ushort" and dt.ct == "float":
 #if defined(VW) && VW > 1
-${c.vw_helpers(dt)}
+${c.bf16_vectors("VW")}
 #endif
+% endif
 
 ## arguments every product kernel takes: the output, the added matrix, sizes and scales
 <%def name="out_args()">${c.ptr(dt)} C, long co, long c_sb, long ldc,</%def>
