@@ -83,16 +83,26 @@ __kernel void pad(__global T *xp, long plane, ${c.cptr(dt)} x, long xo, long x_s
     __global T *dst = xp + r * plane + (long)i * Wq;
     const int ih = i - top;
     if (ih < 0 || ih >= H) {
-        for (int j = 0; j < Wq; ++j) dst[j] = (T)0;
+        int j = 0;
+#if VW > 1
+        for (; j + VW <= Wq; j += VW) STV(T, VW, (VT)(0), 0, dst + j);
+#endif
+        for (; j < Wq; ++j) dst[j] = (T)0;
         return;
     }
     const long n = r / C;
     const long src = xo + n * x_sn + (r - n * C) * x_sc + ih * x_sh;
     const int j0 = clamp(left, 0, Wq), j1 = clamp(left + W, j0, Wq);
     for (int j = 0; j < j0; ++j) dst[j] = (T)0;
-    if (x_sw == 1)
-        for (int j = j0; j < j1; ++j) dst[j] = ${c.load(dt, "x", "src + j - left")};
-    else
+    if (x_sw == 1) {
+        int j = j0;
+#if VW > 1
+        /* whole vectors (unaligned: elements, not vectors, are aligned), then the tail */
+        for (; j + VW <= j1; j += VW)
+            STV(T, VW, ${c.vload(dt, "(x + src + j - left)", "0", "VW")}, 0, dst + j);
+#endif
+        for (; j < j1; ++j) dst[j] = ${c.load(dt, "x", "src + j - left")};
+    } else
         for (int j = j0; j < j1; ++j) dst[j] = ${c.load(dt, "x", "src + (j - left) * x_sw")};
     for (int j = j1; j < Wq; ++j) dst[j] = (T)0;
 }
