@@ -47,6 +47,15 @@ ${c.prelude([dt])}
 ${c.bf16_vectors("VW")}
 #endif
 % endif
+/* EPI_RELU (a variant a recording builds, clgrad/kernels/epilogue.py): conv_fwd stores the relu
+   of each output, as the table's relu computes it (NaN and -0.0 kept) */
+#ifdef EPI_RELU
+#define EPI(v) ((v) < (T)0 ? (T)0 : (v))
+#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
+#else
+#define EPI(v) (v)
+#define EPIV(v) (v)
+#endif
 % if T == "double":
 #define IVT CAT(long, VW)
 % else:
@@ -189,9 +198,9 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
 % if dt.cl == dt.ct:
 #pragma unroll
                 for (int e = 0; e < VW; ++e)
-                    ${c.store(dt, "out", "o + e", "u[i].s[e] + b[i]")};
+                    ${c.store(dt, "out", "o + e", "EPI(u[i].s[e] + b[i])")};
 % else:
-                ${c.vstore(dt, "out + o", "0", "u[i].v + (VT)(b[i])", "VW")};
+                ${c.vstore(dt, "out + o", "0", "EPIV(u[i].v + (VT)(b[i]))", "VW")};
 % endif
             }
             ow += VW;
@@ -202,7 +211,7 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
             if (q0 + j * VW + e < VL && oh < OH && ow < OW) {
                 const long o = obase + oh * o_sh + ow * o_sw;
                 for (int i = 0; i < rows; ++i)
-                    ${c.store(dt, "out", "o + i * o_sc", "u[i].s[e] + b[i]")};
+                    ${c.store(dt, "out", "o + i * o_sc", "EPI(u[i].s[e] + b[i])")};
             }
             if (++ow == wrap) { ow = 0; ++oh; }
         }

@@ -82,11 +82,21 @@ ${c.bf16_vectors("VW")}
     ${c.cptr(dt)} D, long dof, long d_sb, long d_sm, long d_sn,
     int M, int N, int K, ${T} alpha, ${T} beta</%def>
 
+## EPI_RELU (a variant a recording builds, clgrad/kernels/epilogue.py): relu of every value
+## stored, as the table's relu computes it (NaN and -0.0 kept)
+#ifdef EPI_RELU
+#define EPI(v) ((v) < (${T})0 ? (${T})0 : (v))
+#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
+#else
+#define EPI(v) (v)
+#define EPIV(v) (v)
+#endif
+
 ## store element (m, n) of batch b of C from accumulator value `acc`
 <%def name="epilogue(acc)">{
         ${T} v_ = alpha * (${acc});
         if (beta != 0) v_ += beta * ${c.load(dt, "D", "dof + b * d_sb + m * d_sm + n * d_sn")};
-        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "v_")};
+        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "EPI(v_)")};
     }</%def>
 
 ## gemm_small's vectors: VEC (VEC8 for 8-byte types) elements, loaded one by one
@@ -379,7 +389,7 @@ ${packed_body(True, gru_bwd_store)}
                 VT v_ = alpha * acc[i][j];
                 const long dn = dof + b * d_sb + m * d_sm + n0 + j * VW;
                 if (beta != 0) v_ += beta * ${vload_c("D + dn")};
-                ${vstore_c("C + co + b * c_sb + m * ldc + n0 + j * VW", "v_")};
+                ${vstore_c("C + co + b * c_sb + m * ldc + n0 + j * VW", "EPIV(v_)")};
                 continue;
             }
             union { VT v; ${T} s[VW]; } u;

@@ -501,6 +501,8 @@ def drive_gemm(dev, dt, rng):
     _t(dt, (17, 45), dev, rng) @ b
     # more than DIRECT_A_ROWS rows of a column-major A: packed (the shapes above read A in place)
     _t(dt, (45, 70), dev, rng).t() @ b
+    _relu_folded(lambda: (a @ b, _t(dt, (45, 70), dev, rng).t() @ b,
+                          _t(dt, (2, 3), dev, rng) @ _t(dt, (3, 4), dev, rng)), dt)
     # the "lanes" kernels (Intel's CPU runtime's configuration), with a small one: a B that is
     # packed (41 columns: a partial panel; a transposed B) and one read in place (40 columns)
     from clgrad.kernels import gemm as gemm_kernels
@@ -508,12 +510,29 @@ def drive_gemm(dev, dt, rng):
         a @ b
         a @ _t(dt, (41, 45), dev, rng).t()
         a.t().contiguous().t() @ _t(dt, (45, 40), dev, rng)
+        _relu_folded(lambda: (a @ b, a.t().contiguous().t() @ _t(dt, (45, 40), dev, rng)), dt)
     # the packed kernels with 512-bit vectors (PoCL's configuration on AVX-512 CPUs), A read in
     # place and packed
     with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 3, "NV": 1, "VW": 16, "LX": 2,
                                          "LY": 2}):
         a @ b
         _t(dt, (45, 70), dev, rng).t() @ b
+        _relu_folded(lambda: (a @ b, _t(dt, (45, 70), dev, rng).t() @ b), dt)
+
+
+def _relu_folded(products, dt):
+    """The products' relus recorded and replayed: the EPI_RELU builds a recording folds a relu
+    into (clgrad/kernels/epilogue.py; float32 and float64 only)."""
+    from clgrad.runtime.recording import Recording
+    if dt.kind != "f" or dt.itemsize < 4:
+        return
+    with Recording() as rec:
+        kept = [y.relu() for y in products()]
+    rec.replay()
+    for d, k, gs, ls, args in rec.kernels:      # once more through the noted kernels
+        k(d.queue, gs, ls, *args)
+    rec.release()
+    del kept
 
 
 @contextlib.contextmanager
@@ -549,6 +568,10 @@ def drive_conv(dev, dt, rng):
             w = _t(dt, (6, 4, 3, 3), dev, rng).requires_grad_()
             y = F.conv2d(x, w, stride=stride, padding=1)
             y.backward(clgrad.ones_like(y))
+        _relu_folded(lambda: [F.conv2d(_t(dt, (2, 4, 9, 35), dev, rng), _t(dt, (6, 4, 3, 3), dev,
+                                                                           rng), padding=1)], dt)
+    x, w = _t(dt, (2, 4, 9, 11), dev, rng), _t(dt, (6, 4, 3, 3), dev, rng)
+    _relu_folded(lambda: [F.conv2d(x, w, _t(dt, (6,), dev, rng), padding=1)], dt)
 
 
 def drive_pool(dev, dt, rng):
@@ -833,7 +856,14 @@ UNREACHABLE = [
 
 
 def _gemm_expected(prog):
-    """The kernels of a gemm program that its configuration compiles in."""
+    """The kernels of a gemm program that its configuration compiles in (of an EPI_RELU build:
+    the products drive_gemm's relus fold into)."""
+    if "-DEPI_RELU" in prog.options:
+        if "-DNJ=" in prog.options:
+            return {"gemm_lanes", "gemm_lanes_db"}
+        if "-DMR=" in prog.options:
+            return {"gemm_packed", "gemm_packed_da"}
+        return {"gemm_tiled"} if "-DTM=" in prog.options else {"gemm_small"}
     if prog.options == "":
         return {"gemm_small"}
     for kind in ("lstm", "gru"):               # clgrad.kernels.rnn.LSTMSteps' / GRUSteps'
@@ -873,6 +903,8 @@ def expected_kernels(prog, path=None):
     names = set(prog.signatures)
     if prog.family == "gemm":
         names &= _gemm_expected(prog)
+    elif prog.family == "conv" and "-DEPI_RELU" in prog.options:
+        names &= {"conv_fwd_1"}                # drive_conv's relus fold into stride-1 ones
     skipped = {}
     for fam, name, applies, why in UNREACHABLE:
         if prog.family == fam and name in names and applies(prog):

@@ -358,3 +358,19 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
     if NC > 1:
         return reduce_raw("sum", part, (0,), False, out_dtype=dt)
     return cast_raw(view_raw(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)
+
+
+# ---- a relu folded into the store (a recording's pass, clgrad/kernels/epilogue.py) -------------
+EPILOGUE_KERNELS = ("conv_fwd_1", "conv_fwd_s")
+
+
+def written_block(args, gsize):
+    """(element offset, elements) of the output when a conv_fwd launch (_conv_fwd's arguments;
+    the batch times the groups along the grid's third dimension) writes it as one contiguous
+    block, else None (a phase of a strided transposed convolution writes a strided view)."""
+    o_sn, o_sc, o_sh, o_sw = args[2:6]
+    Cog, G, OH, OW = args[16], args[17], args[22], args[23]
+    if (o_sw, o_sh, o_sc, o_sn) != (1, OW, OH * OW, G * Cog * OH * OW):
+        return None
+    return args[1], gsize[2] // G * o_sn
+

@@ -309,3 +309,21 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     GEMM.launch(dev, dt, "gemm_packed", geometry, *cargs, pa._storage.buf,
                 mb * K * mr if pa_n > 1 else 0, *pb_args, *tail, options=opts)
     return out
+
+
+# ---- a relu folded into the store (a recording's pass, clgrad/kernels/epilogue.py) -------------
+# Every product kernel stores through gemm.mako's epilogue, which the EPI_RELU build option turns
+# into relu(value).
+EPILOGUE_KERNELS = ("gemm_small", "gemm_packed", "gemm_packed_da", "gemm_lanes", "gemm_lanes_db",
+                    "gemm_tiled")
+
+
+def written_block(args, gsize):
+    """(element offset, elements) of C when a product kernel's launch (arguments C, co, c_sb,
+    ldc, ..., M, N, K, alpha, beta; the batch along the grid's third dimension) writes it as one
+    contiguous block, else None."""
+    M, N = args[-5], args[-4]
+    if args[2] != M * N or args[3] != N:
+        return None
+    return args[1], gsize[2] * M * N
+

@@ -138,7 +138,8 @@ class Recording:
     known_storages: storages the caller knows the recording may use (inputs, parameters); any
     other buffer a launch used is found among the live storages at the end of the capture."""
 
-    # fuse(ops, dead) -> ops: the fusion pass over a capture's work (clgrad/kernels/fused.py)
+    # fuse(ops, dead, frees) -> ops: the fusion passes over a capture's work
+    # (clgrad/kernels/fused.py)
     fuser = None
 
     def __init__(self, fuse=True):
@@ -147,6 +148,7 @@ class Recording:
         self._plan = None           # [(function, args)] after the capture
         self._bins = {}             # (pool id, block size) -> [buffer]: the private pool
         self._pools = {}            # pool id -> pool
+        self._frees = {}            # id(buffer) -> [number of ops recorded when it was freed]
         self._held = []             # storages whose buffers the replay uses
         self._offsets = []          # PhiloxOffset values handed out
         self._seeds = {}            # generator -> seed at capture time
@@ -252,6 +254,9 @@ class Recording:
     def free(self, pool, buf, size):
         self._pools[id(pool)] = pool
         self._bins.setdefault((id(pool), size), []).append(buf)
+        # when: a later tensor in this buffer is written before it is read, so what the ops
+        # before this point left in it is dead from here (the fusion passes use this)
+        self._frees.setdefault(id(buf), []).append(len(self._ops))
 
     # -- from the noted work to a plan --------------------------------------------------------
     def _finish(self):
@@ -266,7 +271,8 @@ class Recording:
         launches = 0
         ops = self._ops
         if self.fuse and self.fuser is not None:
-            ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs})
+            ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs},
+                             self._frees)
         # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
         # and reads are enqueued on their device's queue of the moment, as launches are
         owners = {d._queue.int_ptr: d for d in devices()}

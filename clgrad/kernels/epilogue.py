@@ -1,0 +1,127 @@
+"""Epilogues a recording folds in: a product (GEMM or convolution) whose result only a relu reads
+stores the relu itself, and the relu's launch goes.
+
+When a capture ends, before `fused.fuse` joins runs of elementwise launches, `relu_epilogues`
+looks at each launch of a kernel a family lists in its EPILOGUE_KERNELS (gemm.py, conv.py). It
+folds the relu in when
+
+- the launch writes its output as one contiguous block (the family's `written_block`);
+- the next work that touches that buffer is the elementwise table's contiguous relu
+  (`relu_c_t`) over exactly that block, in float32 or float64;
+- nothing reads the block after the relu: the relu works in place, or the block's tensor is
+  freed before anything touches its buffer again (a later tensor in the same buffer is written
+  before it is read), with no host work in between;
+- nothing touches the relu's output between the two launches, and the product does not read it.
+
+The product is then launched from its family's EPI_RELU build of the same kernel, with the
+relu's output as its own. The stored values are the relu's bit for bit: the template applies the
+table's comparison to the very float the product stored. Half types are left alone (a value
+rounded after the relu could be a +0.0 where the relu keeps a -0.0).
+
+>>> import clgrad
+>>> from clgrad.runtime.recording import Recording
+>>> lin, x = clgrad.nn.Linear(16, 16), clgrad.randn(4, 16)
+>>> with clgrad.no_grad(), Recording() as rec:
+...     y = lin(x).relu()
+>>> [k.function_name for _, k, *_ in rec.kernels][-1].startswith("gemm")   # no relu launch
+True
+>>> bool((y == lin(x).relu()).all())
+True
+"""
+import pyopencl as cl
+
+from .. import dtypes
+from . import conv, gemm
+from .elementwise import ENTRIES
+
+FLOATS = (dtypes.float32, dtypes.float64)
+_PRODUCERS = ((gemm.GEMM, gemm.EPILOGUE_KERNELS, gemm.written_block),
+              (conv.CONV, conv.EPILOGUE_KERNELS, conv.written_block))
+_homes = {}       # id(cl.Kernel) -> (the kernel, (family, variant, name, options, written) or None)
+
+
+def _home(kernel):
+    """Where a product kernel comes from: (family, variant, name, build options, its
+    written_block); None for any other kernel. Memoised per kernel."""
+    h = _homes.get(id(kernel))
+    if h is None or h[0] is not kernel:
+        found = None
+        name = kernel.function_name
+        for family, names, written in _PRODUCERS:
+            if name in names:
+                for (_, variant, kname, options), k in list(family._kernels.items()):
+                    if k is kernel:
+                        found = (family, variant, kname, options, written)
+                        break
+        h = _homes[id(kernel)] = (kernel, found)
+    return h[1]
+
+
+def _folding_kernel(family, dev, variant, name, options):
+    """Kernel `name` of the family's EPI_RELU build beside the one built with `options` (its
+    program named after that one's, plus "_relu")."""
+    opts = f"{options} -DEPI_RELU".strip()
+    base = family.program(variant, options).variant
+    family.program(variant, opts, tag=(base.split("_", 1)[1] + "_" if "_" in base else "") + "relu")
+    return family.kernel(dev, variant, name, opts)
+
+
+def _touched(kind, payload):
+    """The buffers a recorded operation uses."""
+    if kind == "launch":
+        return [a for a in payload[4] if isinstance(a, cl.MemoryObjectHolder)]
+    if kind in ("copy", "fill", "check"):
+        return [a for a in payload[1:3] if isinstance(a, cl.MemoryObjectHolder)]
+    return []
+
+
+def relu_epilogues(ops, frees, spec):
+    """ops: a recording's (kind, payload) list; frees: id(buffer) -> the positions in ops at
+    which a tensor holding that buffer was freed (the number of ops recorded by then); spec:
+    fused._spec. Returns ops with each foldable relu folded into its product (see above)."""
+    relu = ENTRIES["relu"]
+    touches = {}
+    hosts = []
+    for i, (kind, payload) in enumerate(ops):
+        if kind == "host":
+            hosts.append(i)
+        for b in _touched(kind, payload):
+            touches.setdefault(id(b), []).append(i)
+    ops = list(ops)
+    dropped = set()
+    for i, (kind, payload) in enumerate(ops):
+        if kind != "launch" or i in dropped:
+            continue
+        dev, kernel, gsize, lsize, args = payload
+        home = _home(kernel)
+        if home is None or home[1] not in FLOATS:
+            continue
+        family, variant, name, options, written = home
+        block = written(args, gsize)
+        if block is None:
+            continue
+        out = args[0]
+        later = [k for k in touches[id(out)] if k > i and k not in dropped]
+        if not later or ops[later[0]][0] != "launch":
+            continue
+        j = later[0]
+        _, rk, _, _, rargs = ops[j][1]
+        s = spec(rk)
+        if s is None or s[0] is not relu or s[2] != "t" or s[1] is not variant or \
+                rargs[2] is not out or (rargs[3], rargs[-1]) != block or rargs[4] != 1:
+            continue
+        res = rargs[0]
+        if not (res is out and rargs[1] == block[0]):     # not in place
+            if any(i < k < j for k in touches.get(id(res), ())) or \
+                    any(a is res for a in args):
+                continue
+            nxt = later[1] if len(later) > 1 else None
+            freed = [p for p in frees.get(id(out), ()) if p > j and (nxt is None or p <= nxt)]
+            if not freed or any(i < h < freed[0] for h in hosts):
+                continue
+        k = _folding_kernel(family, dev, variant, name, options)
+        ops[i] = ("launch", (dev, k, gsize, lsize, (res, rargs[1]) + tuple(args[2:])))
+        dropped.add(j)
+        touches.setdefault(id(res), []).append(i)
+        touches[id(res)].sort()
+    return [op for n, op in enumerate(ops) if n not in dropped]

@@ -1,0 +1,138 @@
+"""The relu a recording folds into the GEMM or convolution before it (clgrad/kernels/epilogue.py):
+the relu's launch goes, the product stores the relu, and every value is bit for bit what the two
+launches store (inf and NaN included), on both code paths of every device; where the product's
+result is read again, or the dtype is a half type, the relu stays a launch of its own."""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn as nn
+import clgrad.nn.functional as F
+from clgrad.runtime.recording import Recording
+
+
+def _dtypes(device):
+    return [clgrad.float32] + ([clgrad.float64] if device.has_fp64 else [])
+
+
+def _names(rec):
+    return [k.function_name for _, k, *_ in rec.kernels]
+
+
+def _bits(t):
+    a = t.numpy()
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def _input(rng, shape, dt):
+    x = rng.standard_normal(shape)
+    flat = x.reshape(-1)
+    flat[0], flat[flat.size // 2], flat[-1] = np.inf, -np.inf, np.nan    # inf and NaN results
+    return clgrad.tensor(x, dtype=dt)
+
+
+def _layer(kind, dt):
+    clgrad.manual_seed(3)
+    layer = {"linear": lambda: nn.Linear(37, 20),               # 20 columns: a vector and a tail
+             "conv": lambda: nn.Conv2d(3, 8, 3, padding=1),
+             "conv_transpose": lambda: nn.ConvTranspose2d(3, 8, 3, padding=1)}[kind]()
+    return layer.to(dt)
+
+
+SHAPES = {"linear": (9, 37), "conv": (2, 3, 7, 9), "conv_transpose": (2, 3, 5, 6)}
+
+
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+def test_relu_folds_into_the_product_bit_for_bit(code_paths, device, kind):
+    rng = np.random.default_rng(0)
+    for dt in _dtypes(device):
+        layer = _layer(kind, dt)
+        x = _input(rng, SHAPES[kind], dt)
+        with clgrad.no_grad():
+            with Recording() as rec:
+                y = F.relu(layer(x))
+            assert "relu_c_t" not in _names(rec), (kind, dt, _names(rec))
+            np.testing.assert_array_equal(_bits(y), _bits(F.relu(layer(x))))
+            # a replay with other values in the recorded input
+            x.copy_(_input(rng, SHAPES[kind], dt))
+            rec.replay()
+            np.testing.assert_array_equal(_bits(y), _bits(F.relu(layer(x))))
+            assert np.isnan(y.numpy()).any() and np.isinf(y.numpy()).any()
+
+
+def test_small_and_batched_products_and_relu_in_place(code_paths, device):
+    rng = np.random.default_rng(1)
+    a = clgrad.tensor(rng.standard_normal((3, 5, 7)), dtype=clgrad.float32)
+    b = clgrad.tensor(rng.standard_normal((3, 7, 33)), dtype=clgrad.float32)
+    s = clgrad.tensor(rng.standard_normal((2, 3)), dtype=clgrad.float32)
+    t = clgrad.tensor(rng.standard_normal((3, 4)), dtype=clgrad.float32)
+    with Recording() as rec:
+        batched = clgrad.bmm(a, b).relu()
+        small = (s @ t).relu()                   # 24 multiply-adds: gemm_small
+        inplace = F.relu(clgrad.bmm(a, b) * 1.0, inplace=True)    # the relu of a table op
+        direct = clgrad.bmm(a, b)
+        direct.relu_()                           # in place on the product's own result
+    names = _names(rec)
+    assert names.count("relu_c_t") == 0 and names.count("relu__c_t") <= 1, names
+    np.testing.assert_array_equal(batched.numpy(), np.maximum(clgrad.bmm(a, b).numpy(), 0))
+    np.testing.assert_array_equal(small.numpy(), np.maximum((s @ t).numpy(), 0))
+    np.testing.assert_array_equal(inplace.numpy(), batched.numpy())
+    np.testing.assert_array_equal(direct.numpy(), batched.numpy())
+
+
+def test_a_result_read_again_keeps_its_relu(device):
+    """y is read after its relu (and held at the end): the product must store y itself."""
+    lin = _layer("linear", clgrad.float32)
+    x = clgrad.randn(9, 37)
+    with clgrad.no_grad(), Recording() as rec:
+        y = lin(x)
+        z = y.relu()
+        w = y.sum(0)                    # (not elementwise: the relu does not join a chain)
+    assert "relu_c_t" in _names(rec)
+    x.copy_(clgrad.randn(9, 37))
+    rec.replay()
+    with clgrad.no_grad():
+        ref = lin(x)
+    np.testing.assert_array_equal(y.numpy(), ref.numpy())
+    np.testing.assert_array_equal(z.numpy(), ref.relu().numpy())
+    np.testing.assert_array_equal(w.numpy(), ref.sum(0).numpy())
+
+
+def test_half_types_keep_their_relu(device):
+    lin = _layer("linear", clgrad.bfloat16)
+    x = clgrad.randn(9, 37).to(clgrad.bfloat16)
+    with clgrad.no_grad(), Recording() as rec:
+        y = lin(x).relu()
+    assert any(n.startswith("relu") for n in _names(rec))
+    with clgrad.no_grad():
+        np.testing.assert_array_equal(y.float().numpy(), lin(x).relu().float().numpy())
+
+
+def test_compiled_convolutional_training_matches_eager_bit_for_bit(device):
+    """The pre-activations' buffers are freed after their relu and written again by backward's
+    tensors: folded relus, replays and eager agree over several steps."""
+    rng = np.random.default_rng(2)
+    data = [(clgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)),
+             clgrad.tensor(rng.integers(0, 5, 4))) for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        clgrad.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(),
+                              nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
+                              nn.Flatten(), nn.Linear(512, 16), nn.ReLU(), nn.Linear(16, 5))
+        opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        run = clgrad.compile(step) if compiled else step
+        losses = [run(x, y).item() for x, y in data]
+        results.append((losses, [p.detach().numpy() for p in model.parameters()]))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
+    rec = next(iter(run._variants.values())).rec
+    assert not [n for n in _names(rec) if n.startswith("relu")]
