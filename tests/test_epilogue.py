@@ -1,7 +1,8 @@
-"""The relu a recording folds into the GEMM or convolution before it (clgrad/kernels/epilogue.py):
-the relu's launch goes, the product stores the relu, and every value is bit for bit what the two
-launches store (inf and NaN included), on both code paths of every device; where the product's
-result is read again, or the dtype is a half type, the relu stays a launch of its own."""
+"""What a recording folds into the launch before it (clgrad/kernels/epilogue.py): a relu into the
+GEMM or convolution whose result it reads (the product stores the relu, bit for bit what the two
+launches store, inf and NaN included, on both code paths of every device; where the product's
+result is read again, or the dtype is a half type, the relu stays a launch of its own), and the
+copy back of an in-place op that autograd ran out of place."""
 import numpy as np
 import pytest
 
@@ -136,3 +137,88 @@ def test_compiled_convolutional_training_matches_eager_bit_for_bit(device):
         np.testing.assert_array_equal(a, b)
     rec = next(iter(run._variants.values())).rec
     assert not [n for n in _names(rec) if n.startswith("relu")]
+
+
+def _copies(rec):
+    return [n for n in _names(rec) if n.startswith("copy_c")]
+
+
+@pytest.mark.parametrize("square", [False, True])
+def test_in_place_ops_under_autograd_lose_their_copy_back(code_paths, device, square):
+    """Autograd runs y.add_(w) out of place and copies the result back into y: recorded, the op
+    writes y itself. y.mul_(y) keeps its copy: autograd saves clones of y's old value, read
+    between the op and its copy back."""
+    rng = np.random.default_rng(4)
+    for dt in _dtypes(device):
+        x = clgrad.tensor(rng.standard_normal(1000), dtype=dt, requires_grad=True)
+        w = clgrad.tensor(rng.standard_normal(1000), dtype=dt)
+
+        def f():
+            y = x * 2
+            y.add_(w)
+            y.relu_()
+            y.mul_(y if square else 1.5)
+            return y, y.sum()
+        with Recording() as rec:
+            y, total = f()
+        assert (_copies(rec) == []) != square, _names(rec)
+        x.data.copy_(clgrad.tensor(rng.standard_normal(1000), dtype=dt))
+        rec.replay()
+        ref, ref_total = f()
+        np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        np.testing.assert_array_equal(total.detach().numpy(), ref_total.detach().numpy())
+
+
+def test_a_copy_whose_source_is_read_again_stays(device):
+    """t = x * 2 is read after its copy into y: the copy stays (t is what is read)."""
+    x, y = clgrad.randn(64), clgrad.zeros(64)
+    with Recording() as rec:
+        t = x * 2
+        y.copy_(t)
+        s = t.sum()
+    assert len(_copies(rec)) == 1
+    x.copy_(clgrad.randn(64))
+    rec.replay()
+    np.testing.assert_array_equal(y.numpy(), (x * 2).numpy())
+    np.testing.assert_array_equal(s.numpy(), (x * 2).sum().numpy())
+
+
+def test_compiled_residual_network_with_in_place_ops_matches_eager(device):
+    """ReLU(inplace=True) after each convolution and a residual `out += x`: the in-place ops'
+    copies and the relus fold away, and training agrees with eager bit for bit."""
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(6, 6, 3, padding=1), nn.Conv2d(6, 6, 3, padding=1)
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.c2(self.act(self.c1(x)))
+            out += x
+            return self.act(out)
+    rng = np.random.default_rng(5)
+    data = [(clgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)),
+             clgrad.tensor(rng.integers(0, 5, 4))) for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        clgrad.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(inplace=True), Block(),
+                              nn.Flatten(), nn.Linear(384, 5))
+        opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        run = clgrad.compile(step) if compiled else step
+        losses = [run(x, y).item() for x, y in data]
+        results.append((losses, [p.detach().numpy() for p in model.parameters()]))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
+    names = _names(next(iter(run._variants.values())).rec)
+    assert not [n for n in names if n.startswith("relu")], names
+    # (the one copy left is cross_entropy's backward's)
+    assert len([n for n in names if n.startswith("copy_c")]) == 1, names

@@ -1,5 +1,16 @@
-"""Epilogues a recording folds in: a product (GEMM or convolution) whose result only a relu reads
-stores the relu itself, and the relu's launch goes.
+"""Launches a recording folds into the launch before them: a relu into the product (GEMM or
+convolution) whose result only it reads, and a copy into the elementwise op whose result it
+copies (an in-place op under autograd runs out of place, then copies its result back).
+
+**Copies** (`fold_copies`, first). Autograd runs `x.add_(y)` or `x.relu_()` out of place into a
+fresh tensor, which a copy then writes back into x. Where that tensor's only other use is the
+elementwise table op (contiguous kernel) that wrote it, over the whole copy, and it is freed
+after the copy before anything touches its buffer again, the op writes x's elements itself and
+the copy goes: an operand in x's buffer must be x itself, element by element (element i is
+then read before it is written, by the work-item that writes it), not a broadcast element or
+another view. The op's values are unchanged, so are the stored ones.
+
+**Relu epilogues** (`relu_epilogues`).
 
 When a capture ends, before `fused.fuse` joins runs of elementwise launches, `relu_epilogues`
 looks at each launch of a kernel a family lists in its EPILOGUE_KERNELS (gemm.py, conv.py). It
@@ -28,10 +39,13 @@ True
 >>> bool((y == lin(x).relu()).all())
 True
 """
+import bisect
+
 import pyopencl as cl
 
 from .. import dtypes
 from . import conv, gemm
+from .copy import COPY
 from .elementwise import ENTRIES
 
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -41,20 +55,84 @@ _homes = {}       # id(cl.Kernel) -> (the kernel, (family, variant, name, option
 
 
 def _home(kernel):
-    """Where a product kernel comes from: (family, variant, name, build options, its
-    written_block); None for any other kernel. Memoised per kernel."""
+    """Where a product kernel or a copy_c kernel comes from: (family, variant, name, build
+    options, the product's written_block or None); None for any other kernel. Memoised per
+    kernel."""
     h = _homes.get(id(kernel))
     if h is None or h[0] is not kernel:
         found = None
         name = kernel.function_name
-        for family, names, written in _PRODUCERS:
-            if name in names:
-                for (_, variant, kname, options), k in list(family._kernels.items()):
-                    if k is kernel:
-                        found = (family, variant, kname, options, written)
-                        break
+        for family, names, written in _PRODUCERS + ((COPY, None, None),):
+            if names is None and not name.startswith("copy_c_") or \
+                    names is not None and name not in names:
+                continue
+            for (_, variant, kname, options), k in list(family._kernels.items()):
+                if k is kernel:
+                    found = (family, variant, kname, options, written)
+                    break
         h = _homes[id(kernel)] = (kernel, found)
     return h[1]
+
+
+def _uses(ops):
+    """id(buffer) -> the positions of the ops that touch it; the positions of host work."""
+    touches, hosts = {}, []
+    for i, (kind, payload) in enumerate(ops):
+        if kind == "host":
+            hosts.append(i)
+        for b in _touched(kind, payload):
+            touches.setdefault(id(b), []).append(i)
+    return touches, hosts
+
+
+def _dead_after(buf, j, touches, frees, hosts, since):
+    """Whether what the ops up to j left in `buf` is never read: a tensor holding it is freed
+    after j and before the next op that touches it, with no host work from `since` to then."""
+    nxt = next((k for k in touches.get(id(buf), ()) if k > j), None)
+    freed = [p for p in frees.get(id(buf), ()) if p > j and (nxt is None or p <= nxt)]
+    return bool(freed) and not any(since < h < freed[0] for h in hosts)
+
+
+def fold_copies(ops, frees, spec):
+    """(ops with each foldable copy folded into the elementwise op before it, see above; frees
+    renumbered for them); frees and spec as relu_epilogues takes them."""
+    touches, hosts = _uses(ops)
+    ops = list(ops)
+    dropped = set()
+    for j, (kind, payload) in enumerate(ops):
+        if kind != "launch":
+            continue
+        home = _home(payload[1])
+        if home is None or home[0] is not COPY or home[2] != "copy_c_" + home[1].short:
+            continue
+        out, oo, t, to, n = payload[4]
+        before = [k for k in touches[id(t)] if k < j and k not in dropped]
+        if not before or ops[before[-1]][0] != "launch" or out is t:
+            continue
+        i = before[-1]
+        dev, kernel, gsize, lsize, args = ops[i][1]
+        s = spec(kernel)
+        if s is None or s[1] is not home[1] or args[0] is not t or args[1] != to or \
+                args[-1] != n or any(args[p] is t for p in s[4][1:]) or \
+                any(args[p] is out and (args[p + 1], args[p + 2]) != (oo, 1) for p in s[4][1:]) or \
+                any(i < k < j for k in touches.get(id(out), ())) or \
+                not _dead_after(t, j, touches, frees, hosts, i):
+            continue
+        ops[i] = ("launch", (dev, kernel, gsize, lsize, (out, oo) + tuple(args[2:])))
+        dropped.add(j)
+        touches[id(out)] = sorted(set(touches[id(out)]) - {j} | {i})
+        touches[id(t)] = [k for k in touches[id(t)] if k not in (i, j)]
+    return _without(ops, frees, dropped)
+
+
+def _without(ops, frees, dropped):
+    """(ops without the positions in `dropped`, frees with its positions renumbered so)."""
+    if not dropped:
+        return ops, frees
+    gone = sorted(dropped)
+    shift = lambda p: p - bisect.bisect_left(gone, p)      # dropped ops before position p
+    return ([op for k, op in enumerate(ops) if k not in dropped],
+            {b: [shift(p) for p in ps] for b, ps in frees.items()})
 
 
 def _folding_kernel(family, dev, variant, name, options):
@@ -78,15 +156,10 @@ def _touched(kind, payload):
 def relu_epilogues(ops, frees, spec):
     """ops: a recording's (kind, payload) list; frees: id(buffer) -> the positions in ops at
     which a tensor holding that buffer was freed (the number of ops recorded by then); spec:
-    fused._spec. Returns ops with each foldable relu folded into its product (see above)."""
+    fused._spec. Returns (ops with each foldable relu folded into its product, see above; frees
+    renumbered for them)."""
     relu = ENTRIES["relu"]
-    touches = {}
-    hosts = []
-    for i, (kind, payload) in enumerate(ops):
-        if kind == "host":
-            hosts.append(i)
-        for b in _touched(kind, payload):
-            touches.setdefault(id(b), []).append(i)
+    touches, hosts = _uses(ops)
     ops = list(ops)
     dropped = set()
     for i, (kind, payload) in enumerate(ops):
@@ -94,7 +167,7 @@ def relu_epilogues(ops, frees, spec):
             continue
         dev, kernel, gsize, lsize, args = payload
         home = _home(kernel)
-        if home is None or home[1] not in FLOATS:
+        if home is None or home[4] is None or home[1] not in FLOATS:
             continue
         family, variant, name, options, written = home
         block = written(args, gsize)
@@ -113,15 +186,12 @@ def relu_epilogues(ops, frees, spec):
         res = rargs[0]
         if not (res is out and rargs[1] == block[0]):     # not in place
             if any(i < k < j for k in touches.get(id(res), ())) or \
-                    any(a is res for a in args):
-                continue
-            nxt = later[1] if len(later) > 1 else None
-            freed = [p for p in frees.get(id(out), ()) if p > j and (nxt is None or p <= nxt)]
-            if not freed or any(i < h < freed[0] for h in hosts):
+                    any(a is res for a in args) or \
+                    not _dead_after(out, j, touches, frees, hosts, i):
                 continue
         k = _folding_kernel(family, dev, variant, name, options)
         ops[i] = ("launch", (dev, k, gsize, lsize, (res, rargs[1]) + tuple(args[2:])))
         dropped.add(j)
         touches.setdefault(id(res), []).append(i)
         touches[id(res)].sort()
-    return [op for n, op in enumerate(ops) if n not in dropped]
+    return _without(ops, frees, dropped)

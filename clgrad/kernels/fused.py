@@ -39,7 +39,7 @@ from ..runtime.device import Device, devices
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid, vec_width
 from .elementwise import ENTRIES, PROGRAMS
-from .epilogue import relu_epilogues
+from .epilogue import fold_copies, relu_epilogues
 
 MAX_BUFFERS = 24            # kernel arguments stay far below every device's limit
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -210,12 +210,13 @@ def _geometry(dev, dt, vector, n):
 
 def fuse(ops, dead, frees=None):
     """ops: a recording's (kind, payload) list; dead: ids of the buffers no live tensor holds at
-    the end; frees: where tensors were freed (Recording._frees), for the relu epilogues
-    (clgrad/kernels/epilogue.py), which go first. Returns the list with each fusable run
+    the end; frees: where tensors were freed (Recording._frees), for the folds of copies and
+    relus into the launch before them (clgrad/kernels/epilogue.py), which go first. Returns the list with each fusable run
     replaced by one launch, its numbers baked in and its results stored only where something
     after the run reads them or a live tensor holds them."""
     if frees is not None:
-        ops = relu_epilogues(ops, frees, _spec)
+        ops, frees = fold_copies(ops, frees, _spec)
+        ops, frees = relu_epilogues(ops, frees, _spec)
     last_use = {}
     for i, (kind, payload) in enumerate(ops):
         if kind == "launch":
