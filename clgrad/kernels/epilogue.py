@@ -1,6 +1,7 @@
 """Launches a recording folds into the launch before them: a relu into the product (GEMM or
 convolution) whose result only it reads, and a copy into the elementwise op whose result it
-copies (an in-place op under autograd runs out of place, then copies its result back).
+copies (an in-place op under autograd runs out of place, then copies its result back). Both
+passes run when a capture ends, before `fused.fuse` joins runs of elementwise launches.
 
 **Copies** (`fold_copies`, first). Autograd runs `x.add_(y)` or `x.relu_()` out of place into a
 fresh tensor, which a copy then writes back into x. Where that tensor's only other use is the
@@ -10,11 +11,8 @@ the copy goes: an operand in x's buffer must be x itself, element by element (el
 then read before it is written, by the work-item that writes it), not a broadcast element or
 another view. The op's values are unchanged, so are the stored ones.
 
-**Relu epilogues** (`relu_epilogues`).
-
-When a capture ends, before `fused.fuse` joins runs of elementwise launches, `relu_epilogues`
-looks at each launch of a kernel a family lists in its EPILOGUE_KERNELS (gemm.py, conv.py). It
-folds the relu in when
+**Relu epilogues** (`relu_epilogues`). For each launch of a kernel a family lists in its
+EPILOGUE_KERNELS (gemm.py, conv.py), the relu after it folds in when
 
 - the launch writes its output as one contiguous block (the family's `written_block`);
 - the next work that touches that buffer is the elementwise table's contiguous relu
