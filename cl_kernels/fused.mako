@@ -4,7 +4,8 @@
 ## from elementwise.mako itself (rendered with no entries); each op of the chain evaluates the
 ## table's expression for its dtype, with x, y, z and p0.. bound to earlier results, loaded
 ## elements, the kernel's scalar arguments s0.. or recorded numbers. Each work-item carries its
-## elements through the whole chain; only the buffers listed as stores are written.
+## elements through the whole chain; only the buffers listed as stores are written. A repeated
+## buffer (a 0-d tensor operand) gives every element its element 0.
 ##
 ## A vector chain (every op has vector code) is laid out as the contiguous kernels are: VEC (VEC8)
 ## elements per work-item in vector form, the tail in scalar form, so that every element is
@@ -63,22 +64,23 @@ __kernel void ${chain.name}(
 % if chain.vector:
     if ((i + 1) * ${W} <= n) {
 ${ew.begin_ctx("v")}
-${chain_body(chain, VT, lambda b: c.vload(dt, f"b{b} + o{b}", "i", W),
+${chain_body(chain, VT, lambda b: f"({VT})(b{b}[o{b}])" if b in chain.repeated else
+                                 c.vload(dt, f"b{b} + o{b}", "i", W),
              lambda b, v: c.vstore(dt, f"b{b} + o{b}", "i", v, W), "        ")}
 ${ew.end_ctx()}
     } else {
 ${ew.begin_ctx("s")}
         for (long j = i * ${W}; j < n; ++j) {
-${chain_body(chain, CT, lambda b: f"b{b}[o{b} + j]", lambda b, v: f"b{b}[o{b} + j] = {v}",
-             "            ")}
+${chain_body(chain, CT, lambda b: f"b{b}[o{b}" + ("]" if b in chain.repeated else " + j]"),
+             lambda b, v: f"b{b}[o{b} + j] = {v}", "            ")}
         }
 ${ew.end_ctx()}
     }
 % else:
 ${ew.begin_ctx("s")}
     if (i < n) {
-${chain_body(chain, CT, lambda b: f"b{b}[o{b} + i]", lambda b, v: f"b{b}[o{b} + i] = {v}",
-             "        ")}
+${chain_body(chain, CT, lambda b: f"b{b}[o{b}" + ("]" if b in chain.repeated else " + i]"),
+             lambda b, v: f"b{b}[o{b} + i] = {v}", "        ")}
     }
 ${ew.end_ctx()}
 % endif

@@ -379,6 +379,41 @@ def test_elementwise_chains_fuse(device):
     np.testing.assert_allclose(keep["a"].numpy(), a, rtol=1e-6, atol=3e-8)
 
 
+def test_fusion_takes_repeated_operands(code_paths, device):
+    """An operand that repeats one element (a 0-d tensor, a loss scale; here v[0]) joins a
+    chain; the chain stops before a launch that writes that buffer, whose element 0 would be
+    another work-item's. Results are bit for bit those of the unfused launches, after replays
+    with new values in both inputs."""
+    for dt in (clgrad.float32,) + ((clgrad.float64,) if device.has_fp64 else ()):
+        x, v = clgrad.empty(1001, dtype=dt), clgrad.empty(1001, dtype=dt)
+
+        def inputs(a, b):
+            x.copy_(clgrad.linspace(-1, 1, 1001, dtype=dt) * a)
+            v.copy_(clgrad.linspace(0.5, 1, 1001, dtype=dt) * b)
+
+        def f():
+            y = ((x * v[0]) + 1).tanh() * v[0]
+            v.mul_(2)                          # writes v: the chain stops before it
+            return y, y * v
+        recs = []
+        for fuse in (True, False):
+            inputs(1, 1)
+            with Recording(fuse=fuse) as rec:
+                out = f()
+            recs.append((rec, out))
+        (fused, (y1, z1)), (plain, (y0, z0)) = recs
+        assert fused.launches == 2, [k.function_name for _, k, *_ in fused.kernels]
+        for rec in (fused, plain):
+            inputs(2, 3)
+            rec.replay()
+        np.testing.assert_array_equal(y1.numpy(), y0.numpy())
+        np.testing.assert_array_equal(z1.numpy(), z0.numpy())
+        xs = (np.linspace(-1, 1, 1001) * 2).astype(dt.np)
+        vs = (np.linspace(0.5, 1, 1001) * 3).astype(dt.np)
+        np.testing.assert_allclose(y1.numpy(), np.tanh(xs * vs[0] + 1) * vs[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(z1.numpy(), y1.numpy() * vs * 2, rtol=1e-6, atol=1e-7)
+
+
 def test_fusion_stops_at_different_offsets_and_sizes(device):
     base = clgrad.arange(20.0)
     with Recording() as rec:

@@ -85,6 +85,22 @@ def test_fused_runs_compute_what_the_launches_compute(code_paths, device, fusion
         np.testing.assert_allclose(got[1], b, rtol=tol, atol=tol)
 
 
+def test_a_repeated_operand_joins_the_run(code_paths, device, fusion):
+    """x * s + s with s a 0-d tensor (each element reads its one element): fused from the
+    second sighting, bit for bit the launches' results, with s changing between calls."""
+    x = clgrad.linspace(-2, 2, 37)
+    for k in range(4):
+        s = clgrad.tensor(0.5 + k)
+
+        def run():
+            clgrad.cl.synchronize()
+            return ((x * s).tanh() + s).numpy()
+        want, _ = fusion(run, on=False)
+        got, saved = fusion(run)
+        assert np.array_equal(got, want), k
+    assert saved == 2                        # three launches, one kernel
+
+
 def test_one_buffer_at_two_offsets_and_in_place_ops(device, fusion):
     """hi = base[2:] and lo = base[:-2] share a buffer: lo * 2 + hi reads, at element i, what
     hi.mul_ wrote two elements along, which no work-item of a fused kernel holds. The run breaks

@@ -795,17 +795,17 @@ def drive_fft(dev, dt, rng):
 
 def drive_fused(dev, dt, rng):
     """A recorded chain of elementwise ops (a tensor-tensor, tensor-scalar and parameter op, an
-    in-place op and a result a live tensor holds) fused into one kernel, replayed: the kernels
-    clgrad.compile makes; then the same chain eagerly, fused as a burst of held-back launches
-    (clgrad/kernels/fused.py)."""
+    in-place op, a repeated 0-d operand and a result a live tensor holds) fused into one kernel,
+    replayed: the kernels clgrad.compile makes; then the same chain eagerly, fused as a burst of
+    held-back launches (clgrad/kernels/fused.py)."""
     from clgrad.runtime.recording import Recording
     if dt.kind != "f" or dt.itemsize < 4:
         return
     for n in (1, 37, 1000):
-        x, w = _t(dt, (n,), dev, rng), _t(dt, (n,), dev, rng)
+        x, w, s = _t(dt, (n,), dev, rng), _t(dt, (n,), dev, rng), _t(dt, (), dev, rng)
         with Recording() as rec:
             a = x * 1.5 + w
-            b = (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3)
+            b = (a.sigmoid() - s).abs().clamp(0.1, 0.3)
             b.mul_(a)
             del a
         rec.replay()
@@ -821,8 +821,9 @@ def drive_fused(dev, dt, rng):
         for n in (1, 37, 1000):
             x, w = _t(dt, (n,), dev, rng), _t(dt, (n,), dev, rng)
             for c in (1.5, 2.5):
+                s = _t(dt, (), dev, rng)
                 dev.queue.finish()
-                a = x * c + w
+                a = x * c + w * s
                 b = (a.sigmoid() - 0.5).abs().clamp(0.1, 0.3)
                 b.mul_(a)
                 dev.queue.finish()

@@ -3,8 +3,9 @@ recording, made one kernel from the elementwise table's own expressions.
 
 When a capture ends, `fuse` walks the recorded launches: a run of consecutive launches of the
 elementwise family's contiguous kernels (`<op>_c_<pattern>`, which name their table entry) over
-float32 / float64 tensors of one size, each operand walking its buffer and every buffer addressed
-at one offset, becomes one launch of a generated kernel. Each work-item then
+float32 / float64 tensors of one size, each operand walking its buffer (or repeating one element
+of it, never written in the run) and every buffer addressed at one offset, becomes one launch of
+a generated kernel. Each work-item then
 carries one element through the whole run: operands are loaded once, intermediate results stay
 in registers, and a result is stored only when something after the run reads its buffer or a
 live tensor holds it (a temporary that the step freed is never written).
@@ -47,14 +48,15 @@ FLOATS = (dtypes.float32, dtypes.float64)
 
 class Chain:
     """One fused kernel: its buffers' loads, the ops with their operand bindings, the stores, how
-    many scalar arguments it takes (s0..) and whether it is vector code (VEC elements per
-    work-item, as the contiguous kernels)."""
+    many scalar arguments it takes (s0..), whether it is vector code (VEC elements per
+    work-item, as the contiguous kernels) and which buffers it reads one element of (repeated
+    operands)."""
 
-    def __init__(self, nbufs, loads, ops, stores, nscalars=0, vector=False):
+    def __init__(self, nbufs, loads, ops, stores, nscalars=0, vector=False, repeated=()):
         self.nbufs, self.loads, self.ops, self.stores = nbufs, tuple(loads), tuple(ops), \
             tuple(stores)
-        self.nscalars, self.vector = nscalars, vector
-        text = repr((nbufs, self.loads, self.ops, self.stores, nscalars, vector))
+        self.nscalars, self.vector, self.repeated = nscalars, vector, tuple(sorted(repeated))
+        text = repr((nbufs, self.loads, self.ops, self.stores, nscalars, vector, self.repeated))
         self.name = "fused_" + hashlib.sha256(text.encode()).hexdigest()[:16]
         self._key = text
 
@@ -126,10 +128,13 @@ def _runs(items):
     offsets, structure, numbers) for items[i:j] (j - i >= 2). items: (kernel, gsize, lsize,
     args) per launch, None for other work (a copy, a fill). A run has one device, dtype and size,
     and vector code throughout or scalar code throughout (so that each element is computed by
-    the form that computes it unfused); its operands walk their buffers (step 1), each buffer
-    at one offset (element i of every launch is element i of every buffer), at most MAX_BUFFERS
-    of them. Buffers are numbered in order of appearance (out, x, y of each launch); the
-    structure (the kernels and those numbers) is what makes two runs one fused kernel."""
+    the form that computes it unfused); its operands walk their buffers (step 1) or repeat one
+    element (step 0: a 0-d tensor operand, a loss scale), each buffer at one offset (element i
+    of every launch is element i of every buffer) and walked throughout or repeated throughout
+    (a repeated one is never written: element 0 would be another work-item's), at most
+    MAX_BUFFERS of them. Buffers are numbered in order of appearance (out, x, y of each launch);
+    the structure (the kernels, those numbers, -1 - the number for a repeated operand) is what
+    makes two runs one fused kernel."""
     specs = _specs
     i, total = 0, len(items)
     while i < total:
@@ -138,27 +143,30 @@ def _runs(items):
             i += 1
             continue
         dt, vec, dev, n = first[1], first[3], first[6], items[i][3][-1]
-        slots, bufs, offs, key, numbers = {}, [], [], [], []
+        slots, bufs, offs, steps, key, numbers = {}, [], [], [], [], []
         j = i
         while j < total and items[j] is not None:
             kernel, _, _, args = items[j]
             s = specs.get(id(kernel))
             spec = s[1] if s is not None and s[0] is kernel else _spec(kernel)
             if spec is None or spec[1] is not dt or spec[3] is not vec or spec[6] is not dev or \
-                    args[-1] != n or args[4] != 1 or (spec[5] == 8 and args[7] != 1):
+                    args[-1] != n:
                 break
             nb, nk = len(bufs), len(key)
             key.append(id(kernel))
             for p in spec[4]:
                 b = args[p]
+                walks = p == 0 or args[p + 2] == 1     # an operand's step: 1, or 0 (element 0)
                 s = slots.get(id(b))
                 if s is None:
                     s = slots[id(b)] = len(bufs)
                     bufs.append(b)
                     offs.append(args[p + 1])
-                elif offs[s] != args[p + 1]:
-                    break              # one buffer at two offsets is not element-wise
-                key.append(s)
+                    steps.append(walks)
+                elif offs[s] != args[p + 1] or steps[s] != walks:
+                    break              # one buffer at two offsets (or walked and repeated, or
+                                       # repeated and written) is not element-wise
+                key.append(s if walks else -1 - s)
             else:
                 if len(bufs) <= MAX_BUFFERS:
                     numbers += args[spec[5]:-1]
@@ -166,7 +174,7 @@ def _runs(items):
                     continue
             for b in bufs[nb:]:        # the launch does not join: the run ends before it
                 del slots[id(b)]
-            del bufs[nb:], offs[nb:], key[nk:]
+            del bufs[nb:], offs[nb:], steps[nb:], key[nk:]
             break
         if j - i >= 2:
             yield i, j, bufs, offs, key, numbers
@@ -179,7 +187,7 @@ def _chain(run, dt, vector, literal, keep):
     """The Chain of a run (as _runs found it): each op the table's expression over earlier
     results, loaded elements and its numbers (literals if `literal`, else the kernel's arguments
     s0.. in order); the buffers it writes are stored where keep(buffer number) says so."""
-    slots, reg, loads, body, written, nums = {}, {}, [], [], {}, 0
+    slots, reg, loads, body, written, nums, repeated = {}, {}, [], [], {}, 0, set()
     for k, (kernel, _, _, args) in enumerate(run):
         e, _, variant, _, where, start, _ = _spec(kernel)
         for p in where:                     # numbered as _runs numbers them
@@ -190,6 +198,8 @@ def _chain(run, dt, vector, literal, keep):
             if b not in reg:
                 reg[b] = f"l{slots[b]}"
                 loads.append((slots[b], reg[b]))
+                if args[p + 2] == 0:
+                    repeated.add(slots[b])
             names.append(nm)
             values.append(reg[b])
         for m, v in enumerate(args[start:-1]):
@@ -201,7 +211,7 @@ def _chain(run, dt, vector, literal, keep):
         reg[id(args[0])] = var
         written[slots[id(args[0])]] = var
     stores = sorted((s, var) for s, var in written.items() if keep(s))
-    return Chain(len(slots), loads, body, stores, 0 if literal else nums, vector)
+    return Chain(len(slots), loads, body, stores, 0 if literal else nums, vector, repeated)
 
 
 def _geometry(dev, dt, vector, n):
