@@ -112,15 +112,22 @@ def test_half_types_keep_their_relu(device):
 def test_compiled_convolutional_training_matches_eager_bit_for_bit(device):
     """The pre-activations' buffers are freed after their relu and written again by backward's
     tensors: folded relus, replays and eager agree over several steps."""
-    rng = np.random.default_rng(2)
+    names = _trained_alike(lambda: nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(512, 16), nn.ReLU(), nn.Linear(16, 5)), seed=2)
+    assert not [n for n in names if n.startswith("relu")]
+
+
+def _trained_alike(make_model, seed):
+    """Four SGD steps of make_model() on 4 x 3 x 8 x 8 batches, eager and compiled: losses and
+    parameters must agree bit for bit. Returns the compiled step's recorded kernel names."""
+    rng = np.random.default_rng(seed)
     data = [(clgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)),
              clgrad.tensor(rng.integers(0, 5, 4))) for _ in range(4)]
     results = []
     for compiled in (False, True):
         clgrad.manual_seed(0)
-        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(),
-                              nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
-                              nn.Flatten(), nn.Linear(512, 16), nn.ReLU(), nn.Linear(16, 5))
+        model = make_model()
         opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
         def step(x, y):
@@ -135,8 +142,7 @@ def test_compiled_convolutional_training_matches_eager_bit_for_bit(device):
     assert results[0][0] == results[1][0]
     for a, b in zip(results[0][1], results[1][1]):
         np.testing.assert_array_equal(a, b)
-    rec = next(iter(run._variants.values())).rec
-    assert not [n for n in _names(rec) if n.startswith("relu")]
+    return _names(next(iter(run._variants.values())).rec)
 
 
 def _copies(rec):
@@ -196,29 +202,9 @@ def test_compiled_residual_network_with_in_place_ops_matches_eager(device):
             out = self.c2(self.act(self.c1(x)))
             out += x
             return self.act(out)
-    rng = np.random.default_rng(5)
-    data = [(clgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)),
-             clgrad.tensor(rng.integers(0, 5, 4))) for _ in range(4)]
-    results = []
-    for compiled in (False, True):
-        clgrad.manual_seed(0)
-        model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(inplace=True), Block(),
-                              nn.Flatten(), nn.Linear(384, 5))
-        opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        run = clgrad.compile(step) if compiled else step
-        losses = [run(x, y).item() for x, y in data]
-        results.append((losses, [p.detach().numpy() for p in model.parameters()]))
-    assert results[0][0] == results[1][0]
-    for a, b in zip(results[0][1], results[1][1]):
-        np.testing.assert_array_equal(a, b)
-    names = _names(next(iter(run._variants.values())).rec)
+    names = _trained_alike(lambda: nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(inplace=True), Block(), nn.Flatten(),
+        nn.Linear(384, 5)), seed=5)
     assert not [n for n in names if n.startswith("relu")], names
     # (the one copy left is cross_entropy's backward's)
     assert len([n for n in names if n.startswith("copy_c")]) == 1, names
