@@ -414,6 +414,30 @@ def test_fusion_takes_repeated_operands(code_paths, device):
         np.testing.assert_allclose(z1.numpy(), y1.numpy() * vs * 2, rtol=1e-6, atol=1e-7)
 
 
+def test_blocks_freed_while_a_recording_finishes_are_not_noted(device, monkeypatch):
+    """The fusion passes read where the capture freed its tensors (Recording._frees); a
+    collection while the recording finishes frees more blocks into its pool, and once made the
+    dict change under the passes ("dictionary changed size during iteration")."""
+    real = Recording.fuser
+
+    def collecting(ops, dead, frees):
+        class Cycle:
+            pass
+        c = Cycle()
+        c.me, c.t = c, clgrad.ones(4)          # a tensor only the collector frees
+        del c
+        before = {b: list(ps) for b, ps in frees.items()}
+        gc.collect()
+        assert frees == before
+        return real(ops, dead, frees)
+    monkeypatch.setattr(Recording, "fuser", staticmethod(collecting))
+    x = clgrad.ones(8)
+    with Recording() as rec:
+        y = (x * 2).relu_() + 1
+    rec.replay()
+    assert y.tolist() == [3.0] * 8
+
+
 def test_fusion_stops_at_different_offsets_and_sizes(device):
     base = clgrad.arange(20.0)
     with Recording() as rec:

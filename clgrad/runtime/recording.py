@@ -254,9 +254,12 @@ class Recording:
     def free(self, pool, buf, size):
         self._pools[id(pool)] = pool
         self._bins.setdefault((id(pool), size), []).append(buf)
-        # when: a later tensor in this buffer is written before it is read, so what the ops
-        # before this point left in it is dead from here (the fusion passes use this)
-        self._frees.setdefault(id(buf), []).append(len(self._ops))
+        if self.capturing:
+            # when: a later tensor in this buffer is written before it is read, so what the ops
+            # before this point left in it is dead from here (the fusion passes use this). Not
+            # after the capture: a collection during _finish would change the dict under the
+            # passes that read it.
+            self._frees.setdefault(id(buf), []).append(len(self._ops))
 
     # -- from the noted work to a plan --------------------------------------------------------
     def _finish(self):
@@ -271,7 +274,8 @@ class Recording:
         launches = 0
         ops = self._ops
         if self.fuse and self.fuser is not None:
-            ops = self.fuser(ops, {id(b) for bufs in self._bins.values() for b in bufs},
+            # (lists of the bins: a collection here may free blocks into them, new sizes too)
+            ops = self.fuser(ops, {id(b) for bufs in list(self._bins.values()) for b in bufs},
                              self._frees)
         # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
         # and reads are enqueued on their device's queue of the moment, as launches are
@@ -329,7 +333,7 @@ class Recording:
         # Buffers: those in the private bins stay there (the recording's); the bins' others go
         # back to the pool; a used buffer held by a live storage is kept by holding the storage.
         in_bins = set()
-        for (pid, size), bufs in self._bins.items():
+        for (pid, size), bufs in list(self._bins.items()):
             keep = []
             for b in bufs:
                 if id(b) in used:
@@ -413,7 +417,7 @@ class Recording:
 
     def release(self):
         """Give the private pool's buffers back (the recording cannot replay after this)."""
-        for (pid, size), bufs in self._bins.items():
+        for (pid, size), bufs in list(self._bins.items()):
             for b in bufs:
                 self._pools[pid].free_now(b, size)
         self._bins = {}
