@@ -57,6 +57,19 @@ ${bf16_vectors(w)}
 % endfor
 </%def>
 
+## EPI(v) / EPIV(v): what a product kernel (gemm.mako, conv.mako) stores for value v (of type T, or
+## its vector type VT): v itself, or with EPI_RELU (the build a recording makes,
+## clgrad/kernels/epilogue.py) the relu of v as the elementwise table computes it (NaN and -0.0 kept)
+<%def name="epilogue_macros()">
+#ifdef EPI_RELU
+#define EPI(v) ((v) < (T)0 ? (T)0 : (v))
+#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
+#else
+#define EPI(v) (v)
+#define EPIV(v) (v)
+#endif
+</%def>
+
 ## bfloat16 vectors of the width macro `w` (VEC, VEC8, or a kernel's own VW > 1) to float and
 ## back, f2bf's rounding lane by lane: what vload / vstore below use for bfloat16 at that width
 ## (the prelude makes VEC's and VEC8's; the packed GEMM and the convolution add their VW's)

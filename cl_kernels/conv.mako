@@ -47,15 +47,7 @@ ${c.prelude([dt])}
 ${c.bf16_vectors("VW")}
 #endif
 % endif
-/* EPI_RELU (a variant a recording builds, clgrad/kernels/epilogue.py): conv_fwd stores the relu
-   of each output, as the table's relu computes it (NaN and -0.0 kept) */
-#ifdef EPI_RELU
-#define EPI(v) ((v) < (T)0 ? (T)0 : (v))
-#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
-#else
-#define EPI(v) (v)
-#define EPIV(v) (v)
-#endif
+${c.epilogue_macros()}
 % if T == "double":
 #define IVT CAT(long, VW)
 % else:

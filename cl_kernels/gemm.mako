@@ -82,15 +82,7 @@ ${c.bf16_vectors("VW")}
     ${c.cptr(dt)} D, long dof, long d_sb, long d_sm, long d_sn,
     int M, int N, int K, ${T} alpha, ${T} beta</%def>
 
-## EPI_RELU (a variant a recording builds, clgrad/kernels/epilogue.py): relu of every value
-## stored, as the table's relu computes it (NaN and -0.0 kept)
-#ifdef EPI_RELU
-#define EPI(v) ((v) < (${T})0 ? (${T})0 : (v))
-#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
-#else
-#define EPI(v) (v)
-#define EPIV(v) (v)
-#endif
+${c.epilogue_macros()}
 
 ## store element (m, n) of batch b of C from accumulator value `acc`
 <%def name="epilogue(acc)">{

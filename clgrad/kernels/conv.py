@@ -373,4 +373,3 @@ def written_block(args, gsize):
     if (o_sw, o_sh, o_sc, o_sn) != (1, OW, OH * OW, G * Cog * OH * OW):
         return None
     return args[1], gsize[2] // G * o_sn
-

@@ -47,8 +47,10 @@ from .copy import COPY
 from .elementwise import ENTRIES
 
 FLOATS = (dtypes.float32, dtypes.float64)
-_PRODUCERS = ((gemm.GEMM, gemm.EPILOGUE_KERNELS, gemm.written_block),
-              (conv.CONV, conv.EPILOGUE_KERNELS, conv.written_block))
+# the kernels the passes look up: (family, which of its kernels, the products' written_block)
+_KNOWN = ((gemm.GEMM, gemm.EPILOGUE_KERNELS.__contains__, gemm.written_block),
+          (conv.CONV, conv.EPILOGUE_KERNELS.__contains__, conv.written_block),
+          (COPY, lambda name: name.startswith("copy_c_"), None))
 _homes = {}       # id(cl.Kernel) -> (the kernel, (family, variant, name, options, written) or None)
 
 
@@ -60,9 +62,8 @@ def _home(kernel):
     if h is None or h[0] is not kernel:
         found = None
         name = kernel.function_name
-        for family, names, written in _PRODUCERS + ((COPY, None, None),):
-            if names is None and not name.startswith("copy_c_") or \
-                    names is not None and name not in names:
+        for family, takes, written in _KNOWN:
+            if not takes(name):
                 continue
             for (_, variant, kname, options), k in list(family._kernels.items()):
                 if k is kernel:
@@ -72,8 +73,9 @@ def _home(kernel):
     return h[1]
 
 
-def _uses(ops):
-    """id(buffer) -> the positions of the ops that touch it; the positions of host work."""
+def buffer_uses(ops):
+    """id(buffer) -> the positions of the ops that touch it, in order; the positions of host
+    work. (Also what fused.fuse asks to know which results are read after a run.)"""
     touches, hosts = {}, []
     for i, (kind, payload) in enumerate(ops):
         if kind == "host":
@@ -94,7 +96,7 @@ def _dead_after(buf, j, touches, frees, hosts, since):
 def fold_copies(ops, frees, spec):
     """(ops with each foldable copy folded into the elementwise op before it, see above; frees
     renumbered for them); frees and spec as relu_epilogues takes them."""
-    touches, hosts = _uses(ops)
+    touches, hosts = buffer_uses(ops)
     ops = list(ops)
     dropped = set()
     for j, (kind, payload) in enumerate(ops):
@@ -157,7 +159,7 @@ def relu_epilogues(ops, frees, spec):
     fused._spec. Returns (ops with each foldable relu folded into its product, see above; frees
     renumbered for them)."""
     relu = ENTRIES["relu"]
-    touches, hosts = _uses(ops)
+    touches, hosts = buffer_uses(ops)
     ops = list(ops)
     dropped = set()
     for i, (kind, payload) in enumerate(ops):

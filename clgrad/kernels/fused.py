@@ -40,7 +40,7 @@ from ..runtime.device import Device, devices
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid, vec_width
 from .elementwise import ENTRIES, PROGRAMS
-from .epilogue import fold_copies, relu_epilogues
+from .epilogue import buffer_uses, fold_copies, relu_epilogues
 
 MAX_BUFFERS = 24            # kernel arguments stay far below every device's limit
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -218,23 +218,15 @@ def _geometry(dev, dt, vector, n):
     return grid(dev, -(-n // vec_width(dev, dt)) if vector else n)
 
 
-def fuse(ops, dead, frees=None):
+def fuse(ops, dead, frees):
     """ops: a recording's (kind, payload) list; dead: ids of the buffers no live tensor holds at
     the end; frees: where tensors were freed (Recording._frees), for the folds of copies and
-    relus into the launch before them (clgrad/kernels/epilogue.py), which go first. Returns the list with each fusable run
-    replaced by one launch, its numbers baked in and its results stored only where something
-    after the run reads them or a live tensor holds them."""
-    if frees is not None:
-        ops, frees = fold_copies(ops, frees, _spec)
-        ops, frees = relu_epilogues(ops, frees, _spec)
-    last_use = {}
-    for i, (kind, payload) in enumerate(ops):
-        if kind == "launch":
-            for a in payload[4]:
-                last_use[id(a)] = i
-        elif kind in ("copy", "check", "fill"):
-            for a in payload[1:3]:
-                last_use[id(a)] = i
+    relus into the launch before them (clgrad/kernels/epilogue.py), which go first. Returns the
+    list with each fusable run replaced by one launch, its numbers baked in and its results
+    stored only where something after the run reads them or a live tensor holds them."""
+    ops, frees = fold_copies(ops, frees, _spec)
+    ops, frees = relu_epilogues(ops, frees, _spec)
+    last_use = {b: uses[-1] for b, uses in buffer_uses(ops)[0].items()}
     items = [payload[1:] if kind == "launch" else None for kind, payload in ops]
     out, done = [], 0
     for i, j, bufs, offs, _, _ in _runs(items):

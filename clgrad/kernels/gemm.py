@@ -326,4 +326,3 @@ def written_block(args, gsize):
     if args[2] != M * N or args[3] != N:
         return None
     return args[1], gsize[2] * M * N
-
