@@ -81,12 +81,16 @@ def _signature(args, kwargs):
 def _global_names(code):
     """The globals a code object reads (co_names also holds attribute names: `opt.step` must not
     make a global `step` a guarded value), nested functions' included."""
+    return sorted(_names_read(code))
+
+
+def _names_read(code):
     names = {i.argval for i in dis.get_instructions(code)
              if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
     for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names |= _global_names(c)
-    return sorted(names)
+        if isinstance(c, types.CodeType):        # a nested function's (a closure's)
+            names |= _names_read(c)
+    return names
 
 
 class _State:
@@ -374,7 +378,34 @@ class CompiledFunction:
             [("state", j) for j, t in enumerate(self._state.tensors) if t.requires_grad]
         v.joint = (joint, places)
         eager = ([out_leaves[k] for k in joint], self._diff_inputs(v, leaves))
-        return self._joined(v, orig, eager)
+        # the backward is recorded now, with zeros for the outputs' gradients: the replays need
+        # it whether or not these outputs are ever differentiated (an evaluation without
+        # no_grad would otherwise record again at every call)
+        got = self._record_backward(v, *eager, retain_graph=True)
+        return self._joined(v, orig, eager if got is None else None)
+
+    def _record_backward(self, v, outs, inputs, grads=None, retain_graph=False):
+        """Record the backward of the recorded call's differentiated outputs from their eager
+        graph (`grads`, else zeros, as their gradients). Returns what it computed, or None when
+        the recording broke (v.bwhy says why, v.bgot holds what it computed)."""
+        v.bstage = [empty_tensor(o._shape, o._dtype, o._storage.device) for o in outs]
+        for i, st in enumerate(v.bstage):
+            g = grads[i] if grads is not None else None
+            if g is None:
+                fill_raw(st, 0)
+            else:
+                copy_into(st, g)
+        with Recording() as rec:
+            got = autograd_grad(outs, inputs, v.bstage, allow_unused=True,
+                                retain_graph=retain_graph)
+        if rec.broken:
+            v.bwhy, v.bgot = rec.broken + " (in the backward of a compiled call)", got
+            return None
+        v.brec = rec
+        v.bouts = [None if g is None else alias(g) for g in got]
+        # the backward reads the arguments too (a weight's gradient reads the input)
+        v.bslots = [rec.slots_of(b) for b in v.captured]
+        return got
 
     def _diff_inputs(self, v, leaves):
         return [leaves[i] if where == "arg" else self._state.tensors[i]
@@ -435,27 +466,18 @@ class _Call:
                                "calling it again")
         if self.eager is None and v.brec is None:
             raise RuntimeError("clgrad.compile: the backward of this call was not recorded")
-        if self.eager is not None:                   # the recorded call: record its backward
+        if self.eager is not None:
+            # the recorded call, whose backward could not be recorded with zeros for gradients:
+            # once more with these, then eagerly from now on
             outs, inputs = self.eager
             self.eager = None
-            v.bstage = [empty_tensor(o._shape, o._dtype, o._storage.device) for o in outs]
-            for st, g, o in zip(v.bstage, grads, outs):
-                if g is None:
-                    fill_raw(st, 0)
-                else:
-                    copy_into(st, g)
-            with Recording() as rec:
-                got = autograd_grad(outs, inputs, v.bstage, allow_unused=True)
-            if rec.broken:
+            got = self.fn._record_backward(v, outs, inputs, grads)
+            if got is None:
                 v.rec.release()
                 v.rec = None
-                self.fn._give_up(v, rec.broken + " (in the backward of a compiled call)")
+                self.fn._give_up(v, v.bwhy)
                 self.done = True
-                return tuple(got)
-            v.brec = rec
-            v.bouts = [None if g is None else alias(g) for g in got]
-            # the backward reads the arguments too (a weight's gradient reads the input)
-            v.bslots = [rec.slots_of(b) for b in v.captured]
+                return tuple(v.bgot)
         else:
             for st, g in zip(v.bstage, grads):
                 if g is None:
@@ -483,7 +505,10 @@ class _Joint(Function):
     @staticmethod
     def forward(ctx, call, *inputs):
         ctx.call = call
-        return tuple(call.outs)
+        # handed over, not kept: outputs -> node -> call -> outputs would be a cycle, and a call
+        # alive until a collection keeps its function eager (its backward looks pending)
+        outs, call.outs = call.outs, []
+        return tuple(outs)
 
     @staticmethod
     def backward(ctx, *grads):

@@ -162,14 +162,16 @@ class TreeSpec:
             raise ValueError(f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but "
                              f"the spec refers to a pytree that holds {self.num_leaves} items "
                              f"({self!r}).")
-        it = iter(leaves)
+        return _build(self, iter(leaves))
 
-        def build(spec):
-            if spec.type is None:
-                return next(it)
-            children = [build(c) for c in spec.children_specs]
-            return _node_def(spec.type).unflatten_fn(children, spec.context)
-        return build(self)
+
+def _build(spec, leaves):
+    # a module function, not a closure that calls itself: that closure would be a reference
+    # cycle holding the leaves (a compiled call's outputs) until the next collection
+    if spec.type is None:
+        return next(leaves)
+    children = [_build(c, leaves) for c in spec.children_specs]
+    return _node_def(spec.type).unflatten_fn(children, spec.context)
 
 
 class LeafSpec(TreeSpec):
