@@ -78,7 +78,7 @@ def buffer_uses(ops):
     work. (Also what fused.fuse asks to know which results are read after a run.)"""
     touches, hosts = {}, []
     for i, (kind, payload) in enumerate(ops):
-        if kind == "host":
+        if kind in ("host", "step"):    # a step's replay may run it as host work instead
             hosts.append(i)
         for b in _touched(kind, payload):
             touches.setdefault(id(b), []).append(i)
@@ -150,6 +150,8 @@ def _touched(kind, payload):
         return [a for a in payload[4] if isinstance(a, cl.MemoryObjectHolder)]
     if kind in ("copy", "fill", "check"):
         return [a for a in payload[1:3] if isinstance(a, cl.MemoryObjectHolder)]
+    if kind == "step":                  # recording.refreshed: the operations it holds
+        return [b for k, p in payload[2] for b in _touched(k, p)]
     return []
 
 

@@ -5,8 +5,7 @@ parameter is changed in place and its version counter bumped, as autograd must s
 
 >>> import clgrad
 >>> p, g = clgrad.ones(3), clgrad.full((3,), 2.0)
->>> sgd(p, g, None, lr=0.5, weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False,
-...     maximize=False, first=True)
+>>> update("sgd", p, g, [None], (0.5, 0.0, 0.0, 1.0, 0, 0, 0, 1))     # lr 0.5, no momentum
 >>> p.tolist()
 [0.0, 0.0, 0.0]
 >>> amp_unscale([g], 0.5), g.tolist()
@@ -15,6 +14,7 @@ parameter is changed in place and its version counter bumped, as autograd must s
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import vec_width
+from ..runtime.recording import live_scalars
 from .copy import contiguous_raw, copy_into, full_raw
 
 OPTIM = KernelFamily("optim", lambda dt: dict(dt=dt), dtypes.FLOATS)
@@ -25,12 +25,15 @@ def _flat(t):
     return t if t._contig else contiguous_raw(t)
 
 
-def _run(name, param, grad, states, scalars):
+def update(name, param, grad, states, scalars):
     """Launch kernel `name` on param (updated in place), grad and the state tensors (contiguous,
-    param's shape and dtype; None for a state the options leave unused)."""
+    param's shape and dtype; None for a state the options leave unused); `scalars` are the
+    kernel's scalar arguments in its order (cl_kernels/optim.mako). Returns the launch's scalars
+    as a recording.LiveScalars while a step capture keeps them (recording.refreshed), else
+    None."""
     n = param.numel()
     if n == 0:
-        return
+        return None
     dt = param.dtype
     if dt.kind != "f":
         raise RuntimeError(f"optimizers update floating-point parameters, got {dt}")
@@ -41,29 +44,11 @@ def _run(name, param, grad, states, scalars):
     # an unused state: any valid buffer will do
     OPTIM.launch(dev, dt, name, -(-n // vec_width(dev, dt)), p, g,
                  *[p if s is None else s for s in states], scalars=(*scalars, n))
+    live = live_scalars(scalars, after=1)
     if p is not param:
         copy_into(param, p)
     param._vc[0] += 1                          # an in-place change, as autograd must see it
-
-
-def sgd(param, grad, buf, *, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
-    _run("sgd", param, grad, [buf],
-         [lr, weight_decay, momentum, 1.0 - dampening, int(buf is not None), int(nesterov),
-          int(maximize), int(first)])
-
-
-def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step_size, beta1, beta2,
-         bias_correction2_sqrt, eps, weight_decay, decay, decoupled, amsgrad, maximize):
-    _run("adam", param, grad, [exp_avg, exp_avg_sq, max_exp_avg_sq],
-         [step_size, beta1, 1.0 - beta1, beta2, 1.0 - beta2, bias_correction2_sqrt, eps,
-          weight_decay, decay, int(decoupled), int(amsgrad), int(maximize)])
-
-
-def rmsprop(param, grad, square_avg, grad_avg, momentum_buffer, *, lr, alpha, eps,
-            weight_decay, momentum, centered, maximize):
-    _run("rmsprop", param, grad, [square_avg, grad_avg, momentum_buffer],
-         [lr, alpha, 1.0 - alpha, eps, weight_decay, momentum, int(centered),
-          int(momentum_buffer is not None), int(maximize)])
+    return live
 
 
 def amp_unscale(grads, inv_scale):

@@ -2,13 +2,12 @@
 import math
 
 from ..ops.creation import zeros_like
-from ..kernels import optim as _fused
-from .optimizer import Optimizer, _no_grad_step, _scalar
+from .optimizer import FusedOptimizer, _scalar
 
 __all__ = ["Adam", "AdamW"]
 
 
-class Adam(Optimizer):
+class Adam(FusedOptimizer):
     """Adam, torch's update rule (one fused kernel per parameter): with t the step,
     m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2, and
     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps); amsgrad uses the running
@@ -44,36 +43,35 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    @_no_grad_step
-    def step(self):
-        """One update of every parameter that has a gradient; step(closure) re-evaluates the
-        loss first and returns it."""
-        for group in self.param_groups:
-            lr = float(_scalar(group["lr"]))
-            beta1, beta2 = (float(_scalar(b)) for b in group["betas"])
-            wd = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    # the step count stays on the host: the bias corrections are host numbers
-                    state["step"] = 0.0
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                state["step"] += 1
-                step = state["step"]
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                _fused.adam(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
-                            state.get("max_exp_avg_sq") if group["amsgrad"] else None,
-                            step_size=lr / bias_correction1, beta1=beta1, beta2=beta2,
-                            bias_correction2_sqrt=math.sqrt(bias_correction2), eps=group["eps"],
-                            weight_decay=wd, decay=1 - lr * wd,
-                            decoupled=group["decoupled_weight_decay"],
-                            amsgrad=group["amsgrad"], maximize=group["maximize"])
+    _kernel = "adam"
+
+    def _init_state(self, group, p, state):
+        if state:
+            return False
+        # the step count stays on the host: the bias corrections are host numbers
+        state["step"] = 0.0
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return True
+
+    def _advance(self, state, fresh):
+        state["step"] += 1
+        return state["step"]
+
+    def _buffers(self, group, state):
+        return [state["exp_avg"], state["exp_avg_sq"],
+                state.get("max_exp_avg_sq") if group["amsgrad"] else None]
+
+    def _scalars(self, group, step):
+        lr = float(_scalar(group["lr"]))
+        beta1, beta2 = (float(_scalar(b)) for b in group["betas"])
+        wd = group["weight_decay"]
+        return (lr / (1 - beta1 ** step), beta1, 1.0 - beta1, beta2, 1.0 - beta2,
+                math.sqrt(1 - beta2 ** step), group["eps"], wd, 1 - lr * wd,
+                int(group["decoupled_weight_decay"]), int(group["amsgrad"]),
+                int(group["maximize"]))
 
 
 class AdamW(Adam):

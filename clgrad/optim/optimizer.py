@@ -1,12 +1,15 @@
 """`Optimizer`: parameter groups, per-parameter state, zero_grad, and state_dict /
 load_state_dict in torch's format."""
 import functools
+import operator
+from contextlib import nullcontext
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..runtime.recording import host_call
+from ..kernels import optim as _kernels
+from ..runtime.recording import active_recording, aside, host_call, refreshed
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -47,8 +50,9 @@ class Optimizer:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # A compiled step (clgrad.compile) replays its kernels without running Python; a step
-        # keeps its count and learning rate on the host, so it runs as itself in every replay.
-        if "step" in cls.__dict__:
+        # keeps its count and learning rate on the host, so it runs as itself in every replay
+        # (a FusedOptimizer's step is recorded instead, see there).
+        if "step" in cls.__dict__ and not getattr(cls.__dict__["step"], "recorded", False):
             cls.step = host_call(cls.step)
 
     def __init__(self, params, defaults):
@@ -239,4 +243,88 @@ def _no_grad_step(fn):
             fn(self)
         return loss
     return step
+
+
+
+class FusedOptimizer(Optimizer):
+    """An optimizer whose update of a parameter is one kernel of cl_kernels/optim.mako (SGD,
+    Adam, AdamW, RMSprop). A subclass names the kernel (`_kernel`) and says
+    - `_init_state(group, p, state)`: fill a parameter's state at its first step; True if it did;
+    - `_advance(state, fresh)`: change the host state a step changes (a step count); returns the
+      key that, with the group's options, decides the scalars;
+    - `_buffers(group, state)`: the state tensors the kernel takes, None where unused;
+    - `_scalars(group, key)`: the kernel's scalar arguments, in its order.
+    A compiled step keeps the launches of its update (recording.refreshed): every replay calls
+    `_refresh`, which advances the host state and sets the scalars that changed (a learning rate a
+    scheduler moved, a step count's bias corrections) instead of running this Python again.
+
+    >>> import clgrad
+    >>> p = clgrad.nn.Parameter(clgrad.ones(2))
+    >>> opt = clgrad.optim.SGD([p], lr=0.5)
+    >>> step = clgrad.compile(lambda: (p.sum().backward(), opt.step(), opt.zero_grad()))
+    >>> for _ in range(3): _ = step()
+    >>> p.tolist(), opt.param_groups[0]["lr"]
+    ([-0.5, -0.5], 0.5)
+    """
+    _kernel = None
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; step(closure) re-evaluates the
+        loss first and returns it."""
+        rec = active_recording()
+        if closure is not None or rec is None or rec.paused:
+            return self._host_step(closure)
+        with no_grad():
+            refreshed(lambda: self._update(True), self._refresh, lambda: self._host_step())
+    step.recorded = True
+
+    @host_call
+    def _host_step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            self._update(False)
+        return loss
+
+    def _update(self, capturing):
+        """Launch the update of every parameter with a gradient; while capturing, what _refresh
+        needs: [(group, parameter, state, its state tensors, the launch's LiveScalars)]."""
+        made = []
+        for group in self.param_groups:
+            scalars = {}
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                with aside() if capturing else nullcontext():
+                    # host work: new state comes from the shared pool, a tensor lr is read once
+                    state = self.state[p]
+                    key = self._advance(state, self._init_state(group, p, state))
+                    if key not in scalars:
+                        scalars[key] = self._scalars(group, key)
+                    buffers = self._buffers(group, state)
+                live = _kernels.update(self._kernel, p, p.grad, buffers, scalars[key])
+                if capturing:
+                    made.append((group, p, state, buffers, live))
+        return made
+
+    def _refresh(self, made):
+        """Ready the recorded launches of `made` (see _update) for a replay; False (the replay
+        runs the step as host work) when a parameter's state is no longer the recorded one."""
+        state_of = self.state
+        for group, p, state, buffers, _ in made:
+            if state_of.get(p) is not state or \
+                    any(map(operator.is_not, self._buffers(group, state), buffers)):
+                return False
+        scalars, memo = {}, {}
+        for group, p, state, _, live in made:
+            key = (id(group), self._advance(state, False))
+            values = scalars.get(key)
+            if values is None:
+                values = scalars[key] = self._scalars(group, key[1])
+            if live is not None:
+                live.set(values, memo)
+            p._vc[0] += 1                      # an in-place change, as autograd must see it
+        return True
 

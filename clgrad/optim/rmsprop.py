@@ -1,12 +1,11 @@
 """RMSprop (smoothing constant alpha, momentum, centered, weight decay, maximize)."""
 from ..ops.creation import zeros_like
-from ..kernels import optim as _fused
-from .optimizer import Optimizer, _no_grad_step, _scalar
+from .optimizer import FusedOptimizer, _scalar
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(Optimizer):
+class RMSprop(FusedOptimizer):
     """RMSprop, torch's update rule (one fused kernel per parameter): s = alpha s +
     (1 - alpha) g^2; centered subtracts the square of the running mean gradient; with
     a = sqrt(s) + eps, p -= lr * g / a, or through a momentum buffer b = momentum b + g / a.
@@ -38,27 +37,27 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    @_no_grad_step
-    def step(self):
-        """One update of every parameter that has a gradient; step(closure) re-evaluates the
-        loss first and returns it."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0.0
-                    state["square_avg"] = zeros_like(p)
-                    if group["momentum"] > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = zeros_like(p)
-                state["step"] += 1
-                _fused.rmsprop(p, p.grad, state["square_avg"],
-                               state.get("grad_avg") if group["centered"] else None,
-                               state.get("momentum_buffer") if group["momentum"] > 0 else None,
-                               lr=float(_scalar(group["lr"])), alpha=group["alpha"],
-                               eps=group["eps"], weight_decay=group["weight_decay"],
-                               momentum=group["momentum"], centered=group["centered"],
-                               maximize=group["maximize"])
+    _kernel = "rmsprop"
+
+    def _init_state(self, group, p, state):
+        if state:
+            return False
+        state["step"] = 0.0
+        state["square_avg"] = zeros_like(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(p)
+        return True
+
+    def _advance(self, state, fresh):
+        state["step"] += 1               # kept for state_dict; the update does not use it
+
+    def _buffers(self, group, state):
+        return [state["square_avg"], state.get("grad_avg") if group["centered"] else None,
+                state.get("momentum_buffer") if group["momentum"] > 0 else None]
+
+    def _scalars(self, group, _):
+        return (float(_scalar(group["lr"])), group["alpha"], 1.0 - group["alpha"], group["eps"],
+                group["weight_decay"], group["momentum"], int(group["centered"]),
+                int(group["momentum"] > 0), int(group["maximize"]))

@@ -1,12 +1,11 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from ..ops.creation import empty_like
-from ..kernels import optim as _fused
-from .optimizer import Optimizer, _no_grad_step, _scalar
+from .optimizer import FusedOptimizer, _scalar
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(FusedOptimizer):
     """Stochastic gradient descent, torch's update rule (one fused kernel per parameter):
     g = grad (+ weight_decay * p); with momentum, b = momentum * b + (1 - dampening) * g
     (b = g at the first step) and g = b, or g + momentum * b with nesterov; p -= lr * g.
@@ -37,24 +36,21 @@ class SGD(Optimizer):
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    @_no_grad_step
-    def step(self):
-        """One update of every parameter that has a gradient; step(closure) re-evaluates the
-        loss first and returns it."""
-        for group in self.param_groups:
-            momentum = group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                buf = first = None
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    first = buf is None
-                    if first:
-                        # the kernel writes it: b = g at the first step
-                        buf = state["momentum_buffer"] = empty_like(p)
-                _fused.sgd(p, p.grad, buf, lr=float(_scalar(group["lr"])),
-                           weight_decay=group["weight_decay"], momentum=momentum,
-                           dampening=group["dampening"], nesterov=group["nesterov"],
-                           maximize=group["maximize"], first=bool(first))
+    _kernel = "sgd"
+
+    def _init_state(self, group, p, state):
+        if group["momentum"] == 0 or "momentum_buffer" in state:
+            return False
+        state["momentum_buffer"] = empty_like(p)   # the kernel writes it: b = g at first
+        return True
+
+    def _advance(self, state, fresh):
+        return fresh
+
+    def _buffers(self, group, state):
+        return [state["momentum_buffer"] if group["momentum"] != 0 else None]
+
+    def _scalars(self, group, first):
+        return (float(_scalar(group["lr"])), group["weight_decay"], group["momentum"],
+                1.0 - group["dampening"], int(group["momentum"] != 0), int(group["nesterov"]),
+                int(group["maximize"]), int(first))

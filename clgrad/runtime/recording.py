@@ -17,9 +17,10 @@ What makes a replay right:
 - **Random draws advance.** Counter offsets handed out by a Philox generator during the capture
   are marked (`philox_offset`); a replay moves each to the generator's offset at replay time and
   advances the generator by what the capture drew, so dropout draws what eager would draw.
-- **Host work stays on the host.** A call wrapped in `host_call` (an optimizer's step, which keeps
-  its step count and learning rate on the host) is not recorded but called again at its place
-  in every replay.
+- **Host work stays on the host.** A call wrapped in `host_call` (a scheduler's step, which keeps
+  the learning rate on the host) is not recorded but called again at its place in every replay.
+  Device work steered by host values (a fused optimizer's update) is recorded through
+  `refreshed`: each replay first sets the scalars of its launches from the host state.
 - **What cannot be replayed says why.** A read of device values to the host (`.item()`,
   `print(t)`, control flow on values) makes the recording `broken` with the place it happened:
   its result could steer Python, which a replay does not run.
@@ -97,6 +98,89 @@ def host_call(fn):
     return wrapper
 
 
+def refreshed(update, refresh, host):
+    """Run `update()`, device work steered by host values (a fused optimizer's step: its learning
+    rate and step count live on the host), so that the capture running now keeps its launches
+    rather than calling it again as host work (`host_call`). What `update()` returns is handed to
+    `refresh` at every replay, before the launches are enqueued: refresh(made) sets their scalar
+    arguments for this replay (`live_scalars`) and returns True, or returns False when the host
+    state they were recorded with is gone (a parameter's state replaced): the replay then calls
+    `host()` in their place and the recording is stale (`valid()`). Outside a capture, update()
+    just runs.
+
+    >>> import clgrad
+    >>> x = clgrad.zeros(2)
+    >>> def update():
+    ...     x.add_(1.0)                         # its kernel's arguments end (..., 1.0, n)
+    ...     return live_scalars((1.0,), after=1)
+    >>> with Recording() as rec:
+    ...     _ = refreshed(update, lambda h: h.set((10.0,), {}) or True, None)
+    >>> rec.replay(); x.tolist()
+    [11.0, 11.0]
+    """
+    rec = active
+    if rec is None or rec.paused:
+        return update()
+    start = len(rec._ops)
+    made = update()
+    inner = rec._ops[start:]
+    del rec._ops[start:]
+    # one operation for the fusion passes, which leave it as it is: a tensor freed inside it is
+    # free from the operation after it
+    rec._ops.append(("step", (lambda: refresh(made), host, inner)))
+    for ps in rec._frees.values():
+        if ps[-1] > start:
+            ps[:] = [min(p, start + 1) for p in ps]
+    return made
+
+
+class LiveScalars:
+    """The trailing scalar arguments of one recorded launch, which a refresh (`refreshed`) sets
+    anew before a replay enqueues it; `values` are those it has now."""
+    __slots__ = ("values", "kernel", "first", "types")
+
+    def __init__(self, values):
+        self.values = values
+        self.kernel = None          # the replay's kernel object, once the capture has finished
+        self.first = None           # the argument index of values[0]
+        self.types = None           # numpy type of each
+
+    def set(self, values, memo):
+        """Pass `values` from the next replay on (only those that changed are set). memo: a
+        dict that the calls of one refresh share (launches with like scalars pack them once)."""
+        old = self.values
+        if values is old:
+            return
+        key = (old, values, self.types)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = [(j, t(new).tobytes()) for j, (o, new, t) in
+                               enumerate(zip(old, values, self.types)) if o != new]
+        k, first = self.kernel, self.first
+        for j, packed in hit:
+            # the raw setter: Kernel.set_arg costs ~5 us a call, this ~0.1
+            k._set_arg_buf(first + j, packed)
+        self.values = values
+
+
+def live_scalars(values, after=0):
+    """Inside `refreshed` during a capture: the scalar arguments `values` of the launch just made
+    (followed by `after` more arguments), as a LiveScalars a refresh can change; else None."""
+    rec = active
+    if rec is None or rec.paused:
+        return None
+    kind, payload = rec._ops[-1]
+    args = payload[4] if kind == "launch" else ()
+    first = len(args) - len(values) - after
+    if first < 0 or tuple(args[first:first + len(values)]) != tuple(values):
+        raise RuntimeError("live_scalars: the last recorded operation is not a launch with "
+                           "these scalars")
+    live = LiveScalars(values)
+    live.first = first
+    rec._live[id(payload)] = (payload, live)
+    return live
+
+
 class aside:
     """Work done inside `with aside():` is not recorded (a one-time measurement of the device
     that a capture happens to trigger): it runs now and never in a replay."""
@@ -154,6 +238,7 @@ class Recording:
         self._seeds = {}            # generator -> seed at capture time
         self._drawn = {}            # generator -> counters drawn by the capture
         self._philox = []           # (kernel, arg index, generator, delta, numpy type)
+        self._live = {}             # id(launch payload) -> (payload, LiveScalars)
         self._slots = {}            # id(buffer) -> [(kernel, arg index)]
         self._devices = set()       # devices the replay launches on
         self._gated = set()         # those whose bursts are held behind an event
@@ -163,6 +248,7 @@ class Recording:
         self.kernels = []           # what a replay launches: (device, kernel, gsize, lsize, args)
         self.paused = 0
         self.broken = None          # why the recording cannot replay, or None
+        self.stale = False          # a refreshed step fell back to host work (see valid())
         self.launches = 0
         self.capturing = False
 
@@ -268,7 +354,6 @@ class Recording:
         for gen, seed in self._seeds.items():
             self._drawn[gen] = gen._offset - self._drawn[gen]
         used = {}                                   # id(buffer) -> buffer
-        plan = []
         found_offsets = set()
         marks = {id(m): (gen, delta) for m, gen, delta in self._offsets}
         launches = 0
@@ -280,52 +365,72 @@ class Recording:
         # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
         # and reads are enqueued on their device's queue of the moment, as launches are
         owners = {d._queue.int_ptr: d for d in devices()}
-        for kind, payload in ops:
-            if kind == "launch":
-                device, kernel, gsize, lsize, args = payload
-                k = cl.Kernel(kernel.program, kernel.function_name)
-                k.set_scalar_arg_dtypes(kernel._clgrad_signature)
-                k.set_args(*args)
-                sig = kernel._clgrad_signature
-                for i, a in enumerate(args):
-                    if isinstance(a, cl.MemoryObjectHolder):
-                        used[id(a)] = a
-                        self._slots.setdefault(id(a), []).append((k, i))
-                    elif type(a) is PhiloxOffset and id(a) in marks:
-                        found_offsets.add(id(a))
-                        gen, delta = marks[id(a)]
-                        self._philox.append((k, i, gen, delta, sig[i]))
-                plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
-                self.kernels.append((device, kernel, gsize, lsize, args))
-                self._devices.add(device)
-                launches += 1
-            elif kind == "copy":
-                queue, dest, src, kw = payload
-                for m in (dest, src):
-                    if isinstance(m, cl.MemoryObjectHolder):
-                        used[id(m)] = m
-                kw = {k: v for k, v in kw.items() if k != "is_blocking"}
-                if not isinstance(src, cl.MemoryObjectHolder):
-                    # an upload's bytes go to the device once; a replay copies them there
-                    # (PoCL waits for the queue to drain before it returns from a host write)
-                    src = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY |
-                                    cl.mem_flags.COPY_HOST_PTR, hostbuf=src)
-                    kw = {"dst_offset": kw.get("dst_offset", 0), "byte_count": src.size}
-                plan.append((_enqueue_copy, (self._copy, owners.get(queue.int_ptr, queue), dest,
-                                             src, kw)))
-            elif kind == "check":
-                queue, buf, host, what = payload
-                used[id(buf)] = buf
-                plan.append((_enqueue_check, (self, self._copy, owners.get(queue.int_ptr, queue),
-                                              host, buf, what)))
-            elif kind == "fill":
-                queue, mem, pattern, offset, size = payload
-                used[id(mem)] = mem
-                plan.append((_enqueue_fill, (self._fill, owners.get(queue.int_ptr, queue), mem,
-                                             pattern, offset, size)))
-            else:
-                fn, args, kwargs = payload
-                plan.append((_host, (fn, args, kwargs, self._devices)))
+
+        def plan_of(ops):
+            nonlocal launches
+            plan = []
+            for kind, payload in ops:
+                if kind == "launch":
+                    device, kernel, gsize, lsize, args = payload
+                    k = cl.Kernel(kernel.program, kernel.function_name)
+                    k.set_scalar_arg_dtypes(kernel._clgrad_signature)
+                    k.set_args(*args)
+                    sig = kernel._clgrad_signature
+                    for i, a in enumerate(args):
+                        if isinstance(a, cl.MemoryObjectHolder):
+                            used[id(a)] = a
+                            self._slots.setdefault(id(a), []).append((k, i))
+                        elif type(a) is PhiloxOffset and id(a) in marks:
+                            found_offsets.add(id(a))
+                            gen, delta = marks[id(a)]
+                            self._philox.append((k, i, gen, delta, sig[i]))
+                    live = self._live.get(id(payload))
+                    if live is not None:
+                        h = live[1]
+                        h.kernel, h.types = k, tuple(sig[h.first:h.first + len(h.values)])
+                    plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
+                    self.kernels.append((device, kernel, gsize, lsize, args))
+                    self._devices.add(device)
+                    launches += 1
+                elif kind == "copy":
+                    queue, dest, src, kw = payload
+                    for m in (dest, src):
+                        if isinstance(m, cl.MemoryObjectHolder):
+                            used[id(m)] = m
+                    kw = {k: v for k, v in kw.items() if k != "is_blocking"}
+                    if not isinstance(src, cl.MemoryObjectHolder):
+                        # an upload's bytes go to the device once; a replay copies them there
+                        # (PoCL waits for the queue to drain before it returns from a host write)
+                        src = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY |
+                                        cl.mem_flags.COPY_HOST_PTR, hostbuf=src)
+                        kw = {"dst_offset": kw.get("dst_offset", 0), "byte_count": src.size}
+                    plan.append((_enqueue_copy, (self._copy, owners.get(queue.int_ptr, queue),
+                                                 dest, src, kw)))
+                elif kind == "check":
+                    queue, buf, host, what = payload
+                    used[id(buf)] = buf
+                    plan.append((_enqueue_check, (self, self._copy,
+                                                  owners.get(queue.int_ptr, queue), host, buf,
+                                                  what)))
+                elif kind == "fill":
+                    queue, mem, pattern, offset, size = payload
+                    used[id(mem)] = mem
+                    plan.append((_enqueue_fill, (self._fill, owners.get(queue.int_ptr, queue),
+                                                 mem, pattern, offset, size)))
+                elif kind == "step":             # see refreshed()
+                    refresh, host, inner = payload
+                    plan.append((_refreshed_step, (self, refresh, (host, (), {}, self._devices),
+                                                   plan_of(inner))))
+                else:
+                    fn, args, kwargs = payload
+                    plan.append((_host, (fn, args, kwargs, self._devices)))
+            return plan
+
+        plan = plan_of(ops)
+        if any(h.kernel is None for _, h in self._live.values()):
+            self._break("a launch whose scalars a step refreshes did not reach the replay "
+                        "unchanged")
+            return
         missing = [m for m, _, _ in self._offsets if id(m) not in found_offsets]
         if missing:
             self._break("a random op's counter offset did not reach its kernel unchanged")
@@ -370,8 +475,9 @@ class Recording:
         return self._slots.get(id(buf), [])
 
     def valid(self):
-        """Whether the generators the capture drew from still have their seeds."""
-        return all(gen._seed == seed for gen, seed in self._seeds.items())
+        """Whether the generators the capture drew from still have their seeds, and every
+        refreshed step (`refreshed`) still finds the host state it was recorded with."""
+        return not self.stale and all(gen._seed == seed for gen, seed in self._seeds.items())
 
     def replay(self, bindings=()):
         """Enqueue the recorded work again. bindings: [(slots, buffer)] to pass `buffer` where
@@ -386,7 +492,7 @@ class Recording:
         if self._philox:
             base = {gen: gen._offset for gen in self._drawn}
             for k, i, gen, delta, np_type in self._philox:
-                k.set_arg(i, np_type(base[gen] + delta))
+                k._set_arg_buf(i, np_type(base[gen] + delta).tobytes())   # see LiveScalars.set
             for gen, n in self._drawn.items():
                 gen._offset = base[gen] + n
         for dev in self._devices:
@@ -444,6 +550,8 @@ def _bursts(plan, gated):
         if fn is _enqueue_kernel:
             run.append(args)
             continue
+        if fn is _refreshed_step:
+            args = args[:3] + (_bursts(args[3], gated),)
         if run:
             out.append((_enqueue_burst, (gated, run)))
             run = []
@@ -496,6 +604,17 @@ def _enqueue_check(rec, copy, owner, like, buf, what):
 
 def _enqueue_fill(fill, owner, mem, pattern, offset, size):
     fill(_queue(owner), mem, pattern, offset, size)
+
+
+def _refreshed_step(rec, refresh, host, plan):
+    if refresh():
+        for fn, args in plan:
+            fn(*args)
+    else:
+        # the state it was recorded with is gone: it runs as itself, and the recording is stale
+        # (clgrad.compile records again)
+        rec.stale = True
+        _host(*host)
 
 
 def _host(fn, args, kwargs, devices):
