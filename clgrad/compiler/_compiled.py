@@ -72,7 +72,8 @@ def _signature(args, kwargs):
     values = tuple(None if isinstance(x, Tensor) else (type(x), x) if isinstance(x, _PLAIN)
                    else id(x) for x in flat)
     storages = {}
-    tkeys = tuple(_tensor_key(t, storages) for t in leaves)
+    ids = {}                # which arguments are the same tensor (its gradient is one)
+    tkeys = tuple((_tensor_key(t, storages), ids.setdefault(id(t), len(ids))) for t in leaves)
     modes = (_grad_state.state.grad_enabled, _grad_state.state.inference,
              tuple(autocast_mode._state.stack), dtypes.get_default_dtype())
     return leaves, (spec, values, tkeys, modes)
@@ -103,7 +104,8 @@ class _State:
         self.names = []             # (namespace dict or cell, name) of plain values
         seen = set()
 
-        def visit(obj, depth):
+        def visit(obj, depth, arg=False):
+            # arg: reached from an argument, whose tensors are the call's (its leaves), not state
             if id(obj) in seen or depth > 2:
                 return
             seen.add(id(obj))
@@ -114,7 +116,8 @@ class _State:
             elif isinstance(obj, GradScaler):
                 self.scalers.append(obj)
             elif isinstance(obj, Tensor):
-                self.tensors.append(obj)
+                if not arg:
+                    self.tensors.append(obj)
             elif isinstance(obj, types.MethodType):
                 visit(obj.__self__, depth)
                 visit(obj.__func__, depth)
@@ -138,7 +141,7 @@ class _State:
                         visit(v, depth + 1)
             elif isinstance(obj, (list, tuple)):
                 for v in obj:
-                    visit(v, depth + 1)
+                    visit(v, depth + 1, arg)
             elif hasattr(obj, "__dict__") and not isinstance(obj, type) and depth < 2:
                 for v in vars(obj).values():          # a trainer object holding the model
                     if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
@@ -147,7 +150,7 @@ class _State:
         visit(fn, 0)
         for a in list(args) + list(kwargs.values()):
             if not isinstance(a, Tensor):
-                visit(a, 1)
+                visit(a, 1, True)
         mods, seen = [], set()
         for m in self.modules:
             if id(m) not in seen:
@@ -374,7 +377,13 @@ class CompiledFunction:
         v.state = self._state.key(v.grads)
         if not joint:
             return _outputs(v, orig)     # copies: each replay overwrites the recording's buffers
-        places = [("arg", i) for i, t in enumerate(leaves) if t.requires_grad] + \
+        # a tensor passed more than once is one input of the joint node (its gradient counted
+        # once); the signature holds which arguments are the same tensor
+        first = {}
+        for i, t in enumerate(leaves):
+            first.setdefault(id(t), i)
+        places = [("arg", i) for i, t in enumerate(leaves)
+                  if t.requires_grad and first[id(t)] == i] + \
             [("state", j) for j, t in enumerate(self._state.tensors) if t.requires_grad]
         v.joint = (joint, places)
         eager = ([out_leaves[k] for k in joint], self._diff_inputs(v, leaves))
@@ -486,8 +495,7 @@ class _Call:
                     copy_into(st, g)
             v.brec.replay([(slots, t._storage.buf)
                            for slots, t in zip(v.bslots, self.leaves) if slots])
-        self.done = True
-        self.leaves = None
+        self.done = True        # (leaves kept: a retained graph may run this backward again)
         result = []
         for g in v.bouts:
             if g is None:
