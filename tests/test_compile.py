@@ -225,6 +225,40 @@ def test_disable_runs_as_host_work(device):
     assert len(calls) == 4 and f.stats["replays"] == 2
 
 
+def test_a_function_changing_an_argument_with_history_in_place_stays_eager(device):
+    """torch.compile(nn.ReLU(inplace=True)) on a hidden activation: the warm-up sees the argument
+    changed in place and the function stays eager (a recording takes such an argument as a leaf
+    of its own, which an in-place op may not change), with one warning; gradients as eager's."""
+    act = clgrad.compile(nn.ReLU(inplace=True))
+    w = nn.Parameter(clgrad.tensor([[1.0, -2.0], [0.5, 1.5]]))
+    x = clgrad.tensor([[1.0, 1.0], [-1.0, 2.0]])
+    with pytest.warns(RuntimeWarning, match="changes in place an argument"):
+        act(x @ w)
+    for _ in range(3):
+        w.grad = None
+        y = act(x @ w)
+        y.sum().backward()
+        h = x.numpy() @ w.detach().numpy()
+        np.testing.assert_allclose(y.detach().numpy(), np.maximum(h, 0))
+        np.testing.assert_allclose(w.grad.numpy(), x.numpy().T @ (h > 0).astype(np.float32))
+    assert act._compiled.stats == {"eager_calls": 4, "recordings": 0, "replays": 0}
+
+
+def test_a_storage_without_a_buffer_does_not_break_a_recording(device):
+    """A Storage whose allocation raised lives on in the frames of a traceback still held; the
+    search of the live storages at the end of a capture passes over it."""
+    from clgrad.runtime.memory import Storage
+    half = Storage.__new__(Storage)        # what the failed __init__ leaves
+    x = clgrad.ones(4)
+    with Recording() as rec:
+        y = x * 2
+    assert rec.broken is None
+    x.fill_(3.0)
+    rec.replay()
+    assert y.tolist() == [6.0] * 4
+    del half
+
+
 def test_recording_gives_buffers_back(device):
     pool = device.pool
     gc.collect()            # garbage of earlier tests would be freed during the test

@@ -241,6 +241,18 @@ class CompiledFunction:
         self.stats["eager_calls"] += 1
         return self._fn(*args, **kwargs)
 
+    def _warm_up(self, v, args, kwargs, leaves):
+        # An argument with a history enters a recording as a leaf of its own (see _record): a
+        # function that changes one in place (an in-place activation on its input) would fail
+        # there, and its result could not take the argument's history along; it stays eager.
+        with_history = [(t, t._vc[0]) for t in leaves if t.requires_grad and t.grad_fn is not None]
+        out = self._eager(args, kwargs)
+        changed = [t for t, version in with_history if t._vc[0] != version]
+        if changed:
+            self._give_up(v, f"it changes in place an argument that requires grad "
+                             f"(shape {list(changed[0]._shape)}) and has a history")
+        return out
+
     def _give_up(self, variant, why):
         variant.why_eager = why
         if self.fullgraph:
@@ -287,8 +299,8 @@ class CompiledFunction:
                 return self._replay(v, leaves)
             # the recorded call's outputs were dropped before their backward: record again
         v.calls += 1
-        if v.calls == 1:
-            return self._eager(args, kwargs)         # warm-up: lazily made state appears
+        if v.calls == 1:                             # warm-up: lazily made state appears
+            return self._warm_up(v, args, kwargs, leaves)
         if v.recordings >= config.cache_size_limit:
             self._give_up(v, f"recorded {v.recordings} times: what it uses keeps changing "
                              f"between calls (parameters, gradients, globals)")

@@ -451,7 +451,9 @@ class Recording:
         if wanted:
             # found among the live storages once, here, rather than noted at every allocation
             for obj in gc.get_objects():
-                if type(obj) is Storage and id(obj.buf) in wanted:
+                # (getattr: a Storage whose allocation failed has no buffer, and may live on in
+                # the frames of a traceback still held)
+                if type(obj) is Storage and id(getattr(obj, "buf", None)) in wanted:
                     self._held.append(obj)
                     wanted.discard(id(obj.buf))
                     if not wanted:
