@@ -165,7 +165,7 @@ def _pack_raw(w, offset, strides, G, Cog, Cig, KH, KW, R):
     MB = _ceil(Cog, R)
     total = G * MB * Cig * KH * KW * R
     wp = empty_tensor((total,), compute_dtype(w._dtype), dev)
-    CONV.launch(dev, w._dtype, "pack_w", total, wp._storage.buf, w._storage.buf, offset,
+    CONV.launch(dev, w._dtype, "pack_w", G * MB * R, wp._storage.buf, w._storage.buf, offset,
                 *strides, Cog, Cig, KH, KW, MB, R, total, options=opts)
     return wp
 
