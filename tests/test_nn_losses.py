@@ -228,6 +228,64 @@ def test_cross_entropy_gradients(device, dt):
     close(xx.grad, [[0.5, -0.5]])
 
 
+def test_cross_entropy_of_rows_in_few_launches(device, dt):
+    """The usual classification loss (scores (N, C), int64 targets, no class weights or
+    smoothing, mean or sum) takes the loss family's kernels: five launches forward and backward
+    instead of about twenty; strided scores and targets; second derivatives; every target
+    ignored gives nan and zero gradients, as torch does."""
+    from clgrad.runtime import kernels
+    rng = np.random.default_rng(3)
+    x = clgrad.tensor(rng.normal(size=(5, 7)) * 3, dtype=dt).t().requires_grad_()     # (7, 5)
+    raw = T(rng.integers(0, 5, size=14))
+    target = raw[::2]                                                                  # stride 2
+    target_np = to_np(target).copy()
+    target[3] = -100
+    target_np[3] = -100
+    names = []
+    hook = lambda dev, k, *a: names.append(k.function_name)
+    for red in ("mean", "sum"):
+        x.grad = None
+        kernels.launch_hooks.append(hook)
+        try:
+            loss = F.cross_entropy(x, target, reduction=red)
+            loss.backward()
+        finally:
+            kernels.launch_hooks.remove(hook)
+        xn = to_np(x).astype(np.float64)
+        close(loss, np_cross_entropy(xn, target_np, None, -100, red, 0.0))
+        lp = log_softmax(xn, 1)
+        want = np.exp(lp) - np.eye(5)[np.where(target_np == -100, 0, target_np)]
+        want[target_np == -100] = 0
+        close(x.grad, want / (6 if red == "mean" else 1))
+    assert names.count("nll_rows") == 2 and names.count("ce_backward") == 2
+    assert len(names) <= 2 * 6, names
+    assert clgrad.autograd.gradgradcheck(lambda v: F.cross_entropy(v, target), (x,),
+                                         **grad_tols(device))
+    y = clgrad.tensor([[1.0, 2.0], [0.5, 0.0]], dtype=dt, requires_grad=True)
+    loss = F.cross_entropy(y, T([-100, -100]))
+    loss.backward()
+    assert np.isnan(loss.item()) and to_np(y.grad).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    # nll_loss of log-probabilities (a strided view), one kernel each way; an ignore_index that
+    # is also a class (its rows count nothing)
+    lp = clgrad.tensor(log_softmax(rng.normal(size=(5, 7)), 1), dtype=dt).t().requires_grad_()
+    tn = np.array([0, 2, 4, 2, 1, 3, 2])
+    for red in ("mean", "sum"):
+        lp.grad = None
+        names.clear()
+        kernels.launch_hooks.append(hook)
+        try:
+            loss = F.nll_loss(lp, T(tn), ignore_index=2, reduction=red)
+            loss.backward()
+        finally:
+            kernels.launch_hooks.remove(hook)
+        close(loss, np_nll(to_np(lp).astype(np.float64), tn, None, 2, red))
+        want = -np.eye(5)[tn] * (tn != 2)[:, None]
+        close(lp.grad, want / (4 if red == "mean" else 1))
+        assert "nll_rows" in names and "nll_backward" in names and len(names) <= 5, names
+    assert clgrad.autograd.gradgradcheck(lambda v: F.nll_loss(v, T(tn), ignore_index=2), (lp,),
+                                         **grad_tols(device))
+
+
 # ---- binary cross entropy ----------------------------------------------------------------------
 def np_bce(p, y, w):
     loss = -(y * np.maximum(np.log(p), -100) + (1 - y) * np.maximum(np.log1p(-p), -100))

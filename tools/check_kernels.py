@@ -606,6 +606,30 @@ def drive_optim(dev, dt, rng):
     assert _unscale_and_check([g, _strided(dt, (3, 5), dev, rng)], 0.5)
 
 
+def drive_loss(dev, dt, rng):
+    """cross_entropy's and nll_loss's rows kernels: the loss (more rows than the work-group,
+    ignored targets, a target out of range) and the gradients, strided scores and targets, mean
+    and sum."""
+    import clgrad
+    import clgrad.nn.functional as F
+    from clgrad.kernels.loss import DTYPES
+    if dt not in DTYPES:
+        return
+    for rows, C in ((300, 7), (3, 40)):
+        t = clgrad.tensor(rng.integers(0, C, 2 * rows), dtype=clgrad.int64, device=dev)[::2]
+        t[1] = -100
+        for x in (_t(dt, (rows, C), dev, rng), _strided(dt, (rows, C), dev, rng)):
+            for red in ("mean", "sum"):
+                x = x.detach().requires_grad_()
+                F.cross_entropy(x, t, reduction=red).backward()
+                F.nll_loss(x, t, reduction=red).backward()
+    try:                                   # the flag set: IndexError, as torch raises
+        F.cross_entropy(_t(dt, (4, 3), dev, rng), clgrad.tensor([0, 3, 1, 2], device=dev))
+        FAILURES.append(("cross_entropy, a target out of range", "no IndexError"))
+    except IndexError:
+        pass
+
+
 def drive_sort(dev, dt, rng):
     """sort / argsort (rows not a power of two, both directions, along a strided dim) and
     searchsorted (shared and per-row sequences, both sides)."""
@@ -840,12 +864,13 @@ DRIVERS = {
     "conv": drive_conv, "pool": drive_pool, "optim": drive_optim, "sort": drive_sort,
     "linalg": drive_linalg, "linalg_decomp": drive_linalg_decomp, "rnn": drive_rnn,
     "attention": drive_attention, "norm": drive_norm, "fft": drive_fft, "fused": drive_fused,
+    "loss": drive_loss,
 }
 # the families with programs for complex dtypes (the others reach complex tensors through their
 # real views, docs/internals.md)
 COMPLEX_FAMILIES = {"ew", "index", "linalg", "linalg_decomp"}
-FLOAT_ONLY = {"norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp", "rnn", "attention",
-              "fft", "fused"}
+FLOAT_ONLY = {"loss", "norm", "softmax", "conv", "pool", "optim", "linalg", "linalg_decomp",
+              "rnn", "attention", "fft", "fused"}
 
 # Kernels a program contains but that no op launches for its dtype / code path, with the reason.
 # (program family, kernel name, which programs) -> reason

@@ -8,13 +8,17 @@ import math
 from .. import dtypes
 from . import dispatch
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.op import Op
 from .pointwise import clamp, where
 from .activation import log_softmax, softplus
+from .embedding import one_hot
 from .loss import _check_into, _check_reduction, _reduce, _reduction, _times_into
-from ._base import same_device
+from ._base import contiguous_raw, same_device
 from .index import Gather, _check_range
 from ..kernels.index import class_targets_raw
+from ..kernels import loss as _loss
+from ..kernels.softmax import softmax_raw
 
 __all__ = ["nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "linear_cross_entropy"]
@@ -107,6 +111,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_targets(input, target)
     _check_weight(weight, input.shape[_class_dim(input)])
     _check_nll_dtypes("nll_loss", input, weight)
+    if _rows_case(input, target, weight, reduction, 0.0):
+        same_device("nll_loss", [input, target])
+        return _RowsNLL.apply(input, target, ignore_index, reduction == "mean")
     picked, w, _ = _picked(input, target, weight, ignore_index, "nll_loss")
     loss = -(picked * w)
     if reduction == "none":
@@ -136,6 +143,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     cd = _class_dim(input)
     C = input.shape[cd]
     _check_weight(weight, C)
+    if target.shape != input.shape and _rows_case(input, target, weight, reduction,
+                                                  label_smoothing):
+        _check_targets(input, target)
+        same_device("cross_entropy", [input, target])
+        return _RowsCrossEntropy.apply(input, target, ignore_index, reduction == "mean")
     logp = log_softmax(input, cd)
     wshape = [1] * input.ndim
     wshape[cd] = C
@@ -174,6 +186,70 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     elif reduction == "mean":
         smooth = smooth.sum() / w.sum()
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+class _RowsCrossEntropy(Op):
+    """cross_entropy of scores (n, C) against int64 class indices (n,), without class weights or
+    label smoothing, summed or averaged: log_softmax and the loss family's two kernels
+    (clgrad/kernels/loss.py) in place of the composed form's fifteen launches. Saves the scores
+    (log_softmax is taken again in backward), as the composed form saved its log_softmax."""
+
+    @staticmethod
+    def forward(ctx, x, target, ignore_index, mean):
+        logp = softmax_raw(x, 1, True)
+        loss, count = _loss.nll_rows_raw(logp, target, ignore_index, mean, "cross_entropy")
+        ctx.save_for_backward(x, target)
+        ctx.count, ctx.ignore_index, ctx.mean = count, ignore_index, mean
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x, target = ctx.saved_tensors
+        if is_grad_enabled():
+            # create_graph: the composed form, which is differentiable again
+            keep = target != ctx.ignore_index
+            onehot = one_hot(where(keep, target, 0), x.shape[1]).to(x.dtype)
+            s = g * keep.to(x.dtype)
+            if ctx.mean:
+                s = s / ctx.count
+            return (log_softmax(x, 1).exp() - onehot) * s.unsqueeze(1), None, None, None
+        logp = softmax_raw(x, 1, True)
+        return (_loss.cross_entropy_backward_raw(g, logp, target, ctx.count, ctx.ignore_index,
+                                                 ctx.mean), None, None, None)
+
+
+class _RowsNLL(Op):
+    """nll_loss of log-probabilities (n, C) at int64 class indices (n,), without class weights,
+    summed or averaged: one kernel each way (clgrad/kernels/loss.py)."""
+
+    @staticmethod
+    def forward(ctx, logp, target, ignore_index, mean):
+        loss, count = _loss.nll_rows_raw(contiguous_raw(logp), target, ignore_index, mean,
+                                         "nll_loss")
+        ctx.save_for_backward(target)
+        ctx.count, ctx.ignore_index, ctx.mean = count, ignore_index, mean
+        ctx.shape, ctx.dtype = logp._shape, logp._dtype
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        target, = ctx.saved_tensors
+        if is_grad_enabled():               # create_graph: composed, differentiable in g
+            keep = target != ctx.ignore_index
+            onehot = one_hot(where(keep, target, 0), ctx.shape[1]).to(ctx.dtype)
+            s = -g * keep.to(ctx.dtype)
+            if ctx.mean:
+                s = s / ctx.count
+            return onehot * s.unsqueeze(1), None, None, None
+        return (_loss.nll_backward_raw(g, ctx.shape, ctx.dtype, target, ctx.count,
+                                       ctx.ignore_index, ctx.mean), None, None, None)
+
+
+def _rows_case(input, target, weight, reduction, label_smoothing):
+    """Whether cross_entropy takes _RowsCrossEntropy (the usual classification loss)."""
+    return weight is None and label_smoothing == 0 and reduction in ("mean", "sum") and \
+        input.ndim == 2 and input.dtype in _loss.DTYPES and target.dtype is dtypes.int64 and \
+        target.ndim == 1 and input.numel() > 0
 
 
 class _BinaryCrossEntropy(Function):
