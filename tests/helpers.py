@@ -141,3 +141,15 @@ def run_on_two_ranks(script):
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "RANK 0 OK" in r.stdout and "RANK 1 OK" in r.stdout
+
+
+def classifier_step(model, opt):
+    """A training step of a classifier: zero_grad, cross_entropy, backward, optimizer step;
+    returns the loss."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = clgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step

@@ -11,6 +11,7 @@ import clgrad
 import clgrad.nn as nn
 import clgrad.nn.functional as F
 from clgrad.runtime.recording import Recording
+from helpers import classifier_step
 
 OPTIMIZERS = {
     "sgd": lambda ps: clgrad.optim.SGD(ps, lr=0.1),
@@ -34,16 +35,6 @@ def _data(n, seed=0):
     rng = np.random.default_rng(seed)
     return [(clgrad.tensor(rng.standard_normal((16, 12)).astype(np.float32)),
              clgrad.tensor(rng.integers(0, 4, 16))) for _ in range(n)]
-
-
-def _step_fn(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
 
 
 def _counted(opt):
@@ -79,7 +70,7 @@ def _run(name, compiled, between=None, n=6):
     model = _mlp()
     opt = OPTIMIZERS[name](model.parameters())
     calls = _counted(opt)
-    step = _step_fn(model, opt)
+    step = classifier_step(model, opt)
     run = clgrad.compile(step) if compiled else step
     losses = []
     for i, (x, y) in enumerate(_data(n)):
@@ -125,7 +116,7 @@ def test_a_tensor_learning_rate_is_read_at_every_replay(device):
         model = _mlp()
         lr = clgrad.tensor(0.05)
         opt = clgrad.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-        step = _step_fn(model, opt)
+        step = classifier_step(model, opt)
         run = clgrad.compile(step) if compiled else step
         losses = []
         for i, (x, y) in enumerate(_data(6)):
@@ -140,7 +131,7 @@ def test_a_replaced_state_runs_the_step_on_the_host_then_records_again(device):
         if i == 4:                         # state tensors replaced: the recorded ones are stale
             model = _mlp()
             other = clgrad.optim.Adam(model.parameters(), lr=0.02)
-            step = _step_fn(model, other)
+            step = classifier_step(model, other)
             for x, y in _data(2, seed=1):
                 step(x, y)
             opt.load_state_dict(other.state_dict())

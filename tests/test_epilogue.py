@@ -10,6 +10,7 @@ import clgrad
 import clgrad.nn as nn
 import clgrad.nn.functional as F
 from clgrad.runtime.recording import Recording
+from helpers import classifier_step
 
 
 def _dtypes(device):
@@ -129,13 +130,7 @@ def _trained_alike(make_model, seed):
         clgrad.manual_seed(0)
         model = make_model()
         opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = classifier_step(model, opt)
         run = clgrad.compile(step) if compiled else step
         losses = [run(x, y).item() for x, y in data]
         results.append((losses, [p.detach().numpy() for p in model.parameters()]))

@@ -279,14 +279,9 @@ class FusedOptimizer(Optimizer):
     step.recorded = True
 
     @host_call
-    def _host_step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            self._update(False)
-        return loss
+    @_no_grad_step
+    def _host_step(self):
+        self._update(False)
 
     def _update(self, capturing):
         """Launch the update of every parameter with a gradient; while capturing, what _refresh
