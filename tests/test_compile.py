@@ -244,6 +244,27 @@ def test_a_function_changing_an_argument_with_history_in_place_stays_eager(devic
     assert act._compiled.stats == {"eager_calls": 4, "recordings": 0, "replays": 0}
 
 
+def test_functions_with_comprehensions_and_nested_functions(device):
+    """A list comprehension is a nested code object in Python 3.11, as a nested def is: the
+    globals they read are found too (their search once failed on any such function)."""
+    def f(x):
+        def twice(t):
+            return t * SCALE_2
+        return sum([twice(x) * i for i in range(3)])
+    global SCALE_2
+    SCALE_2 = 2.0
+    cf = clgrad.compile(f)
+    x = clgrad.ones(2)
+    for _ in range(3):
+        assert cf(x).tolist() == [6.0, 6.0]
+    SCALE_2 = 3.0                 # read inside the nested function: a guard, recorded again
+    assert cf(x).tolist() == [9.0, 9.0]
+    assert cf.stats == {"eager_calls": 1, "recordings": 2, "replays": 1}
+
+
+SCALE_2 = 2.0
+
+
 def test_a_storage_without_a_buffer_does_not_break_a_recording(device):
     """A Storage whose allocation raised lives on in the frames of a traceback still held; the
     search of the live storages at the end of a capture passes over it."""
