@@ -144,6 +144,16 @@ def test_a_replaced_state_runs_the_step_on_the_host_then_records_again(device):
     assert calls[0] == 4
 
 
+def test_a_replaced_param_group_runs_the_step_on_the_host(device):
+    def between(i, opt):
+        if i == 3:                         # a new group dict, a new learning rate
+            opt.param_groups[0] = dict(opt.param_groups[0], lr=0.002)
+    eager, _, _ = _run("adam", False, between)
+    compiled, run, _ = _run("adam", True, between)
+    _assert_same(eager, compiled)
+    assert run.stats["recordings"] == 2
+
+
 def test_first_step_captured_without_warm_up(device):
     """A graph capture may hold an optimizer's first step: its state is made outside the
     recording, and SGD's first-step flag is cleared for the replays."""

@@ -306,10 +306,11 @@ class FusedOptimizer(Optimizer):
 
     def _refresh(self, made):
         """Ready the recorded launches of `made` (see _update) for a replay; False (the replay
-        runs the step as host work) when a parameter's state is no longer the recorded one."""
-        state_of = self.state
+        runs the step as host work) when a parameter's state or group is no longer the recorded
+        one."""
+        state_of, groups = self.state, {id(g) for g in self.param_groups}
         for group, p, state, buffers, _ in made:
-            if state_of.get(p) is not state or \
+            if id(group) not in groups or state_of.get(p) is not state or \
                     any(map(operator.is_not, self._buffers(group, state), buffers)):
                 return False
         scalars, memo = {}, {}
