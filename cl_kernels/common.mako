@@ -59,7 +59,8 @@ ${bf16_vectors(w)}
 
 ## EPI(v) / EPIV(v): what a product kernel (gemm.mako, conv.mako) stores for value v (of type T, or
 ## its vector type VT): v itself, or with EPI_RELU (the build a recording makes,
-## clgrad/kernels/epilogue.py) the relu of v as the elementwise table computes it (NaN and -0.0 kept)
+## clgrad/kernels/epilogue.py) the relu of v as the elementwise table computes it (NaN and -0.0
+## kept)
 <%def name="epilogue_macros()">
 #ifdef EPI_RELU
 #define EPI(v) ((v) < (T)0 ? (T)0 : (v))

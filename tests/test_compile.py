@@ -528,7 +528,8 @@ def test_fusion_takes_repeated_operands(code_paths, device):
         np.testing.assert_array_equal(z1.numpy(), z0.numpy())
         xs = (np.linspace(-1, 1, 1001) * 2).astype(dt.np)
         vs = (np.linspace(0.5, 1, 1001) * 3).astype(dt.np)
-        np.testing.assert_allclose(y1.numpy(), np.tanh(xs * vs[0] + 1) * vs[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(y1.numpy(), np.tanh(xs * vs[0] + 1) * vs[0], rtol=1e-5,
+                                   atol=1e-6)
         np.testing.assert_allclose(z1.numpy(), y1.numpy() * vs * 2, rtol=1e-6, atol=1e-7)
 
 

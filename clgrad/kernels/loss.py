@@ -7,9 +7,9 @@ no autograd.
 >>> import clgrad
 >>> from clgrad.kernels.softmax import softmax_raw
 >>> logp = softmax_raw(clgrad.tensor([[0.0, 0.0], [0.0, 0.0]]), 1, True)
->>> loss, count = nll_rows_raw(logp, clgrad.tensor([1, -100]), -100, True, "cross_entropy")
->>> round(loss.item(), 4), count.item()
-(0.6931, 1.0)
+>>> loss, count, bad = nll_rows_raw(logp, clgrad.tensor([1, -100]), -100, True, "target")
+>>> round(loss.item(), 4), count.item(), bad
+(0.6931, 1.0, None)
 >>> cross_entropy_backward_raw(clgrad.tensor(1.0), logp, clgrad.tensor([1, -100]), count, -100,
 ...                            True).tolist()
 [[0.5, -0.5], [0.0, 0.0]]
@@ -38,11 +38,12 @@ def _group(dev, dt):
     return _GROUP[key]
 
 
-def nll_rows_raw(logp, target, ignore_index, mean, op):
-    """(loss, count): the negative log-likelihood of contiguous logp [n, C] at the int64 class
-    indices target [n] (any stride), rows whose target is ignore_index left out, summed (over
-    the number of rows counted when `mean`), and that number; 0-d tensors of logp's dtype.
-    IndexError (torch's "Target N is out of bounds.") for a counted target outside [0, C)."""
+def nll_rows_raw(logp, target, ignore_index, mean, what):
+    """(loss, count, bad): the negative log-likelihood of contiguous logp [n, C] at the int64
+    class indices target [n] (any stride), rows whose target is ignore_index left out, summed
+    (over the number of rows counted when `mean`), and that number, 0-d tensors of logp's dtype;
+    bad is the first counted target outside [0, C), or None (the caller raises). One host sync,
+    the check's; a replay of a compiled step reads the flag later and raises IndexError(what)."""
     dev, dt = logp._storage.device, logp._dtype
     n, C = logp._shape
     loss = empty_tensor((), dt, dev)
@@ -52,13 +53,12 @@ def nll_rows_raw(logp, target, ignore_index, mean, op):
     LOSS.launch(dev, dt, "nll_rows", ((ls,), (ls,)), logp, C, target, target._strides[0], n,
                 int(ignore_index), int(mean), loss, count, flag._storage.buf)
     seen = np.zeros(1, np.int32)
-    checked_read(dev.queue, seen, flag._storage.buf, f"Target out of bounds ({op})")
+    checked_read(dev.queue, seen, flag._storage.buf, what)
+    bad = None
     if seen[0]:
         t = target._read_host().reshape(-1)
-        bad = t[(t != ignore_index) & ((t < 0) | (t >= C))]
-        raise IndexError(f"Target {int(bad[0])} is out of bounds. ({op}: input of shape "
-                         f"{[n, C]}, {C} classes along dim 1)")
-    return loss, count
+        bad = int(t[(t != ignore_index) & ((t < 0) | (t >= C))][0])
+    return loss, count, bad
 
 
 def cross_entropy_backward_raw(g, logp, target, count, ignore_index, mean):

@@ -70,10 +70,24 @@ def _gather_targets(op, logp, safe, cd):
     gather would make, made here so that it names the target)."""
     same_device(op, [logp, safe])
     C = logp.shape[cd]
-    _check_range(op, safe, C, cd, False, IndexError,
-                 fmt="Target {v} is out of bounds. ({op}: input of shape "
-                     + str(list(logp.shape)) + ", {n} classes along dim {d})")
+    _check_range(op, safe, C, cd, False, IndexError, fmt=_target_fmt(logp.shape))
     return Gather.apply(logp, cd, safe.unsqueeze(cd)).squeeze(cd)
+
+
+def _target_fmt(shape):
+    """torch's message for a class index out of range (fields op, v, n, d)."""
+    return "Target {v} is out of bounds. ({op}: input of shape " + str(list(shape)) + \
+        ", {n} classes along dim {d})"
+
+
+def _rows_nll(logp, target, ignore_index, mean, op):
+    """nll_rows_raw's (loss, count), IndexError for a target out of range."""
+    loss, count, bad = _loss.nll_rows_raw(logp, target, ignore_index, mean,
+                                          f"Target out of bounds ({op})")
+    if bad is not None:
+        C = logp._shape[1]
+        raise IndexError(_target_fmt(logp._shape).format(op=op, v=bad, n=C, d=1))
+    return loss, count
 
 
 def _picked(logp, target, weight, ignore_index, op):
@@ -197,7 +211,7 @@ class _RowsCrossEntropy(Op):
     @staticmethod
     def forward(ctx, x, target, ignore_index, mean):
         logp = softmax_raw(x, 1, True)
-        loss, count = _loss.nll_rows_raw(logp, target, ignore_index, mean, "cross_entropy")
+        loss, count = _rows_nll(logp, target, ignore_index, mean, "cross_entropy")
         ctx.save_for_backward(x, target)
         ctx.count, ctx.ignore_index, ctx.mean = count, ignore_index, mean
         return loss
@@ -224,8 +238,7 @@ class _RowsNLL(Op):
 
     @staticmethod
     def forward(ctx, logp, target, ignore_index, mean):
-        loss, count = _loss.nll_rows_raw(contiguous_raw(logp), target, ignore_index, mean,
-                                         "nll_loss")
+        loss, count = _rows_nll(contiguous_raw(logp), target, ignore_index, mean, "nll_loss")
         ctx.save_for_backward(target)
         ctx.count, ctx.ignore_index, ctx.mean = count, ignore_index, mean
         ctx.shape, ctx.dtype = logp._shape, logp._dtype

@@ -2,7 +2,6 @@
 load_state_dict in torch's format."""
 import functools
 import operator
-from contextlib import nullcontext
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -292,17 +291,26 @@ class FusedOptimizer(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                with aside() if capturing else nullcontext():
-                    # host work: new state comes from the shared pool, a tensor lr is read once
-                    state = self.state[p]
-                    key = self._advance(state, self._init_state(group, p, state))
-                    if key not in scalars:
-                        scalars[key] = self._scalars(group, key)
-                    buffers = self._buffers(group, state)
-                live = _kernels.update(self._kernel, p, p.grad, buffers, scalars[key])
                 if capturing:
+                    # host work: new state comes from the shared pool, a tensor lr is read once
+                    with aside():
+                        state, values, buffers = self._prepare(group, p, scalars)
+                    live = _kernels.update(self._kernel, p, p.grad, buffers, values)
                     made.append((group, p, state, buffers, live))
+                else:
+                    state, values, buffers = self._prepare(group, p, scalars)
+                    _kernels.update(self._kernel, p, p.grad, buffers, values)
         return made
+
+    def _prepare(self, group, p, scalars):
+        """A parameter's state (made at its first step, then advanced), the kernel's scalars
+        (memoised in `scalars` by key) and its state tensors."""
+        state = self.state[p]
+        key = self._advance(state, self._init_state(group, p, state))
+        values = scalars.get(key)
+        if values is None:
+            values = scalars[key] = self._scalars(group, key)
+        return state, values, self._buffers(group, state)
 
     def _refresh(self, made):
         """Ready the recorded launches of `made` (see _update) for a replay; False (the replay
