@@ -163,6 +163,26 @@ def test_index_check_reports_on_the_next_replay(device):
     assert f.stats["replays"] >= 2
 
 
+def test_each_check_of_a_replay_reports_its_own_message(device):
+    """A replay reads the flags of all its checks at once (one read): the error names the check
+    whose flag was set, whichever it is."""
+    emb = nn.Embedding(5, 4)
+    f = clgrad.compile(lambda i, t: nn.functional.cross_entropy(emb(i), t))
+    i, t = clgrad.tensor([0, 4, 2]), clgrad.tensor([1, 3, 0])
+    with clgrad.no_grad():
+        want = f(i, t).item()
+        f(i, t), f(i, t)
+        assert f.stats["replays"] >= 1
+        for bad_i, bad_t, message in ((clgrad.tensor([0, 7, 2]), t, "index out of range"),
+                                      (i, clgrad.tensor([1, 3, 4]), "Target out of bounds")):
+            f(bad_i, bad_t)
+            with pytest.raises(IndexError, match=message):
+                f(i, t)
+                f(i, t)
+            f(i, t)
+        assert f(i, t).item() == pytest.approx(want, rel=1e-6)
+
+
 def test_replays_follow_a_queue_replaced_by_the_profiler(device):
     """A profiler with device times gives the device a new queue: a recording made before
     enqueues its copies and reads there too, so that they keep their order with its launches."""

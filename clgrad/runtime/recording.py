@@ -242,7 +242,8 @@ class Recording:
         self._slots = {}            # id(buffer) -> [(kernel, arg index)]
         self._devices = set()       # devices the replay launches on
         self._gated = set()         # those whose bursts are held behind an event
-        self._check_events = []     # (replay number, read event, host flag, message) pending
+        self._check_events = []     # (replay number, read event, host flags, [(offset, like,
+        #                             message)]) pending: one read of each owner's flags
         self._replays = 0
         self._used = set()          # ids of the buffers the replay uses
         self.kernels = []           # what a replay launches: (device, kernel, gsize, lsize, args)
@@ -407,11 +408,14 @@ class Recording:
                     plan.append((_enqueue_copy, (self._copy, owners.get(queue.int_ptr, queue),
                                                  dest, src, kw)))
                 elif kind == "check":
-                    queue, buf, host, what = payload
+                    # the flag goes to its place in the owner's flags buffer, read once at the
+                    # end (a read costs ~25-45 us to enqueue on PoCL, a copy ~1)
+                    queue, buf, like, _ = payload
                     used[id(buf)] = buf
-                    plan.append((_enqueue_check, (self, self._copy,
-                                                  owners.get(queue.int_ptr, queue), host, buf,
-                                                  what)))
+                    owner, offset = slot[id(payload)]
+                    plan.append((_enqueue_copy, (self._copy, owner, flags[owner][0], buf,
+                                                 {"dst_offset": offset,
+                                                  "byte_count": like.nbytes})))
                 elif kind == "fill":
                     queue, mem, pattern, offset, size = payload
                     used[id(mem)] = mem
@@ -426,7 +430,20 @@ class Recording:
                     plan.append((_host, (fn, args, kwargs, self._devices)))
             return plan
 
+        flags, slot = {}, {}            # owner -> [buffer, bytes, [(offset, like, what)]]
+        for payload in _checks_of(ops):
+            queue, _, like, what = payload
+            owner = owners.get(queue.int_ptr, queue)
+            entry = flags.setdefault(owner, [None, 0, []])
+            slot[id(payload)] = (owner, entry[1])
+            entry[2].append((entry[1], like, what))
+            entry[1] += like.nbytes
+        for owner, entry in flags.items():
+            entry[0] = cl.Buffer(_queue(owner).context, cl.mem_flags.READ_WRITE |
+                                 cl.mem_flags.COPY_HOST_PTR, hostbuf=np.zeros(entry[1], np.uint8))
         plan = plan_of(ops)
+        for owner, (buf, size, entries) in flags.items():
+            plan.append((_enqueue_flags, (self, self._copy, owner, buf, size, entries)))
         if any(h.kernel is None for _, h in self._live.values()):
             self._break("a launch whose scalars a step refreshes did not reach the replay "
                         "unchanged")
@@ -511,16 +528,19 @@ class Recording:
         pending, self._check_events = self._check_events, []
         late = []
         done = cl.command_execution_status.COMPLETE
-        for n, evt, host, what in pending:
+        for n, evt, host, entries in pending:
             if not wait and n == self._replays and \
                     evt.command_execution_status != done:
-                late.append((n, evt, host, what))
+                late.append((n, evt, host, entries))
                 continue
             evt.wait()
-            if host[0]:
-                self._check_events = late
-                raise IndexError(f"{what} (found by a replay of a compiled step: the failing "
-                                 f"step is one of the last two before this call)")
+            if not host.any():
+                continue
+            for offset, like, what in entries:
+                if host[offset:offset + like.nbytes].view(like.dtype)[0]:
+                    self._check_events = late
+                    raise IndexError(f"{what} (found by a replay of a compiled step: the "
+                                     f"failing step is one of the last two before this call)")
         self._check_events = late
 
     def release(self):
@@ -565,7 +585,8 @@ def _bursts(plan, gated):
 def _enqueue_burst(gated, launches):
     # PoCL's worker threads start on the first launch and then contend with the enqueues that
     # follow (Device.flush): hold the burst behind a user event and release it whole. Only
-    # kernel launches go behind the gate: a copy or host work may wait for the queue.
+    # kernel launches go behind the gate: a read waits behind it on PoCL 3.1 (it never
+    # returns), and host work may wait for the queue.
     gates = []
     if len(launches) >= 8:
         for dev in gated:
@@ -598,10 +619,19 @@ def _enqueue_copy(copy, owner, dest, src, kw):
     copy(_queue(owner), dest, src, **kw)        # buffer to buffer: on the device, without waiting
 
 
-def _enqueue_check(rec, copy, owner, like, buf, what):
-    host = np.zeros_like(like)          # its own: the next replay may read the flag again first
+def _enqueue_flags(rec, copy, owner, buf, size, entries):
+    host = np.empty(size, np.uint8)     # its own: the next replay may read the flags again first
     evt = copy(_queue(owner), host, buf, is_blocking=False)
-    rec._check_events.append((rec._replays, evt, host, what))
+    rec._check_events.append((rec._replays, evt, host, entries))
+
+
+def _checks_of(ops):
+    """The payloads of a capture's checks, those inside refreshed steps included."""
+    for kind, payload in ops:
+        if kind == "check":
+            yield payload
+        elif kind == "step":
+            yield from _checks_of(payload[2])
 
 
 def _enqueue_fill(fill, owner, mem, pattern, offset, size):
