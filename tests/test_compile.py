@@ -201,6 +201,37 @@ def test_replays_follow_a_queue_replaced_by_the_profiler(device):
         assert rec._check_events[-1][1].command_queue.int_ptr == device._queue.int_ptr
 
 
+def test_train_and_eval_alternating_replay_both(device):
+    """A training loop that evaluates after every epoch: train and eval are two variants, each
+    recorded once and replayed from then on (not recorded again at every switch, until the
+    recording limit made the model eager), with eager's results in both modes."""
+    data = _data(n=3)
+    runs = []
+    for compiled in (False, True):
+        clgrad.manual_seed(0)
+        net = nn.Sequential(nn.Linear(12, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.3),
+                            nn.Linear(16, 4))
+        model = clgrad.compile(net) if compiled else net
+        opt = clgrad.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        clgrad.manual_seed(3)
+        seen = []
+        for epoch in range(10):
+            model.train()
+            for x, y in data:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                seen.append(loss.item())
+            model.eval()                # (evaluated without no_grad: grad mode alone would
+            for x, _ in data[:1]:       # make it another signature)
+                seen.extend(model(x).detach().reshape(-1).tolist())
+        runs.append(seen)
+    np.testing.assert_allclose(np.hstack(runs[1]), np.hstack(runs[0]), rtol=1e-5, atol=1e-6)
+    stats = model._compiled.stats
+    assert stats["recordings"] == 2 and stats["replays"] >= 35, stats
+
+
 def test_module_compile_and_optimized_module(device):
     net = _mlp(p=0.0).eval()
     ref = copy.deepcopy(net)

@@ -276,6 +276,11 @@ class CompiledFunction:
             # tensor hooks (non-reentrant checkpointing) must see every tensor a call saves
             return self._fn(*args, **kwargs)
         leaves, key = _signature(args, kwargs)
+        if self._state is None:
+            self._state = _State(self._fn, args, kwargs)
+        # train and eval are variants of their own: a loop that alternates them replays both
+        # (as one recording they would record again at every switch, then give up)
+        key = (key, tuple(m.training for m in self._state.modules))
         v = self._variants.get(key)
         if v is None:
             if len(self._variants) >= config.cache_size_limit:
@@ -286,8 +291,6 @@ class CompiledFunction:
             v = self._variants[key] = _Variant()
         if v.why_eager:
             return self._eager(args, kwargs)
-        if self._state is None:
-            self._state = _State(self._fn, args, kwargs)
         if v.rec is not None and v.state == self._state.key(v.grads) and v.rec.valid():
             if v.joint is None:
                 return self._replay(v, leaves)
