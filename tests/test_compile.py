@@ -147,6 +147,41 @@ def test_cache_limit_then_eager(device, monkeypatch):
     assert f(clgrad.zeros(7)).tolist() == [1.0] * 7
 
 
+def test_a_slice_argument_changed_in_place_keeps_the_change(device):
+    """A slice of a bigger tensor reaches a replay through a staging copy: what the function
+    writes into it in place goes back to the slice, at the recorded call and at every replay."""
+    def f(part, other):
+        part.mul_(2.0).add_(other)
+        return part.sum()
+    cf = clgrad.compile(f)
+    for k in range(5):
+        want, got = clgrad.arange(10.0), clgrad.arange(10.0)
+        other = clgrad.full((4,), float(k))
+        e, c = f(want[3:7], other), cf(got[3:7], other)
+        assert c.item() == e.item() and got.tolist() == want.tolist(), k
+    assert cf.stats["replays"] >= 3
+
+
+def test_arguments_sharing_memory_changed_in_place_run_eagerly(device):
+    """Two arguments on one memory, one of them a slice (a replay would copy it, and a write
+    through the other would not reach that copy): the function runs eagerly, with a warning."""
+    def f(whole, part):
+        whole.mul_(2.0)
+        return part + 1.0
+    cf = clgrad.compile(f)
+    with pytest.warns(RuntimeWarning, match="shares memory with another"):
+        for _ in range(4):
+            want, got = clgrad.arange(6.0), clgrad.arange(6.0)
+            assert cf(got, got[1:]).tolist() == f(want, want[1:]).tolist()
+            assert got.tolist() == want.tolist()
+    assert cf.stats["replays"] == 0
+    # the same layouts on separate memory are another signature, which replays
+    for _ in range(4):
+        a, b = clgrad.arange(6.0), clgrad.arange(6.0)
+        assert cf(a, b[1:]).tolist() == [2.0, 3.0, 4.0, 5.0, 6.0]
+    assert cf.stats["replays"] >= 2
+
+
 def test_index_check_reports_on_the_next_replay(device):
     emb = nn.Embedding(5, 3)
     f = clgrad.compile(lambda i: emb(i).sum())

@@ -93,7 +93,8 @@ step = st.one_of(
     st.tuples(st.just("u"), st.sampled_from(sorted(UNARY)), st.integers(0, 99)),
     st.tuples(st.just("b"), st.sampled_from(sorted(BINARY)), st.integers(0, 99),
               st.integers(0, 99)),
-    st.tuples(st.just("p"), st.sampled_from(sorted(PRODUCT)), st.integers(0, 99)))
+    st.tuples(st.just("p"), st.sampled_from(sorted(PRODUCT)), st.integers(0, 99)),
+    st.tuples(st.just("i"), st.just("b"), st.integers(0, 99)))
 
 
 def _program(steps):
@@ -102,7 +103,9 @@ def _program(steps):
         env = [a, b, a[0], b.sum()]          # (R, C), (C,) or (R, 1), a row, a 0-d tensor
         for s in steps:
             x = env[s[2] % len(env)]
-            if s[0] == "u":
+            if s[0] == "i":                   # an argument changed in place
+                env.append(b.mul_(0.5).add_(env[s[2] % len(env)].detach().sum()))
+            elif s[0] == "u":
                 env.append(UNARY[s[1]](x))
             elif s[0] == "b":
                 env.append(BINARY[s[1]](x, env[s[3] % len(env)]))
@@ -114,11 +117,13 @@ def _program(steps):
     return run
 
 
-def _inputs(dt, seed, b_shape):
+def _inputs(dt, seed, b_shape, b_slice):
+    """a (R, C), requiring grad; b of b_shape, a slice of a bigger tensor when b_slice (a
+    compiled call copies it into a staging tensor, and back when the program writes it)."""
     rng = np.random.default_rng(seed)
     a = clgrad.tensor(rng.standard_normal((R, C)), dtype=dt, requires_grad=True)
-    b = clgrad.tensor(rng.standard_normal(b_shape), dtype=dt)
-    return a, b
+    b = clgrad.tensor(rng.standard_normal((2,) + b_shape), dtype=dt)
+    return a, (b[1] if b_slice else b[1].clone())
 
 
 def _call(fn, a, b, w, grad):
@@ -129,18 +134,27 @@ def _call(fn, a, b, w, grad):
         outs, loss = fn(a, b, w)
         loss.backward()
         return [o.detach().numpy() for o in outs] + [loss.detach().numpy(), a.grad.numpy(),
-                                                        w.grad.numpy()]
+                                                        w.grad.numpy(), b.numpy()]
     with clgrad.no_grad():
         outs, loss = fn(a, b, w)
-    return [o.numpy() for o in outs] + [loss.numpy()]
+    return [o.numpy() for o in outs] + [loss.numpy(), b.numpy()]
+
+
+def _outcome(fn, a, b, w, grad):
+    """_call's values, or the message's start of the RuntimeError it raised (an argument
+    saved for backward and then changed in place)."""
+    try:
+        return _call(fn, a, b, w, grad)
+    except RuntimeError as err:
+        return str(err)[:60]
 
 
 @settings(max_examples=int(os.environ.get("CLGRAD_FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=8),
        dtype=st.sampled_from(["float64", "float32"]),
        b_shape=st.sampled_from([(C,), (R, 1), (R, C)]),
-       grad=st.booleans())
-def test_random_programs_compiled_match_eager(device, steps, dtype, b_shape, grad):
+       b_slice=st.booleans(), grad=st.booleans())
+def test_random_programs_compiled_match_eager(device, steps, dtype, b_shape, b_slice, grad):
     if dtype == "float64" and not device.has_fp64:
         dtype = "float32"
     dt = getattr(clgrad, dtype)
@@ -150,9 +164,11 @@ def test_random_programs_compiled_match_eager(device, steps, dtype, b_shape, gra
     w = clgrad.tensor(np.random.default_rng(1).standard_normal((C, C)), dtype=dt,
                       requires_grad=True)
     for seed in (0, 0, 0, 0, 1):            # warm-up, capture, two replays, new values
-        a, b = _inputs(dt, seed, b_shape)
-        want = _call(program, a, b, w, grad)
-        got = _call(compiled, a, b, w, grad)
+        want = _outcome(program, *_inputs(dt, seed, b_shape, b_slice), w, grad)
+        got = _outcome(compiled, *_inputs(dt, seed, b_shape, b_slice), w, grad)
+        if isinstance(want, str):           # eager raised: so must the compiled call
+            assert got == want, (steps, seed, got)
+            return
         for g, e in zip(got, want):
             np.testing.assert_allclose(g, e, **tol, err_msg=f"{steps} seed {seed}")
     assert compiled.stats["replays"] >= 2, compiled.stats
@@ -187,18 +203,21 @@ def _model(layers, seed):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layers=st.lists(st.sampled_from(sorted(LAYERS)), min_size=1, max_size=5),
        optimizer=st.sampled_from(sorted(OPTIMIZERS)),
-       set_to_none=st.booleans())
-def test_random_training_steps_compiled_match_eager(device, layers, optimizer, set_to_none):
-    """A compiled training step (forward, cross-entropy, backward, optimizer step) of a random
-    stack of layers: every step's loss, and the parameters, buffers (batch norm's running
-    statistics) and optimizer state after five steps on changing batches, are eager's."""
+       set_to_none=st.booleans(), whole_step=st.booleans())
+def test_random_training_steps_compiled_match_eager(device, layers, optimizer, set_to_none,
+                                                    whole_step):
+    """A training step (forward, cross-entropy, backward, optimizer step) of a random stack of
+    layers, compiled whole or with only the model compiled (its backward then runs from the
+    node of the compiled call): every step's loss, and the parameters, buffers (batch norm's
+    running statistics) and optimizer state after five steps on changing batches, are eager's."""
     rng = np.random.default_rng(0)
     batches = [(clgrad.tensor(rng.standard_normal((R, C)).astype(np.float32)),
                 clgrad.tensor(rng.integers(0, 3, R))) for _ in range(5)]
     runs = []
     for compiled in (False, True):
-        model = _model(layers, 0)
-        opt = OPTIMIZERS[optimizer](model.parameters())
+        net = _model(layers, 0)
+        opt = OPTIMIZERS[optimizer](net.parameters())
+        model = clgrad.compile(net) if compiled and not whole_step else net
 
         def step(x, y):
             opt.zero_grad(set_to_none=set_to_none)
@@ -206,15 +225,16 @@ def test_random_training_steps_compiled_match_eager(device, layers, optimizer, s
             loss.backward()
             opt.step()
             return loss
-        run = clgrad.compile(step) if compiled else step
+        run = clgrad.compile(step) if compiled and whole_step else step
         clgrad.manual_seed(5)
         losses = [run(x, y).item() for x, y in batches]
-        state = [t.detach().numpy() for t in model.state_dict().values()]
+        state = [t.detach().numpy() for t in net.state_dict().values()]
         state += [v.numpy() for s in opt.state.values() for v in s.values()
                   if isinstance(v, clgrad.Tensor)]
         runs.append((losses, state))
         if compiled:
-            assert run.stats["replays"] >= 3, run.stats
+            stats = run.stats if whole_step else model._compiled.stats
+            assert stats["replays"] >= 3, stats
     (want, want_state), (got, got_state) = runs
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=str(layers))
     assert len(got_state) == len(want_state)

@@ -51,9 +51,9 @@ def _bindable(t):
 
 def _tensor_key(t, storages):
     s = t._storage
+    share = storages.setdefault(id(s), len(storages))      # which arguments share memory
     if not _bindable(t):
-        return (t._shape, t._dtype, s.device, "staged")
-    share = storages.setdefault(id(s), len(storages))
+        return (t._shape, t._dtype, s.device, "staged", share)
     return (t._shape, t._strides, t._offset, t._dtype, s.device, t.requires_grad, share)
 
 
@@ -197,6 +197,7 @@ class _Variant:
         self.inputs = []            # per tensor argument: (slots, buffer bound last)
         self.outputs = None         # how to build the return value
         self.staged = []            # per tensor argument: its staging tensor, or None
+        self.written = []           # arguments whose staging tensor the function changes
         self.grads = frozenset()    # state tensors whose .grad the recording uses
         # outputs differentiated outside (a module's forward): see _Call
         self.joint = None           # (output positions, differentiable inputs' places)
@@ -245,12 +246,22 @@ class CompiledFunction:
         # An argument with a history enters a recording as a leaf of its own (see _record): a
         # function that changes one in place (an in-place activation on its input) would fail
         # there, and its result could not take the argument's history along; it stays eager.
-        with_history = [(t, t._vc[0]) for t in leaves if t.requires_grad and t.grad_fn is not None]
+        versions = [t._vc[0] for t in leaves]
         out = self._eager(args, kwargs)
-        changed = [t for t, version in with_history if t._vc[0] != version]
-        if changed:
+        changed = [t for t, version in zip(leaves, versions) if t._vc[0] != version]
+        with_history = [t for t in changed if t.requires_grad and t.grad_fn is not None]
+        if with_history:
             self._give_up(v, f"it changes in place an argument that requires grad "
-                             f"(shape {list(changed[0]._shape)}) and has a history")
+                             f"(shape {list(with_history[0]._shape)}) and has a history")
+        # A replay copies a slice argument into a staging tensor (see _bindable): another
+        # argument on the same memory would no longer see what is written through it.
+        for t in changed:
+            shared = [u for u in leaves if u._storage is t._storage and u is not t]
+            if shared and not all(map(_bindable, shared + [t])):
+                self._give_up(v, f"it changes in place an argument that shares memory with "
+                                 f"another (shapes {list(t._shape)} and "
+                                 f"{list(shared[0]._shape)}), and a replay copies slices")
+                break
         return out
 
     def _give_up(self, variant, why):
@@ -333,9 +344,16 @@ class CompiledFunction:
         if staged or cut:
             args, kwargs = _substitute((args, kwargs), {**staged, **cut})
         v.staged = [staged.get(id(t)) for t in leaves]
+        versions = [None if st is None else st._vc[0] for st in v.staged]
         runs = engine.RUNS[0]
         with Recording() as rec:
             out = self._fn(*args, **kwargs)
+        # a slice argument the function changes in place gets its staging tensor's values back
+        # after the call and after every replay
+        v.written = [i for i, st in enumerate(v.staged)
+                     if st is not None and st._vc[0] != versions[i]]
+        for i in v.written:
+            copy_into(leaves[i], v.staged[i])
         backward_ran = engine.RUNS[0] != runs
         if cut and backward_ran:
             # a backward inside the function reached an argument: finish it into the history
@@ -463,6 +481,8 @@ class CompiledFunction:
                 bindings.append((slots, buf))
                 v.inputs[i] = (slots, buf)
         v.rec.replay(bindings)
+        for i in v.written:
+            copy_into(leaves[i], v.staged[i])
         if v.joint is not None:
             return self._joined(v, leaves)
         return _outputs(v, leaves)
