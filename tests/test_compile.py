@@ -236,6 +236,76 @@ def test_replays_follow_a_queue_replaced_by_the_profiler(device):
         assert rec._check_events[-1][1].command_queue.int_ptr == device._queue.int_ptr
 
 
+def test_a_replaced_parameter_or_layer_is_used(device):
+    """Assigning a new Parameter or a new layer to a compiled model makes its next call use
+    them (the recording held the old ones: it is made again)."""
+    x = clgrad.ones(2, 3)
+    lin = nn.Linear(3, 1, bias=False)
+    seq = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    clin, cseq = clgrad.compile(lin), clgrad.compile(seq)
+    with clgrad.no_grad():
+        for k in range(5):
+            lin.weight = nn.Parameter(clgrad.full((1, 3), float(k)))
+            assert clin(x).tolist() == [[3.0 * k]] * 2
+            if k % 2:
+                seq[0] = nn.Linear(3, 2)
+            assert cseq(x).tolist() == seq(x).tolist()
+        for _ in range(3):                          # unchanged from here: replays
+            assert cseq(x).tolist() == seq(x).tolist()
+    assert clin._compiled.stats["recordings"] == 4
+    assert cseq._compiled.stats["replays"] >= 3
+
+
+def test_a_hook_added_or_removed_after_compiling_counts(device):
+    """A forward hook registered on a compiled model after its calls were recorded changes what
+    the next calls return, and its removal too (the device work it adds is recorded; its
+    Python side effects run only when a call records, as docs/compile.md says)."""
+    lin = nn.Linear(3, 2)
+    model = clgrad.compile(lin)
+    x = clgrad.ones(1, 3)
+    with clgrad.no_grad():
+        plain = lin(x).tolist()
+        for _ in range(3):
+            assert model(x).tolist() == plain
+        handle = lin.register_forward_hook(lambda mod, args, out: out * 2.0)
+        for _ in range(3):
+            assert model(x).tolist() == [[2.0 * v for v in plain[0]]]
+        handle.remove()
+        for _ in range(3):
+            assert model(x).tolist() == plain
+    assert model._compiled.stats["replays"] >= 5
+
+
+_SCALE = clgrad.tensor(2.0)
+
+
+def _scaled(x):
+    return x * _SCALE
+
+
+def test_a_global_closure_or_attribute_tensor_assigned_anew_is_used(device):
+    """A tensor that a global, a closure variable or an attribute of an object the function
+    uses names is found again when the name is given another tensor."""
+    global _SCALE
+    holder = type("Holder", (), {})()
+    holder.t = clgrad.tensor(1.0)
+    box = [clgrad.tensor(1.0)]
+    shift = box[0]
+
+    def through_closure_and_attribute(x):
+        return x * holder.t + shift
+
+    cg, cc = clgrad.compile(_scaled), clgrad.compile(through_closure_and_attribute)
+    x = clgrad.ones(3)
+    for k in range(5):
+        _SCALE = clgrad.tensor(float(k))
+        holder.t = clgrad.tensor(float(k))
+        shift = clgrad.tensor(float(-k))
+        assert cg(x).tolist() == [float(k)] * 3
+        assert cc(x).tolist() == [0.0] * 3
+    _SCALE = clgrad.tensor(2.0)
+
+
 def test_train_and_eval_alternating_replay_both(device):
     """A training loop that evaluates after every epoch: train and eval are two variants, each
     recorded once and replayed from then on (not recorded again at every switch, until the

@@ -12,9 +12,11 @@ variables the function reads. When the state changed, the variant records again;
 """
 import copy
 import dis
+import operator
 import types
 import warnings
 import weakref
+from itertools import chain, count
 
 from .. import _grad_state, dtypes
 from ..autograd import engine
@@ -94,6 +96,9 @@ def _names_read(code):
     return names
 
 
+_SERIALS = count()
+
+
 class _State:
     """What a function uses besides its arguments (found from its code once): the modules,
     optimizers, scalers and tensors it names, and the plain values of the globals and closure
@@ -102,6 +107,8 @@ class _State:
     def __init__(self, fn, args, kwargs):
         self.modules, self.optimizers, self.scalers, self.tensors = [], [], [], []
         self.names = []             # (namespace dict or cell, name) of plain values
+        self.holders = []           # (namespace dict or cell, name) of the tensors, modules,
+        #                             optimizers and scalers found there: guarded by identity
         seen = set()
 
         def visit(obj, depth, arg=False):
@@ -129,6 +136,7 @@ class _State:
                         if isinstance(v, _PLAIN):
                             self.names.append((g, name))
                         else:
+                            held(g, name, v)
                             visit(v, depth + 1)
                 for cell in obj.__closure__ or ():
                     try:
@@ -138,14 +146,21 @@ class _State:
                     if isinstance(v, _PLAIN):
                         self.names.append((cell, None))
                     else:
+                        held(cell, None, v)
                         visit(v, depth + 1)
             elif isinstance(obj, (list, tuple)):
                 for v in obj:
                     visit(v, depth + 1, arg)
             elif hasattr(obj, "__dict__") and not isinstance(obj, type) and depth < 2:
-                for v in vars(obj).values():          # a trainer object holding the model
+                attrs = vars(obj)
+                for name, v in list(attrs.items()):     # a trainer object holding the model
                     if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
+                        held(attrs, name, v)
                         visit(v, depth + 1)
+
+        def held(ns, name, v):
+            if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
+                self.holders.append((ns, name))
 
         visit(fn, 0)
         for a in list(args) + list(kwargs.values()):
@@ -165,6 +180,32 @@ class _State:
             for group in opt.param_groups:
                 tensors.extend(group["params"])
         self.tensors = [t for t in dict.fromkeys(tensors + self.tensors) if t is not None]
+        self.serial = next(_SERIALS)       # a state found again invalidates the recordings
+        self.dicts = [d for m in mods for d in (m._parameters, m._buffers, m._modules,
+                                                m._forward_pre_hooks, m._forward_hooks,
+                                                m._backward_pre_hooks, m._backward_hooks)]
+        self.layout = self.structure()
+
+    def structure(self):
+        """What this state was found from: the objects the function's globals, closures and held
+        objects name, each module's parameters, buffers, children and hooks, each optimizer's
+        parameters. When one of them is another object (a parameter or a layer replaced, a
+        global tensor assigned anew), the state is found again (`changed`)."""
+        s = []
+        for ns, name in self.holders:
+            try:
+                s.append(ns.cell_contents if name is None else ns.get(name))
+            except ValueError:                  # an emptied cell
+                s.append(None)
+        s.extend(chain.from_iterable(map(dict.values, self.dicts)))
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                s.extend(group["params"])
+        return s
+
+    def changed(self):
+        now = self.structure()
+        return len(now) != len(self.layout) or not all(map(operator.is_, now, self.layout))
 
     def grads_used(self, rec):
         """Indices of the tensors whose gradient's buffer the recording uses (a step that runs
@@ -173,7 +214,8 @@ class _State:
                          if t.grad is not None and rec.uses(t.grad._storage.buf))
 
     def key(self, grads=frozenset()):
-        k = [m.training for m in self.modules]
+        k = [self.serial]
+        k.extend(m.training for m in self.modules)
         for i, t in enumerate(self.tensors):
             g = t.grad if i in grads else None
             k.append((id(t), id(t._storage), t._offset, t._shape, t.requires_grad,
@@ -287,7 +329,7 @@ class CompiledFunction:
             # tensor hooks (non-reentrant checkpointing) must see every tensor a call saves
             return self._fn(*args, **kwargs)
         leaves, key = _signature(args, kwargs)
-        if self._state is None:
+        if self._state is None or self._state.changed():
             self._state = _State(self._fn, args, kwargs)
         # train and eval are variants of their own: a loop that alternates them replays both
         # (as one recording they would record again at every switch, then give up)
