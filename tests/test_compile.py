@@ -256,6 +256,33 @@ def test_a_replaced_parameter_or_layer_is_used(device):
     assert cseq._compiled.stats["replays"] >= 3
 
 
+def test_a_module_setting_changed_between_calls_counts(device):
+    """A plain attribute of a module (a dropout's p, a scale its forward reads) given another
+    value between calls is a new state: the next call records again with it."""
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 1.0
+            self.lin = nn.Linear(2, 2)
+            self.drop = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.drop(self.lin(x) * self.scale)
+
+    m = Scaled()
+    model = clgrad.compile(m)
+    x = clgrad.ones(4, 2)
+    with clgrad.no_grad():
+        for k in range(6):
+            m.scale = float(k // 2)
+            m.drop.p = 0.0 if k < 4 else 0.5
+            clgrad.manual_seed(k)
+            got = model(x).tolist()
+            clgrad.manual_seed(k)
+            assert got == m(x).tolist(), k
+    assert model._compiled.stats["replays"] >= 1
+
+
 def test_a_hook_added_or_removed_after_compiling_counts(device):
     """A forward hook registered on a compiled model after its calls were recorded changes what
     the next calls return, and its removal too (the device work it adds is recorded; its

@@ -172,6 +172,12 @@ class _State:
                 seen.add(id(m))
                 mods.append(m)
         self.modules = mods
+        for m in mods:          # a dropout's p, a layer's scale: what its forward may read
+            attrs = vars(m)
+            for name, value in attrs.items():
+                if name != "training" and (isinstance(value, _PLAIN) or type(value) is tuple and
+                                           all(isinstance(e, _PLAIN) for e in value)):
+                    self.names.append((attrs, name))
         tensors = []
         for m in mods:
             tensors.extend(m._parameters.values())
