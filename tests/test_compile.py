@@ -256,6 +256,34 @@ def test_a_replaced_parameter_or_layer_is_used(device):
     assert cseq._compiled.stats["replays"] >= 3
 
 
+def test_zero_grad_to_none_outside_the_compiled_step_replays(device):
+    """The usual loop: optimizer.zero_grad() (set_to_none) outside, forward, backward and step
+    inside the compiled function. The gradients the recorded call made from none are given back
+    after each replay; a call that finds gradients there (accumulating) records again."""
+    data = _data(n=8)
+    runs = []
+    for compiled in (False, True):
+        clgrad.manual_seed(0)
+        net = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
+        opt = clgrad.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        run = clgrad.compile(step) if compiled else step
+        seen = []
+        for k, (x, y) in enumerate(data):
+            if k != 5:                      # call 5 accumulates onto call 4's gradients
+                opt.zero_grad()
+            seen.append(run(x, y).item())
+        seen += [p.grad.numpy().ravel() for p in net.parameters()]
+        runs.append(np.hstack(seen))
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5, atol=1e-6)
+    assert run.stats["replays"] >= 4, run.stats
+
+
 def test_a_module_setting_changed_between_calls_counts(device):
     """A plain attribute of a module (a dropout's p, a scale its forward reads) given another
     value between calls is a new state: the next call records again with it."""

@@ -246,6 +246,7 @@ class _Variant:
         self.outputs = None         # how to build the return value
         self.staged = []            # per tensor argument: its staging tensor, or None
         self.written = []           # arguments whose staging tensor the function changes
+        self.made_grads = []        # (tensor, the .grad the recorded call gave it from none)
         self.grads = frozenset()    # state tensors whose .grad the recording uses
         # outputs differentiated outside (a module's forward): see _Call
         self.joint = None           # (output positions, differentiable inputs' places)
@@ -350,7 +351,8 @@ class CompiledFunction:
             v = self._variants[key] = _Variant()
         if v.why_eager:
             return self._eager(args, kwargs)
-        if v.rec is not None and v.state == self._state.key(v.grads) and v.rec.valid():
+        if v.rec is not None and v.state == self._state.key(v.grads) and v.rec.valid() and \
+                all(t.grad is None for t, _ in v.made_grads):
             if v.joint is None:
                 return self._replay(v, leaves)
             last = v.last() if v.last is not None else None
@@ -393,6 +395,7 @@ class CompiledFunction:
             args, kwargs = _substitute((args, kwargs), {**staged, **cut})
         v.staged = [staged.get(id(t)) for t in leaves]
         versions = [None if st is None else st._vc[0] for st in v.staged]
+        no_grad_yet = [i for i, t in enumerate(self._state.tensors) if t.grad is None]
         runs = engine.RUNS[0]
         with Recording() as rec:
             out = self._fn(*args, **kwargs)
@@ -454,7 +457,13 @@ class CompiledFunction:
         v.inputs = [(rec.slots_of(t._storage.buf), t._storage.buf) for t in leaves]
         v.captured = [t._storage.buf for t in leaves]
         v.rec = rec
-        v.grads = self._state.grads_used(rec)
+        # Gradients the call made (none at its start: a zero_grad(set_to_none=True) before
+        # it): a replay needs them absent at its start too, and gives them back after it. Others
+        # it writes must stay the same tensors.
+        used = self._state.grads_used(rec)
+        tensors = self._state.tensors
+        v.made_grads = [(tensors[i], tensors[i].grad) for i in no_grad_yet if i in used]
+        v.grads = used.difference(i for i in no_grad_yet)
         v.state = self._state.key(v.grads)
         if not joint:
             return _outputs(v, orig)     # copies: each replay overwrites the recording's buffers
@@ -531,6 +540,8 @@ class CompiledFunction:
         v.rec.replay(bindings)
         for i in v.written:
             copy_into(leaves[i], v.staged[i])
+        for t, g in v.made_grads:
+            t.grad = g
         if v.joint is not None:
             return self._joined(v, leaves)
         return _outputs(v, leaves)
