@@ -2,13 +2,15 @@
 
 A compiled function keeps variants, one per *signature* of a call: the layout of its tensor
 arguments (shape, strides, offset, dtype, device, requires_grad and which of them share storage),
-its other arguments by value, grad and autocast modes and the default dtype. A variant's first
-call runs eagerly (it creates lazily made state: optimizer moments, gradients); its second
-records; later calls replay while the *state* the recording assumed still holds: the identity of
-the parameters, buffers and gradients of the modules and optimizers the function uses, the
-training flags, a GradScaler's scale and the plain Python values of the globals and closure
-variables the function reads. When the state changed, the variant records again; after
-`config.cache_size_limit` recordings the function runs eagerly, with one warning that says why.
+its other arguments by value, grad and autocast modes, the default dtype and the training flags
+of the modules it uses. A variant's first call runs eagerly (it creates lazily made state:
+optimizer moments, gradients); its second records; later calls replay while the *state* the
+recording assumed still holds: the identity of the parameters, buffers and gradients of the
+modules and optimizers the function uses, a GradScaler's scale, and the plain Python values of
+the globals and closure variables the function reads and of its modules' attributes. When the
+state changed, the variant records again; after `config.cache_size_limit` recordings the
+function runs eagerly, with one warning that says why. The state itself is found again when
+what it was found from is given another object (a parameter, a layer, a hook, a global tensor).
 """
 import copy
 import dis
@@ -100,9 +102,10 @@ _SERIALS = count()
 
 
 class _State:
-    """What a function uses besides its arguments (found from its code once): the modules,
+    """What a function uses besides its arguments (found from its code): the modules,
     optimizers, scalers and tensors it names, and the plain values of the globals and closure
-    variables it reads. `key()` is what a replay must find unchanged."""
+    variables it reads and of its modules' attributes. `key()` is what a replay must find
+    unchanged; `changed()` says when the state must be found again."""
 
     def __init__(self, fn, args, kwargs):
         self.modules, self.optimizers, self.scalers, self.tensors = [], [], [], []
@@ -463,7 +466,7 @@ class CompiledFunction:
         used = self._state.grads_used(rec)
         tensors = self._state.tensors
         v.made_grads = [(tensors[i], tensors[i].grad) for i in no_grad_yet if i in used]
-        v.grads = used.difference(i for i in no_grad_yet)
+        v.grads = used.difference(no_grad_yet)
         v.state = self._state.key(v.grads)
         if not joint:
             return _outputs(v, orig)     # copies: each replay overwrites the recording's buffers
