@@ -194,34 +194,43 @@ OPTIMIZERS = {
 }
 
 
-def _model(layers, seed):
+def _model(layers, seed, conv):
+    """The stack, after a convolutional stem over (2, 4, 4) images when conv."""
+    nn = clgrad.nn
     clgrad.manual_seed(seed)
-    return clgrad.nn.Sequential(*[LAYERS[name]() for name in layers], clgrad.nn.Linear(C, 3))
+    stem = [nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(4), nn.MaxPool2d(2),
+            nn.Conv2d(4, 4, 1, bias=False), nn.ReLU(), nn.Flatten(), nn.Linear(16, C)] \
+        if conv else []
+    return nn.Sequential(*stem, *[LAYERS[name]() for name in layers], nn.Linear(C, 3))
 
 
 @settings(max_examples=int(os.environ.get("CLGRAD_FUZZ_EXAMPLES", 40)) // 2, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layers=st.lists(st.sampled_from(sorted(LAYERS)), min_size=1, max_size=5),
        optimizer=st.sampled_from(sorted(OPTIMIZERS)),
-       set_to_none=st.booleans(), whole_step=st.booleans())
+       set_to_none=st.booleans(), whole_step=st.booleans(), amp=st.booleans(),
+       conv=st.booleans())
 def test_random_training_steps_compiled_match_eager(device, layers, optimizer, set_to_none,
-                                                    whole_step):
+                                                    whole_step, amp, conv):
     """A training step (forward, cross-entropy, backward, optimizer step) of a random stack of
     layers, compiled whole or with only the model compiled (its backward then runs from the
-    node of the compiled call): every step's loss, and the parameters, buffers (batch norm's
+    node of the compiled call), with a convolutional stem or not, its forward under bfloat16
+    autocast or not: every step's loss, and the parameters, buffers (batch norm's
     running statistics) and optimizer state after five steps on changing batches, are eager's."""
     rng = np.random.default_rng(0)
-    batches = [(clgrad.tensor(rng.standard_normal((R, C)).astype(np.float32)),
+    shape = (R, 2, 4, 4) if conv else (R, C)
+    batches = [(clgrad.tensor(rng.standard_normal(shape).astype(np.float32)),
                 clgrad.tensor(rng.integers(0, 3, R))) for _ in range(5)]
     runs = []
     for compiled in (False, True):
-        net = _model(layers, 0)
+        net = _model(layers, 0, conv)
         opt = OPTIMIZERS[optimizer](net.parameters())
         model = clgrad.compile(net) if compiled and not whole_step else net
 
         def step(x, y):
             opt.zero_grad(set_to_none=set_to_none)
-            loss = F.cross_entropy(model(x), y)
+            with clgrad.autocast("cpu", dtype=clgrad.bfloat16, enabled=amp):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             return loss
