@@ -174,6 +174,18 @@ def test_random_programs_compiled_match_eager(device, steps, dtype, b_shape, b_s
     assert compiled.stats["replays"] >= 2, compiled.stats
 
 
+class _AsSequence(clgrad.nn.Module):
+    """A sequence layer over (R, C) features read as (R, 2, C // 2) sequences."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        out = self.layer(x.reshape(x.shape[0], 2, C // 2))
+        return (out[0] if isinstance(out, tuple) else out).reshape(x.shape[0], C)
+
+
 LAYERS = {
     "linear": lambda: clgrad.nn.Linear(C, C),
     "linear_nobias": lambda: clgrad.nn.Linear(C, C, bias=False),
@@ -183,6 +195,10 @@ LAYERS = {
     "layer_norm": lambda: clgrad.nn.LayerNorm(C),
     "batch_norm": lambda: clgrad.nn.BatchNorm1d(C),
     "dropout": lambda: clgrad.nn.Dropout(0.25),
+    "lstm": lambda: _AsSequence(clgrad.nn.LSTM(C // 2, C // 2, batch_first=True)),
+    "gru": lambda: _AsSequence(clgrad.nn.GRU(C // 2, C // 2, num_layers=2, batch_first=True)),
+    "encoder": lambda: _AsSequence(clgrad.nn.TransformerEncoderLayer(
+        C // 2, 2, dim_feedforward=8, dropout=0.1, batch_first=True)),
 }
 OPTIMIZERS = {
     "sgd": lambda ps: clgrad.optim.SGD(ps, lr=0.05),
