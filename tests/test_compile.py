@@ -311,6 +311,34 @@ def test_a_module_setting_changed_between_calls_counts(device):
     assert model._compiled.stats["replays"] >= 1
 
 
+def test_attributes_the_function_reads_from_held_objects_count(device):
+    """A compiled method reading `self.scale`, a function reading a config object's value: a
+    new value makes the next call record again with it; an attribute the code never reads (a
+    step counter) changing at every call does not stop the replays."""
+    class Trainer:
+        def __init__(self):
+            self.model = nn.Linear(2, 2)
+            self.scale = 1.0
+            self.calls = 0
+
+        @clgrad.compile
+        def run(self, x):
+            return self.model(x) * self.scale
+
+    config = type("Config", (), {})()
+    config.mult = 1.0
+    scaled = clgrad.compile(lambda x: x * config.mult)
+    trainer, x = Trainer(), clgrad.ones(1, 2)
+    with clgrad.no_grad():
+        plain = trainer.model(x)
+        for k in range(8):
+            trainer.calls += 1
+            trainer.scale = config.mult = float(k // 3)
+            assert trainer.run(x).tolist() == (plain * float(k // 3)).tolist()
+            assert scaled(x).tolist() == [[float(k // 3)] * 2]
+    assert Trainer.run.stats["replays"] >= 3 and scaled.stats["replays"] >= 3
+
+
 def test_a_hook_added_or_removed_after_compiling_counts(device):
     """A forward hook registered on a compiled model after its calls were recorded changes what
     the next calls return, and its removal too (the device work it adds is recorded; its

@@ -7,7 +7,8 @@ of the modules it uses. A variant's first call runs eagerly (it creates lazily m
 optimizer moments, gradients); its second records; later calls replay while the *state* the
 recording assumed still holds: the identity of the parameters, buffers and gradients of the
 modules and optimizers the function uses, a GradScaler's scale, and the plain Python values of
-the globals and closure variables the function reads and of its modules' attributes. When the
+the globals and closure variables the function reads, of its modules' attributes and of the
+attributes its code reads from other objects it holds. When the
 state changed, the variant records again; after `config.cache_size_limit` recordings the
 function runs eagerly, with one warning that says why. The state itself is found again when
 what it was found from is given another object (a parameter, a layer, a hook, a global tensor).
@@ -44,6 +45,12 @@ class CompileError(RuntimeError):
 
 
 _PLAIN = (int, float, bool, str, bytes, type(None), complex)
+
+
+def _plain(value):
+    """Whether a value is guarded by value (a number, a string, a tuple of them)."""
+    return isinstance(value, _PLAIN) or type(value) is tuple and \
+        all(isinstance(e, _PLAIN) for e in value)
 
 
 def _bindable(t):
@@ -87,6 +94,15 @@ def _global_names(code):
     """The globals a code object reads (co_names also holds attribute names: `opt.step` must not
     make a global `step` a guarded value), nested functions' included."""
     return sorted(_names_read(code))
+
+
+def _all_names(code):
+    """Every name a code object and its nested ones use (globals and attributes alike)."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _all_names(c)
+    return names
 
 
 def _names_read(code):
@@ -160,6 +176,14 @@ class _State:
                     if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
                         held(attrs, name, v)
                         visit(v, depth + 1)
+                    elif name in attr_names and _plain(v) and \
+                            not isinstance(obj, types.ModuleType):
+                        self.names.append((attrs, name))    # a config's value, a scale
+
+        # the attribute names the function's own code reads (`self.scale`, `cfg.lr`): those of
+        # the other objects it holds are guarded by value (a counter it never reads is not)
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        attr_names = _all_names(code) if code is not None else set()
 
         def held(ns, name, v):
             if isinstance(v, (Module, Optimizer, GradScaler, Tensor)):
@@ -177,10 +201,8 @@ class _State:
         self.modules = mods
         for m in mods:          # a dropout's p, a layer's scale: what its forward may read
             attrs = vars(m)
-            for name, value in attrs.items():
-                if name != "training" and (isinstance(value, _PLAIN) or type(value) is tuple and
-                                           all(isinstance(e, _PLAIN) for e in value)):
-                    self.names.append((attrs, name))
+            self.names.extend((attrs, name) for name, value in attrs.items()
+                              if name != "training" and _plain(value))
         tensors = []
         for m in mods:
             tensors.extend(m._parameters.values())
