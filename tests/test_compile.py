@@ -339,6 +339,33 @@ def test_attributes_the_function_reads_from_held_objects_count(device):
     assert Trainer.run.stats["replays"] >= 3 and scaled.stats["replays"] >= 3
 
 
+def test_lists_and_dicts_the_function_names_count(device):
+    """Layers kept in a plain list, a scale in a list, a config dict's value and tensor: a new
+    item makes the next call record again with it; unchanged, the calls replay."""
+    layers = [nn.Linear(2, 2), nn.Linear(2, 2)]
+    scales = [1.0]
+    config = {"shift": clgrad.tensor(0.0), "mult": 1.0}
+
+    def f(x):
+        for layer in layers:
+            x = layer(x)
+        return x * scales[0] * config["mult"] + config["shift"]
+
+    cf = clgrad.compile(f)
+    x = clgrad.ones(1, 2)
+    with clgrad.no_grad():
+        for k in range(12):
+            if k == 3:
+                layers[0] = nn.Linear(2, 2)
+            if k == 6:
+                scales[0] = 2.0
+                config["mult"] = 3.0
+            if k == 9:
+                config["shift"] = clgrad.tensor(5.0)
+            assert cf(x).tolist() == f(x).tolist(), k
+    assert cf.stats["replays"] >= 4, cf.stats
+
+
 def test_a_hook_added_or_removed_after_compiling_counts(device):
     """A forward hook registered on a compiled model after its calls were recorded changes what
     the next calls return, and its removal too (the device work it adds is recorded; its

@@ -45,12 +45,28 @@ class CompileError(RuntimeError):
 
 
 _PLAIN = (int, float, bool, str, bytes, type(None), complex)
+MAX_WATCHED = 1024
 
 
 def _plain(value):
     """Whether a value is guarded by value (a number, a string, a tuple of them)."""
     return isinstance(value, _PLAIN) or type(value) is tuple and \
         all(isinstance(e, _PLAIN) for e in value)
+
+
+def _items(container):
+    """A list's items, or a dict's keys and values, in order; of a container of more than
+    MAX_WATCHED items (a vocabulary), only its length (a check per call must stay cheap)."""
+    if len(container) > MAX_WATCHED:
+        return [len(container)]
+    if type(container) is list:
+        return list(container)
+    return [x for item in container.items() for x in item]
+
+
+def _same(a, b):
+    """Whether b stands for a: the same object, or a plain value equal to it."""
+    return a is b or (type(a) is type(b) and _plain(a) and a == b)
 
 
 def _bindable(t):
@@ -128,6 +144,8 @@ class _State:
         self.names = []             # (namespace dict or cell, name) of plain values
         self.holders = []           # (namespace dict or cell, name) of the tensors, modules,
         #                             optimizers and scalers found there: guarded by identity
+        self.containers = []        # lists and dicts it reaches: their items, plain ones by
+        #                             value, others by identity
         seen = set()
 
         def visit(obj, depth, arg=False):
@@ -168,8 +186,14 @@ class _State:
                         held(cell, None, v)
                         visit(v, depth + 1)
             elif isinstance(obj, (list, tuple)):
+                if type(obj) is list and not arg:
+                    self.containers.append(obj)     # layers in a list, scales[0]
                 for v in obj:
                     visit(v, depth + 1, arg)
+            elif type(obj) is dict and not arg:
+                self.containers.append(obj)         # config["lr"]
+                for v in obj.values():
+                    visit(v, depth + 1)
             elif hasattr(obj, "__dict__") and not isinstance(obj, type) and depth < 2:
                 attrs = vars(obj)
                 for name, v in list(attrs.items()):     # a trainer object holding the model
@@ -216,6 +240,7 @@ class _State:
                                                 m._forward_pre_hooks, m._forward_hooks,
                                                 m._backward_pre_hooks, m._backward_hooks)]
         self.layout = self.structure()
+        self.contents = [_items(c) for c in self.containers]
 
     def structure(self):
         """What this state was found from: the objects the function's globals, closures and held
@@ -236,7 +261,13 @@ class _State:
 
     def changed(self):
         now = self.structure()
-        return len(now) != len(self.layout) or not all(map(operator.is_, now, self.layout))
+        if len(now) != len(self.layout) or not all(map(operator.is_, now, self.layout)):
+            return True
+        for c, was in zip(self.containers, self.contents):
+            items = _items(c)
+            if len(items) != len(was) or not all(map(_same, items, was)):
+                return True
+        return False
 
     def grads_used(self, rec):
         """Indices of the tensors whose gradient's buffer the recording uses (a step that runs
