@@ -256,6 +256,42 @@ def test_a_replaced_parameter_or_layer_is_used(device):
     assert cseq._compiled.stats["replays"] >= 3
 
 
+def test_attention_dropout_drawn_again_in_backward_follows_each_replay(code_paths, device):
+    """A compiled model whose backward runs outside it, with attention dropout: the fused
+    attention (GPU paths) draws the mask again in backward, from the forward's counter offset;
+    each backward replay draws the mask of its own forward replay (it drew the recorded call's
+    mask at every replay, so the gradients went wrong from the first replay on)."""
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(4, 2, dropout=0.3, batch_first=True)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.head(self.attn(x, x, x, need_weights=False)[0].reshape(x.shape[0], 8))
+
+    rng = np.random.default_rng(0)
+    data = [(clgrad.tensor(rng.standard_normal((6, 2, 4)).astype(np.float32)),
+             clgrad.tensor(rng.integers(0, 3, 6))) for _ in range(6)]
+    runs = []
+    for compiled in (False, True):
+        clgrad.manual_seed(0)
+        net = Attend()
+        model = clgrad.compile(net) if compiled else net
+        opt = clgrad.optim.SGD(net.parameters(), lr=0.2)
+        clgrad.manual_seed(5)
+        seen = []
+        for x, y in data:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            seen.append(loss.item())
+        runs.append(seen + [p.detach().numpy().ravel() for p in net.parameters()])
+    np.testing.assert_allclose(np.hstack(runs[1]), np.hstack(runs[0]), rtol=1e-5, atol=1e-6)
+    assert model._compiled.stats["replays"] >= 3
+
+
 def test_zero_grad_to_none_outside_the_compiled_step_replays(device):
     """The usual loop: optimizer.zero_grad() (set_to_none) outside, forward, backward and step
     inside the compiled function. The gradients the recorded call made from none are given back

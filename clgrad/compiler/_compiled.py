@@ -553,10 +553,14 @@ class CompiledFunction:
         with Recording() as rec:
             got = autograd_grad(outs, inputs, v.bstage, allow_unused=True,
                                 retain_graph=retain_graph)
+        if not rec.broken and not rec.follow(v.rec):
+            rec._break("a random op's counter offset came from neither this capture nor the "
+                       "forward's")
+            rec.release()
         if rec.broken:
             v.bwhy, v.bgot = rec.broken + " (in the backward of a compiled call)", got
             return None
-        v.brec = rec
+        v.brec = rec            # (a dropout it draws again follows the forward's replays)
         v.bouts = [None if g is None else alias(g) for g in got]
         # the backward reads the arguments too (a weight's gradient reads the input)
         v.bslots = [rec.slots_of(b) for b in v.captured]

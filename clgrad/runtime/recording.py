@@ -238,6 +238,10 @@ class Recording:
         self._seeds = {}            # generator -> seed at capture time
         self._drawn = {}            # generator -> counters drawn by the capture
         self._philox = []           # (kernel, arg index, generator, delta, numpy type)
+        self._foreign = []          # (kernel, arg index, PhiloxOffset, numpy type): another's
+        self._followed = None       # (recording, [(kernel, index, generator, delta, type)])
+        self._marks = {}            # id(PhiloxOffset) -> (generator, delta), after the capture
+        self.last_base = {}         # generator -> the offset its draws started at, last replay
         self._live = {}             # id(launch payload) -> (payload, LiveScalars)
         self._slots = {}            # id(buffer) -> [(kernel, arg index)]
         self._devices = set()       # devices the replay launches on
@@ -352,11 +356,12 @@ class Recording:
     def _finish(self):
         if self.broken:
             return
+        self.last_base = dict(self._drawn)      # the capture's first draws (see replay)
         for gen, seed in self._seeds.items():
             self._drawn[gen] = gen._offset - self._drawn[gen]
         used = {}                                   # id(buffer) -> buffer
         found_offsets = set()
-        marks = {id(m): (gen, delta) for m, gen, delta in self._offsets}
+        marks = self._marks = {id(m): (gen, delta) for m, gen, delta in self._offsets}
         launches = 0
         ops = self._ops
         if self.fuse and self.fuser is not None:
@@ -385,6 +390,10 @@ class Recording:
                             found_offsets.add(id(a))
                             gen, delta = marks[id(a)]
                             self._philox.append((k, i, gen, delta, sig[i]))
+                        elif type(a) is PhiloxOffset:
+                            # drawn by another capture (a forward's, whose dropout a backward
+                            # draws again): see follow()
+                            self._foreign.append((k, i, a, sig[i]))
                     live = self._live.get(id(payload))
                     if live is not None:
                         h = live[1]
@@ -493,6 +502,19 @@ class Recording:
         """Where the replay passes `buf` to a kernel: [(kernel, argument index)]."""
         return self._slots.get(id(buf), [])
 
+    def follow(self, source):
+        """Make every replay pass the counter offsets this capture took from `source`'s draws
+        (a backward drawing a forward's dropout mask again) as `source`'s latest replay drew
+        them. Returns whether every such offset is one of `source`'s."""
+        entries = []
+        for k, i, mark, np_type in self._foreign:
+            found = source._marks.get(id(mark)) if source._plan is not None else None
+            if found is None:
+                return False
+            entries.append((k, i) + found + (np_type,))
+        self._followed = (source, entries) if entries else None
+        return True
+
     def valid(self):
         """Whether the generators the capture drew from still have their seeds, and every
         refreshed step (`refreshed`) still finds the host state it was recorded with."""
@@ -509,11 +531,15 @@ class Recording:
         self.check(wait=False)
         self._replays += 1
         if self._philox:
-            base = {gen: gen._offset for gen in self._drawn}
+            base = self.last_base = {gen: gen._offset for gen in self._drawn}
             for k, i, gen, delta, np_type in self._philox:
                 k._set_arg_buf(i, np_type(base[gen] + delta).tobytes())   # see LiveScalars.set
             for gen, n in self._drawn.items():
                 gen._offset = base[gen] + n
+        if self._followed is not None:
+            source, entries = self._followed
+            for k, i, gen, delta, np_type in entries:
+                k._set_arg_buf(i, np_type(source.last_base[gen] + delta).tobytes())
         for dev in self._devices:
             dev.queue                                   # what waits goes first
         for fn, args in self._plan:
