@@ -4,7 +4,8 @@ products with and without a relu after them, softmax and dropout; each runs eage
 clgrad.compile (warm-up, capture, replays, a replay on new input values) and every call's
 outputs and gradients must agree. The fusion passes of a recording (elementwise chains, relu
 epilogues, copies folded away) rewrite what these programs launch; eager runs none of them.
-CLGRAD_FUZZ_EXAMPLES=1000 runs more programs than the suite's 40."""
+The suite runs the same 40 programs (and 20 steps) every time; CLGRAD_FUZZ_EXAMPLES=1000 runs
+that many new ones."""
 import os
 
 import numpy as np
@@ -14,6 +15,9 @@ import clgrad
 import clgrad.nn.functional as F
 
 R, C = 6, 8                  # every value of a program broadcasts to (R, C)
+EXAMPLES = int(os.environ.get("CLGRAD_FUZZ_EXAMPLES", 40))
+FUZZ = dict(deadline=None, derandomize=not os.environ.get("CLGRAD_FUZZ_EXAMPLES"),
+            suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 UNARY = {
     "tanh": lambda x: x.tanh(),
@@ -149,7 +153,7 @@ def _outcome(fn, a, b, w, grad):
         return str(err)[:60]
 
 
-@settings(max_examples=int(os.environ.get("CLGRAD_FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES, **FUZZ)
 @given(steps=st.lists(step, min_size=1, max_size=8),
        dtype=st.sampled_from(["float64", "float32"]),
        b_shape=st.sampled_from([(C,), (R, 1), (R, C)]),
@@ -220,8 +224,7 @@ def _model(layers, seed, conv):
     return nn.Sequential(*stem, *[LAYERS[name]() for name in layers], nn.Linear(C, 3))
 
 
-@settings(max_examples=int(os.environ.get("CLGRAD_FUZZ_EXAMPLES", 40)) // 2, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES // 2, **FUZZ)
 @given(layers=st.lists(st.sampled_from(sorted(LAYERS)), min_size=1, max_size=5),
        optimizer=st.sampled_from(sorted(OPTIMIZERS)),
        set_to_none=st.booleans(), whole_step=st.booleans(), amp=st.booleans(),
