@@ -16,7 +16,11 @@ What makes a replay right:
   (`slots_of` + `replay(bindings=...)`).
 - **Random draws advance.** Counter offsets handed out by a Philox generator during the capture
   are marked (`philox_offset`); a replay moves each to the generator's offset at replay time and
-  advances the generator by what the capture drew, so dropout draws what eager would draw.
+  advances the generator by what the capture drew, so dropout draws what eager would draw. A
+  capture that uses another's offsets (a backward recorded apart from its forward, drawing the
+  forward's dropout mask again) passes them as that one's latest replay drew them (`follow`).
+- **Index checks report late.** A check's flag is copied into the recording's flags buffer; a
+  replay reads that buffer once, without waiting, and the next replay raises IndexError.
 - **Host work stays on the host.** A call wrapped in `host_call` (a scheduler's step, which keeps
   the learning rate on the host) is not recorded but called again at its place in every replay.
   Device work steered by host values (a fused optimizer's update) is recorded through
