@@ -322,16 +322,18 @@ def test_zero_grad_to_none_outside_the_compiled_step_replays(device):
 
 def test_a_module_setting_changed_between_calls_counts(device):
     """A plain attribute of a module (a dropout's p, a scale its forward reads) given another
-    value between calls is a new state: the next call records again with it."""
+    value between calls, or a tensor kept as a plain attribute (not a buffer) given another
+    tensor, is a new state: the next call records again with it."""
     class Scaled(nn.Module):
         def __init__(self):
             super().__init__()
             self.scale = 1.0
+            self.mask = clgrad.ones(2)
             self.lin = nn.Linear(2, 2)
             self.drop = nn.Dropout(0.0)
 
         def forward(self, x):
-            return self.drop(self.lin(x) * self.scale)
+            return self.drop(self.lin(x) * self.scale * self.mask)
 
     m = Scaled()
     model = clgrad.compile(m)
@@ -340,9 +342,11 @@ def test_a_module_setting_changed_between_calls_counts(device):
         for k in range(6):
             m.scale = float(k // 2)
             m.drop.p = 0.0 if k < 4 else 0.5
-            clgrad.manual_seed(k)
+            if k == 3:
+                m.mask = clgrad.tensor([2.0, -1.0])
+            clgrad.manual_seed(0)
             got = model(x).tolist()
-            clgrad.manual_seed(k)
+            clgrad.manual_seed(0)
             assert got == m(x).tolist(), k
     assert model._compiled.stats["replays"] >= 1
 

@@ -227,6 +227,10 @@ class _State:
             attrs = vars(m)
             self.names.extend((attrs, name) for name, value in attrs.items()
                               if name != "training" and _plain(value))
+            # a tensor kept as a plain attribute (not a buffer): a mask, a table
+            self.holders.extend((attrs, name) for name, value in attrs.items()
+                                if isinstance(value, Tensor))
+            self.tensors.extend(value for value in attrs.values() if isinstance(value, Tensor))
         tensors = []
         for m in mods:
             tensors.extend(m._parameters.values())
