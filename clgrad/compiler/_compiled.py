@@ -106,28 +106,24 @@ def _signature(args, kwargs):
     return leaves, (spec, values, tkeys, modes)
 
 
+def _codes(code):
+    """A code object and those nested in it (a nested function's, a comprehension's)."""
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
 def _global_names(code):
     """The globals a code object reads (co_names also holds attribute names: `opt.step` must not
     make a global `step` a guarded value), nested functions' included."""
-    return sorted(_names_read(code))
+    return sorted({i.argval for c in _codes(code) for i in dis.get_instructions(c)
+                   if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")})
 
 
 def _all_names(code):
     """Every name a code object and its nested ones use (globals and attributes alike)."""
-    names = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names |= _all_names(c)
-    return names
-
-
-def _names_read(code):
-    names = {i.argval for i in dis.get_instructions(code)
-             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):        # a nested function's (a closure's)
-            names |= _names_read(c)
-    return names
+    return set().union(*(c.co_names for c in _codes(code)))
 
 
 _SERIALS = count()
