@@ -396,11 +396,20 @@ def test_row_blocked_kernels_agree_with_the_row_kernels(device, rows_everywhere,
         out = F.scaled_dot_product_attention(*ts, **kw)
         out.backward(clgrad.tensor(dout, dtype=clgrad.float32))
         return [to_np(t) for t in [out] + [t.grad for t in ts]]
+    # one dq launch per block of columns, and with no cache to fill, per tile of keys too (the
+    # tiles are as wide as the device's vectors: 16 floats with AVX-512 code, 8 with AVX2)
+    variant = ka.rows_variant(device, clgrad.float32, 9, 35, 16, 32)
+    if variant is not None:
+        _, vw, nb, no, _ = variant
+        tiles, blocks = -(-35 // (nb * vw)), -(-16 // (no * vw))
     for kw, cache in zip(runs, (ka.ROWS_CACHE, 1, ka.ROWS_CACHE, 1)):
         with monkeypatch.context() as m:
             m.setattr(ka, "ROWS_CACHE", cache)
             rows, names = _launched(lambda: run(kw))
-        assert names.count("attn_rows_dq") == (1 if cache > 1 else 3) * device.cpu_paths
+        assert (variant is None) == (not device.cpu_paths)
+        want = 0 if variant is None else blocks * (1 if cache > 1 else tiles)
+        assert names.count("attn_rows_dq") == want
+        assert want == 0 or cache > 1 or want > blocks     # the chunks did split the keys
         with monkeypatch.context() as m:
             m.setattr(ka, "rows_variant", lambda *a: None)
             plain = run(kw)
