@@ -863,6 +863,40 @@ def test_blocks_freed_while_a_recording_finishes_are_not_noted(device, monkeypat
     assert y.tolist() == [3.0] * 8
 
 
+def test_blocks_of_new_sizes_freed_by_collections_while_a_recording_finishes(device):
+    """A collection while a recording finishes can free blocks of sizes its private bins have
+    not seen into those bins (tensors in reference cycles): taking the bins as they are must
+    not fail with "dictionary changed size during iteration". Here a collection runs wherever
+    the collector could run on its own while the bins are read, and each one leaves garbage
+    holding a tensor of a new size behind."""
+    made = [0]
+
+    class Regrowing:
+        def __init__(self):
+            made[0] += 1
+            self.me, self.t = self, clgrad.empty(1024 * (made[0] + 1))
+
+        def __del__(self):
+            if made[0] < 64:
+                Regrowing()
+
+    class Bins(dict):
+        def items(self):
+            for kv in super().items():
+                yield kv
+                if gc.isenabled():          # an allocation here may start a collection
+                    gc.collect()
+    x = clgrad.ones(8)
+    with Recording() as rec:
+        y = (x * 2).relu_() + 1
+        rec._bins = Bins(rec._bins)
+        Regrowing()
+    gc.collect()
+    assert made[0] >= 2 and rec.valid()
+    rec.replay()
+    assert y.tolist() == [3.0] * 8
+
+
 def test_fusion_stops_at_different_offsets_and_sizes(device):
     base = clgrad.arange(20.0)
     with Recording() as rec:

@@ -356,6 +356,18 @@ class Recording:
             # passes that read it.
             self._frees.setdefault(id(buf), []).append(len(self._ops))
 
+    def _bins_now(self):
+        """The private bins' (key, buffers) pairs as they are now. Taken with the collector
+        off: a collection while the list is made can free a block of a new size into the bins
+        (a tensor in a reference cycle), and a dict that grows while it is read raises."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return list(self._bins.items())
+        finally:
+            if was:
+                gc.enable()
+
     # -- from the noted work to a plan --------------------------------------------------------
     def _finish(self):
         if self.broken:
@@ -370,7 +382,7 @@ class Recording:
         ops = self._ops
         if self.fuse and self.fuser is not None:
             # (lists of the bins: a collection here may free blocks into them, new sizes too)
-            ops = self.fuser(ops, {id(b) for bufs in list(self._bins.values()) for b in bufs},
+            ops = self.fuser(ops, {id(b) for _, bufs in self._bins_now() for b in bufs},
                              self._frees)
         # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
         # and reads are enqueued on their device's queue of the moment, as launches are
@@ -468,7 +480,7 @@ class Recording:
         # Buffers: those in the private bins stay there (the recording's); the bins' others go
         # back to the pool; a used buffer held by a live storage is kept by holding the storage.
         in_bins = set()
-        for (pid, size), bufs in list(self._bins.items()):
+        for (pid, size), bufs in self._bins_now():
             keep = []
             for b in bufs:
                 if id(b) in used:
@@ -575,7 +587,7 @@ class Recording:
 
     def release(self):
         """Give the private pool's buffers back (the recording cannot replay after this)."""
-        for (pid, size), bufs in list(self._bins.items()):
+        for (pid, size), bufs in self._bins_now():
             for b in bufs:
                 self._pools[pid].free_now(b, size)
         self._bins = {}
