@@ -6,11 +6,17 @@
 ## across work-items, so one kernel serves every combination. Hyper-parameters arrive already
 ## combined on the host in double precision (1 - beta1, lr / bias_correction1, ...), as torch
 ## computes them.
+##
+## Each update also comes as <name>_x${K}: one launch for up to K parameters whose scalars are the
+## same (the optimizers' multi-tensor form, as torch's foreach / fused updates): K sets of the
+## operands, then the shared scalars, then per parameter its length and its first work-item.
+## A work-item finds its parameter from those starts, then runs the single update's body.
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
 <%
 CT = dt.ct
 W = c.attr.width(dt)
+K = 8
 %>
 
 ## load/store of operand `nm` (pointer nm_, element offset nm_o) at the current position, as
@@ -30,6 +36,40 @@ ${c.store(dt, nm + "_", nm + "_o + j", value)}\
 % endif
 </%def>
 <%def name="T(ctx)">${f"CAT({CT}, {W})" if ctx == "v" else CT}</%def>
+
+## ---- the multi-tensor form of an update: `body` over operands `bufs` ((name, read only)) ------
+<%def name="multi(kname, body, bufs, scalars)">
+__kernel void ${kname}_x${K}(
+% for k in range(K):
+    % for b, ro in bufs:
+        ${c.cptr(dt) if ro else c.ptr(dt)} ${b}${k}_, long ${b}${k}_o,
+    % endfor
+% endfor
+        ${scalars},
+        ${", ".join(f"long n{k}, long first{k}" for k in range(K))})
+{
+    long gid = get_global_id(0);
+% for b, ro in bufs:
+    ${c.cptr(dt) if ro else c.ptr(dt)} ${b}_; long ${b}_o;
+% endfor
+    long n, i;
+% for k in reversed(range(K)):
+    ${"if" if k == K - 1 else "else if" if k else "else"}${f" (gid >= first{k})" if k else ""} {
+        % for b, ro in bufs:
+        ${b}_ = ${b}${k}_; ${b}_o = ${b}${k}_o;
+        % endfor
+        n = n${k}; i = gid - first${k};
+    }
+% endfor
+    if ((i + 1) * ${W} <= n) {
+${body("v")}
+    } else {
+        for (long j = i * ${W}; j < n; ++j) {
+${body("s")}
+        }
+    }
+}
+</%def>
 
 ## ---- SGD ---------------------------------------------------------------------------------------
 <%def name="sgd_body(ctx)">
@@ -57,6 +97,9 @@ ${sgd_body("s")}
         }
     }
 }
+${multi("sgd", sgd_body, [("p", False), ("g", True), ("b", False)],
+        f"{CT} lr, {CT} weight_decay, {CT} momentum, {CT} one_minus_dampening, "
+        "int use_momentum, int nesterov, int maximize, int first")}
 
 ## ---- Adam / AdamW ------------------------------------------------------------------------------
 <%def name="adam_body(ctx)">
@@ -101,6 +144,11 @@ ${adam_body("s")}
         }
     }
 }
+${multi("adam", adam_body, [("p", False), ("g", True), ("m", False), ("v", False),
+                            ("vm", False)],
+        f"{CT} step_size, {CT} beta1, {CT} one_minus_beta1, {CT} beta2, {CT} one_minus_beta2, "
+        f"{CT} bias_correction2_sqrt, {CT} eps, {CT} weight_decay, {CT} decay, int decoupled, "
+        "int amsgrad, int maximize")}
 
 ## ---- RMSprop -----------------------------------------------------------------------------------
 <%def name="rmsprop_body(ctx)">
@@ -144,6 +192,10 @@ ${rmsprop_body("s")}
         }
     }
 }
+${multi("rmsprop", rmsprop_body, [("p", False), ("g", True), ("sq", False), ("ga", False),
+                                  ("b", False)],
+        f"{CT} lr, {CT} alpha, {CT} one_minus_alpha, {CT} eps, {CT} weight_decay, "
+        f"{CT} momentum, int centered, int use_momentum, int maximize")}
 
 ## ---- GradScaler: unscale and check ------------------------------------------------------------
 ## g *= inv_scale in place, and found[0] = 1 when any element was inf or NaN before it (the check

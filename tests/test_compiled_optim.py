@@ -90,7 +90,8 @@ def test_replayed_updates_match_eager_and_skip_the_python(device, name):
     rec = next(iter(run._variants.values())).rec
     kernel = OPTIMIZERS[name]([nn.Parameter(clgrad.ones(1))])._kernel
     names = [k.function_name for _, k, _, _, _ in rec.kernels]
-    assert names.count(kernel) == 4        # one launch per parameter, in the replay
+    # one launch for the four parameters (their scalars are the same), in the replay
+    assert names.count(kernel + "_x8") == 1 and names.count(kernel) == 0
 
 
 @pytest.mark.parametrize("name", ["sgd momentum", "adam", "rmsprop"])
@@ -142,6 +143,30 @@ def test_a_replaced_state_runs_the_step_on_the_host_then_records_again(device):
     # refresh found new state) and marks the recording stale; call 5 records again; 6-7 replay
     assert run.stats == {"eager_calls": 1, "recordings": 2, "replays": 5}
     assert calls[0] == 4
+
+
+@pytest.mark.parametrize("name", ["adam", "rmsprop"])
+def test_parameters_sharing_a_launch_whose_step_counts_part(device, name):
+    """The recorded step updates the four parameters in one launch with one set of scalars.
+    When one parameter's step count leads the others' at a later call (set between calls here),
+    Adam's replay runs the step on the host, as eager computes it (the bias corrections now
+    differ), and the next call records again; RMSprop's scalars do not follow the count, and
+    its replays go on."""
+    def between(i, opt):
+        if i == 3:
+            p = opt.param_groups[0]["params"][1]
+            opt.state[p]["step"] += 5
+    eager, _, _ = _run(name, False, between)
+    compiled, run, calls = _run(name, True, between)
+    _assert_same(eager, compiled)
+    if name == "adam":
+        # calls 0-2: eager, record, replay; call 3 replays with the step on the host and marks
+        # the recording stale; call 4 records again (one launch for three parameters, one for
+        # the fourth); call 5 replays
+        assert run.stats == {"eager_calls": 1, "recordings": 2, "replays": 3}
+        assert calls[0] == 4
+    else:
+        assert run.stats == {"eager_calls": 1, "recordings": 1, "replays": 4}
 
 
 def test_a_replaced_param_group_runs_the_step_on_the_host(device):

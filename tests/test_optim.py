@@ -16,6 +16,7 @@ import clgrad
 from clgrad import nn, optim
 from clgrad.optim import lr_scheduler
 from clgrad.optim import lr_scheduler as S
+from clgrad.runtime import kernels
 from helpers import float_dtypes, to_np
 
 f32 = np.float32
@@ -200,6 +201,72 @@ def test_other_dtypes_and_layouts(device):
         opt.step()
     assert_same_path([to_np(q)], [ref_adam(p0, grads, 0.01, (0.9, 0.999), 1e-8)[-1].ravel()])
     assert to_np(big)[:3].tolist() == [0.0] * 3 and to_np(big)[36:].tolist() == [0.0] * 4
+
+
+MULTI_CASES = {
+    "sgd momentum": lambda groups: optim.SGD(groups, lr=0.1, momentum=0.9, nesterov=True),
+    "adam amsgrad": lambda groups: optim.Adam(groups, lr=0.01, amsgrad=True, weight_decay=0.1),
+    "adamw": lambda groups: optim.AdamW(groups, lr=0.01),
+    "rmsprop": lambda groups: optim.RMSprop(groups, lr=0.01, momentum=0.5, centered=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_CASES))
+def test_parameters_with_the_same_scalars_share_launches(device, name, monkeypatch):
+    """Up to 8 parameters whose update has the same scalars (one group, one step count) go
+    through one launch of the multi-tensor kernel: every size (0-d, tails that are not a vector's
+    multiple, an element offset), bit for bit what one launch per parameter gives; a
+    non-contiguous parameter or gradient, an empty parameter and a second group go on their own
+    or in launches of their own."""
+    from clgrad.kernels import optim as kopt
+    dts = [clgrad.float32] + ([clgrad.float64] if device.has_fp64 else [])
+
+    def run(multi):
+        monkeypatch.setattr(kopt, "MULTI", multi)
+        out, launched = [], []
+        for dt in dts:
+            shapes = [(), (1,), (17,), (33, 5), (1000,), (3,), (0,), (7, 3), (2,), (9,),
+                      (40,), (5,)]
+            arrays = [np.random.default_rng(1).standard_normal(s) for s in shapes]
+            ps = [nn.Parameter(clgrad.tensor(a, dtype=dt)) for a in arrays]
+            big = clgrad.zeros(50, dtype=dt)
+            ps[10] = nn.Parameter(big[4:44])                 # an element offset
+            ps[7] = nn.Parameter(clgrad.tensor(arrays[7].T.copy(), dtype=dt).t())  # strided
+            opt = MULTI_CASES[name]([{"params": ps[:10]}, {"params": ps[10:], "lr": 0.02}])
+            rng = np.random.default_rng(5)
+            grads = [[rng.standard_normal(s) for s in shapes] for _ in range(3)]
+            names = []
+            kernels.launch_hooks.append(lambda d, k, *a: names.append(k.function_name))
+            try:
+                for step, gs in enumerate(grads):
+                    for i, (p, g) in enumerate(zip(ps, gs)):
+                        p.grad = None if (i == 2 and step == 1) else clgrad.tensor(g, dtype=dt)
+                    ps[3].grad = clgrad.tensor(gs[3].T.copy(), dtype=dt).t()  # strided
+                    opt.step()
+            finally:
+                kernels.launch_hooks.pop()
+            out.append([to_np(p) for p in ps] + [to_np(v) for st in opt.state.values()
+                                                 for v in st.values()
+                                                 if isinstance(v, clgrad.Tensor)])
+            launched.append([n for n in names if n.startswith(opt._kernel)])
+        return out, launched
+    one, one_names = run(1)
+    many, many_names = run(8)
+    for a, b in zip(one, many):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    kernel = MULTI_CASES[name]([nn.Parameter(clgrad.ones(1))])._kernel
+    for ones, names in zip(one_names, many_names):
+        # 11 parameters with gradients at steps 1 and 3, 10 at step 2 (the empty one launches
+        # nothing)
+        assert set(ones) == {kernel} and len(ones) == 32
+        # per step, group 1: (), (1,), (17,) in one launch (the first two at step 2), the
+        # strided parameter and the strided gradient alone, (1000,) and (3,) in one, (2,) and
+        # (9,) in one; group 2: one launch. At step 3, Adam's (17,) has taken a step fewer than
+        # the rest: its bias corrections differ, and it goes alone
+        alone = 3 * 2 + (kernel == "adam")
+        assert names.count(kernel + "_x8") == 3 * 4 and names.count(kernel) == alone
+        assert all(n in (kernel, kernel + "_x8") for n in names)
 
 
 def test_step_details():

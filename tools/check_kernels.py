@@ -592,12 +592,14 @@ def drive_optim(dev, dt, rng):
                  lambda p: clgrad.optim.Adam(p, lr=0.1, amsgrad=True, weight_decay=0.1),
                  lambda p: clgrad.optim.AdamW(p, lr=0.1),
                  lambda p: clgrad.optim.RMSprop(p, lr=0.1, momentum=0.5, centered=True)):
+        # p and r in one launch of the multi-tensor kernel, q (strided) alone
         p = _t(dt, (37,), dev, rng).requires_grad_()
+        r = _t(dt, (5,), dev, rng).requires_grad_()
         q = _strided(dt, (3, 5), dev, rng).detach().requires_grad_()
-        opt = make([p, q])
+        opt = make([p, r, q])
         for _ in range(2):
             opt.zero_grad()
-            ((p * p).sum() + (q * q).sum()).backward()
+            ((p * p).sum() + (r * r).sum() + (q * q).sum()).backward()
             opt.step()
     # GradScaler's fused unscale (a tail, a strided gradient, an inf)
     from clgrad.amp.grad_scaler import _unscale_and_check

@@ -10,6 +10,10 @@ parameter is changed in place and its version counter bumped, as autograd must s
 [0.0, 0.0, 0.0]
 >>> amp_unscale([g], 0.5), g.tolist()
 (False, [1.0, 1.0, 1.0])
+>>> q, lr_half = clgrad.ones(5), (0.5, 0.0, 0.0, 1.0, 0, 0, 0, 1)
+>>> _ = update_all("sgd", [(p, g, [None], lr_half), (q, clgrad.ones(5), [None], lr_half)])
+>>> p.tolist(), q.tolist()
+([-0.5, -0.5, -0.5], [0.5, 0.5, 0.5, 0.5, 0.5])
 """
 from .. import dtypes
 from ..runtime.family import KernelFamily
@@ -18,6 +22,7 @@ from ..runtime.recording import live_scalars
 from .copy import contiguous_raw, copy_into, full_raw
 
 OPTIM = KernelFamily("optim", lambda dt: dict(dt=dt), dtypes.FLOATS)
+MULTI = 8              # parameters per multi-tensor launch (K in cl_kernels/optim.mako)
 
 
 def _flat(t):
@@ -48,6 +53,66 @@ def update(name, param, grad, states, scalars):
     if p is not param:
         copy_into(param, p)
     param._vc[0] += 1                          # an in-place change, as autograd must see it
+    return live
+
+
+def update_all(name, items):
+    """update(name, param, grad, states, scalars) for each (param, grad, states, scalars) of
+    `items`, in as few launches as it can: a run of parameters with the same dtype, device,
+    unused states and scalars (one tuple object: an optimizer hands the parameters whose
+    scalars follow from one host state the same one), their gradients of their dtype and all of
+    them contiguous, goes MULTI at a time through <name>_x8; any other parameter alone. Returns each
+    item's LiveScalars (shared by the parameters of one launch) while a step capture keeps them,
+    else Nones."""
+    lives = [None] * len(items)
+    run = []                       # indices of the run being gathered, and its key
+
+    def flush():
+        if len(run) == 1:
+            i = run[0]
+            lives[i] = update(name, *items[i])
+        elif run:
+            live = _update_many(name, [items[i] for i in run])
+            for i in run:
+                lives[i] = live
+        run.clear()
+    key = None
+    for i, (param, grad, states, scalars) in enumerate(items):
+        dt = param.dtype
+        if param.numel() == 0 or dt.kind != "f" or grad.dtype is not dt or not param._contig \
+                or not grad._contig or grad._shape != param._shape or \
+                not all(s is None or (s._contig and s.dtype is dt) for s in states):
+            flush()
+            lives[i] = update(name, param, grad, states, scalars)
+            continue
+        k = (dt, param._storage.device, tuple(s is None for s in states), id(scalars))
+        if k != key or len(run) == MULTI:
+            flush()
+            key = k
+        run.append(i)
+    flush()
+    return lives
+
+
+def _update_many(name, items):
+    """One launch of <name>_x8 for 2..MULTI contiguous parameters that share dtype, device,
+    unused states and scalars."""
+    p0, g0, states0, scalars = items[0]
+    dt, dev = p0.dtype, p0._storage.device
+    w = vec_width(dev, dt)
+    operands, sizes, first = [], [], 0
+    for p, g, states, _ in items:
+        operands += [p, g] + [p if s is None else s for s in states]
+        n = p.numel()
+        sizes += [n, first]
+        first += -(-n // w)
+    for _ in range(MULTI - len(items)):          # unused places: never reached (first = end)
+        operands += [p0, g0] + [p0 if s is None else s for s in states0]
+        sizes += [0, first]
+    OPTIM.launch(dev, dt, name + f"_x{MULTI}", first, *operands, scalars=(*scalars, *sizes))
+    live = live_scalars(scalars, after=len(sizes))
+    for p, *_ in items:
+        p._vc[0] += 1                          # an in-place change, as autograd must see it
     return live
 
 

@@ -1,5 +1,6 @@
 """clgrad.optim: optimizers with torch.optim's names, defaults and update rules, each update a
-single fused OpenCL kernel per parameter; learning-rate schedulers in clgrad.optim.lr_scheduler.
+single fused OpenCL kernel (up to 8 parameters per launch); learning-rate schedulers in
+clgrad.optim.lr_scheduler.
 
 >>> import clgrad
 >>> model = clgrad.nn.Linear(3, 1)

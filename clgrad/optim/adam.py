@@ -8,7 +8,7 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(FusedOptimizer):
-    """Adam, torch's update rule (one fused kernel per parameter): with t the step,
+    """Adam, torch's update rule (one fused kernel, up to 8 parameters a launch): with t the step,
     m = lerp(m, g, 1 - beta1), v = beta2 v + (1 - beta2) g^2, and
     p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps); amsgrad uses the running
     maximum of v. weight_decay adds wd * p to g (decoupled_weight_decay: p *= 1 - lr * wd, as

@@ -287,19 +287,21 @@ class FusedOptimizer(Optimizer):
         needs: [(group, parameter, state, its state tensors, the launch's LiveScalars)]."""
         made = []
         for group in self.param_groups:
-            scalars = {}
+            scalars, prepared = {}, []
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 if capturing:
                     # host work: new state comes from the shared pool, a tensor lr is read once
                     with aside():
-                        state, values, buffers = self._prepare(group, p, scalars)
-                    live = _kernels.update(self._kernel, p, p.grad, buffers, values)
-                    made.append((group, p, state, buffers, live))
+                        prepared.append((p, *self._prepare(group, p, scalars)))
                 else:
-                    state, values, buffers = self._prepare(group, p, scalars)
-                    _kernels.update(self._kernel, p, p.grad, buffers, values)
+                    prepared.append((p, *self._prepare(group, p, scalars)))
+            # parameters whose scalars are the same tuple share launches (kernels.update_all)
+            lives = _kernels.update_all(self._kernel, [(p, p.grad, buffers, values)
+                                                       for p, _, values, buffers in prepared])
+            made.extend((group, p, state, buffers, live)
+                        for (p, state, _, buffers), live in zip(prepared, lives))
         return made
 
     def _prepare(self, group, p, scalars):
@@ -321,6 +323,15 @@ class FusedOptimizer(Optimizer):
             if id(group) not in groups or state_of.get(p) is not state or \
                     any(map(operator.is_not, self._buffers(group, state), buffers)):
                 return False
+        # parameters that shared a launch must still share its scalars: their step counts could
+        # have parted since, if something stepped some of them alone (the key asked of a copy
+        # of the state: the host state is plain numbers, and advances below)
+        shared = {}
+        for group, p, state, _, live in made:
+            if live is not None:
+                key = (id(group), self._advance(dict(state), False))
+                if shared.setdefault(id(live), key) != key:
+                    return False
         scalars, memo = {}, {}
         for group, p, state, _, live in made:
             key = (id(group), self._advance(state, False))
