@@ -7,16 +7,16 @@
 ## combined on the host in double precision (1 - beta1, lr / bias_correction1, ...), as torch
 ## computes them.
 ##
-## Each update also comes as <name>_x${K}: one launch for up to K parameters whose scalars are the
+## Each update also comes as <name>_x<K>: one launch for up to K parameters whose scalars are the
 ## same (the optimizers' multi-tensor form, as torch's foreach / fused updates): K sets of the
 ## operands, then the shared scalars, then per parameter its length and its first work-item.
 ## A work-item finds its parameter from those starts, then runs the single update's body.
+## K comes from clgrad/kernels/optim.py (MULTI).
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
 <%
 CT = dt.ct
 W = c.attr.width(dt)
-K = 8
 %>
 
 ## load/store of operand `nm` (pointer nm_, element offset nm_o) at the current position, as

@@ -21,8 +21,8 @@ from ..runtime.kernels import vec_width
 from ..runtime.recording import live_scalars
 from .copy import contiguous_raw, copy_into, full_raw
 
-OPTIM = KernelFamily("optim", lambda dt: dict(dt=dt), dtypes.FLOATS)
 MULTI = 8              # parameters per multi-tensor launch (K in cl_kernels/optim.mako)
+OPTIM = KernelFamily("optim", lambda dt: dict(dt=dt, K=MULTI), dtypes.FLOATS)
 # Larger parameters launch alone: their launch costs little beside their work, and the W3 MLP's
 # (784 x 512, 512 x 512) updates took 5-8% longer in one launch than alone (pip's PoCL on Zen 4)
 MULTI_MAX_NUMEL = 1 << 16
