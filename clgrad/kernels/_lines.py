@@ -7,7 +7,7 @@ A tensor is seen as [outer, L, inner]: outer * inner independent lines of L elem
 >>> lines(clgrad.empty(2, 3, 4), 1)
 (2, 3, 4, 12, 4, 1)
 """
-from ..runtime.kernels import grid
+from ..runtime.kernels import few_sizes, grid
 from ..tensor import numel_of
 from ._layout import collapse
 from .copy import contiguous_raw
@@ -38,9 +38,10 @@ def lines_of(t, dim):
 
 def line_grid(dev, n):
     """(global, local size) for n work-items. A CPU runs each work-group on one core, so there a
-    launch of few items gets groups small enough for every core to take some."""
+    launch of few items gets groups small enough for every core to take some (of few sizes:
+    few_sizes)."""
     gs, ls = grid(dev, n)
     if dev.cpu_paths:
-        ls = (min(ls[0], -(-n // (4 * dev.compute_units))),)
+        ls = (few_sizes(dev, min(ls[0], -(-n // (4 * dev.compute_units)))),)
         gs = (-(-n // ls[0]) * ls[0],)
     return gs, ls

@@ -11,7 +11,7 @@ Rows go a work-item each on the CPU paths (ln_*_row), a work-group each on the G
 """
 from .. import dtypes
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import grid, group_limit
+from ..runtime.kernels import few_sizes, grid, group_limit
 from ..tensor import alias, empty_tensor, numel_of
 from ._lines import line_grid
 from .copy import cast_raw, check_fp64, contiguous_raw
@@ -40,7 +40,7 @@ def _rows_grid(dev, kernel, rows, L):
     GPU ones."""
     if dev.cpu_paths:
         return line_grid(dev, rows)
-    ls = min(L, group_limit(dev, kernel, GROUP_MAX))
+    ls = few_sizes(dev, min(L, group_limit(dev, kernel, GROUP_MAX)))
     return (rows * ls,), (ls,)
 
 

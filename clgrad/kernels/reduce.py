@@ -15,7 +15,7 @@ import builtins
 from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import group_limit, vec_width
+from ..runtime.kernels import few_sizes, group_limit, vec_width
 from ..tensor import (alias, complex_view, contiguous_strides, empty_tensor, numel_of,
                       real_view)
 from ._layout import collapse, pack8
@@ -179,8 +179,8 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
         else:
             # any count works (the kernels' tree takes odd counts); within the kernel's limit and
             # its local buffers (GROUP_MAX in reduce.mako)
-            L = builtins.min(N, group_limit(dev, REDUCE.kernel(dev, dt, f"{name}_{kind}"),
-                                            GROUP_MAX))
+            L = few_sizes(dev, builtins.min(N, group_limit(
+                dev, REDUCE.kernel(dev, dt, f"{name}_{kind}"), GROUP_MAX)))
             want = dev.compute_units * 4
             if not R.is_arg and M < want and N >= L * 64:
                 parts = builtins.min(-(-want // M), -(-N // (L * 16)))
@@ -200,7 +200,7 @@ def reduce_raw(name, x, dims, keepdim, scale=1.0, out_dtype=None):
     if kind in ("col", "colv"):
         items = M if kind == "col" else -(-M // (4 * vec))
         # enough work-groups for every compute unit: on a CPU a group runs on one core
-        ls = builtins.max(1, builtins.min(dev.wg, 64, items // (2 * dev.compute_units)))
+        ls = few_sizes(dev, builtins.min(dev.wg, 64, items // (2 * dev.compute_units)))
         REDUCE.launch(dev, dt, kname, ((-(-items // ls) * ls,), (ls,)), *args)
     else:
         REDUCE.launch(dev, dt, kname, ((M * parts * L,), (L,)), *args)

@@ -17,7 +17,7 @@ import pyopencl as cl
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.recording import aside
-from ..runtime.kernels import Program, get_kernel, group_limit, vec_width
+from ..runtime.kernels import Program, few_sizes, get_kernel, group_limit, vec_width
 from ..tensor import empty_tensor, numel_of
 from ._lines import line_grid, lines, lines_of
 from .copy import cast_raw, check_fp64, contiguous_raw
@@ -106,8 +106,8 @@ GROUP_MAX = 256        # the local buffer of softmax.mako's *_group kernels
 
 def _group_size(dev, L, kernel):
     """Work-items per line: any count (the kernels' tree takes odd ones), within the kernel's
-    limit and its local buffer."""
-    return min(L, group_limit(dev, kernel, GROUP_MAX))
+    limit and its local buffer; of few sizes where each size is a build (few_sizes)."""
+    return few_sizes(dev, min(L, group_limit(dev, kernel, GROUP_MAX)))
 
 
 def softmax_raw(x, dim, log):

@@ -471,6 +471,24 @@ def grid(device, n_items):
     return (-(-n_items // ls) * ls,), (ls,)
 
 
+def few_sizes(device, ls):
+    """The work-group size to launch with where a kernel's best size follows the data (a share
+    of the rows, of the columns): ls itself, or on a device that generates a kernel's code anew
+    for each local size (PoCL: ~0.1 s, 2-20 s for the attention kernels), the largest power of
+    two not above it, so that a kernel is built for a few sizes, not for every size a program's
+    shapes give (the suite on PoCL built cumsum's scan kernel for 11 sizes).
+
+    >>> import clgrad
+    >>> d = clgrad.runtime.default_device()
+    >>> few_sizes(d, 43) in (32, 43), few_sizes(d, 64)
+    (True, 64)
+    """
+    ls = max(1, int(ls))
+    if not device.compiles_per_local_size:
+        return ls
+    return 1 << (ls.bit_length() - 1)
+
+
 def group_limit(device, kernel, most):
     """The most work-items a work-group of `kernel` may have on `device`, at most `most` (the size
     of the kernel's local buffers): CL_KERNEL_WORK_GROUP_SIZE also counts the kernel's registers
