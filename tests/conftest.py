@@ -1,6 +1,7 @@
 """Every test that takes the `device` fixture runs on the default device, or once per device
-CLGRAD_TEST_DEVICES names (comma-separated indices or name fragments, e.g. "0", "pocl" or
-"intel"; "all" for every device).
+CLGRAD_TEST_DEVICES names (comma-separated indices or words, e.g. "0", "pocl" or "intel"; a
+word names the implementations whose platform name holds it, else devices by their names, as
+runtime.device.named says; "all" for every device).
 Simulators (Oclgrind) take part only when named: the whole suite would take hours on them.
 CLGRAD_GPU_PATHS=1 runs the suite with every device on its GPU code paths.
 
@@ -26,15 +27,10 @@ def _selected():
     if spec and spec.strip().lower() == "all":
         devs = [d for d in devs if not d.is_simulator]
     elif spec:
-        keep = []
-        for d in devs:
-            for s in spec.split(","):
-                s = s.strip().lower()
-                if s == str(d.index) or s == f"cl:{d.index}" or s in d.name.lower() or \
-                        s in d.platform_name.lower() or (s == "pocl" and d.is_pocl):
-                    keep.append(d)
-                    break
-        devs = keep
+        words = [s.strip().lower() for s in spec.split(",")]
+        keep = {d.index for s in words for d in devs if s in (str(d.index), f"cl:{d.index}")}
+        keep |= {d.index for s in words for d in _device.named(s, devs)}
+        devs = [d for d in devs if d.index in keep]
     else:
         try:
             devs = [_device.default_device()] if devs else []

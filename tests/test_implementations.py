@@ -130,6 +130,26 @@ def test_pocl_names_the_pocl_that_builds_here():
     assert _device._match("cl:0", [pip_pocl, debian_pocl]) is pip_pocl
 
 
+def test_a_word_names_implementations_before_devices():
+    """On an Intel CPU PoCL's device is named after the CPU ("pthread-Intel(R) Xeon(R) ..."):
+    "intel" names Intel's runtime only, as CLGRAD_DEVICE, CLGRAD_TEST_DEVICES and get_device
+    take it (CI's Intel stage once ran PoCL as well, on a Xeon); a word no platform holds still
+    names devices by their own names."""
+    def dev(index, platform, name, pocl=False):
+        return types.SimpleNamespace(index=index, is_pocl=pocl, is_simulator=False, name=name,
+                                     unusable=None, platform_name=platform, vendor="Intel",
+                                     kind="cpu")
+    pocl = dev(0, "Portable Computing Language", "pthread-Intel(R) Xeon(R) Processor", True)
+    intel = dev(1, "Intel(R) OpenCL", "Intel(R) Xeon(R) Processor")
+    both = [pocl, intel]
+    assert _device.named("intel", both) == [intel]
+    assert _device.named("Intel", both) == [intel]
+    assert _device._match("intel", both) is intel
+    assert _device.named("pocl", both) == [pocl]
+    assert _device.named("xeon", both) == both
+    assert _device.named("nvidia", both) == []
+
+
 def test_simulators_only_when_named():
     r = _run("""
         import clgrad

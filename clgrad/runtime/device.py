@@ -421,9 +421,9 @@ def _match(spec, devs):
         return devs[i]
     # real devices first: "gpu" or "amd" must not pick the simulator; and usable ones first:
     # "pocl" names the PoCL that builds here when two are installed (pip's and Debian's)
-    for d in sorted(devs, key=lambda d: (d.is_simulator, d.unusable is not None)):
-        if spec in _words(d) or (spec == "pocl" and d.is_pocl):
-            return d
+    found = named(spec, sorted(devs, key=lambda d: (d.is_simulator, d.unusable is not None)))
+    if found:
+        return found[0]
     names = ", ".join(f"cl:{d.index} {d.name} ({d.platform_name})" for d in devs)
     raise NoDeviceError(f"CLGRAD_DEVICE={spec!r} matches none of the OpenCL devices: {names}")
 
@@ -502,13 +502,13 @@ def cpu_device():
     devs = usable([d for d in devices() if d.is_cpu and not d.is_simulator])
     spec = os.environ.get("CLGRAD_DEVICE", "").strip().lower()
     if spec and spec not in ("cpu", "cuda", "cl") and not spec.startswith(("cuda:", "cl:")):
-        named = [d for d in devs if _words(d).find(spec) >= 0 or (spec == "pocl" and d.is_pocl)]
-        if named:
-            return named[0]
+        found = named(spec, devs)
+        if found:
+            return found[0]
     if spec.startswith("cl:") and spec[3:].isdigit():
-        named = [d for d in devs if d.index == int(spec[3:])]
-        if named:
-            return named[0]
+        found = [d for d in devs if d.index == int(spec[3:])]
+        if found:
+            return found[0]
     return next((d for d in devs if d.is_pocl), None) or (devs[0] if devs else None)
 
 
@@ -521,6 +521,23 @@ def torch_name(dev):
     if dev is cpu_device():
         return "cpu", None
     return "cl", dev.index
+
+
+def named(word, devs):
+    """The devices of devs that a word names, in their order: "pocl" names PoCL's devices; any
+    other word the devices of the implementations (platforms) whose name holds it, else, when no
+    platform's does, the devices whose vendor, name or kind holds it. A platform's name comes
+    first because a CPU device's name is the CPU's: on an Intel CPU "intel" would otherwise
+    name PoCL's device ("pthread-Intel(R) Xeon(R) ...") as well as Intel's runtime.
+
+    >>> named("oclgrind", devices()) == [d for d in devices() if d.is_simulator]
+    True
+    """
+    word = word.strip().lower()
+    if word == "pocl":
+        return [d for d in devs if d.is_pocl]
+    by_platform = [d for d in devs if word in d.platform_name.lower()]
+    return by_platform or [d for d in devs if word in _words(d)]
 
 
 def _words(d):
