@@ -120,12 +120,14 @@ def test_vendor_of():
     assert gpu("Vivante", "GC7000") == "generic"
     assert tuning.vendor_of(fake_device(platform="Intel(R) OpenCL")) == "intel"
     assert tuning.vendor_of(fake_device(platform="Portable Computing Language")) == "generic"
-    # PoCL 3.1 or newer compiling for an AVX-512 CPU: 16-float vectors; for an AVX2 one (pip's
-    # PoCL takes a Zen 4 for znver3), or PoCL 3.0, the generic 8-float ones
+    # PoCL compiling for an AVX-512 CPU, whatever its release (the GEMM and convolution
+    # templates assemble their vectors): 16-float vectors; for an AVX2 one (pip's PoCL takes a
+    # Zen 4 for znver3) the generic 8-float ones
     hstr = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-"
     for target, driver, vendor in (("skylake-avx512", "3.1+debian", "avx512"),
                                    ("znver4", "5.0", "avx512"), ("znver3", "3.1", "generic"),
-                                   ("skylake-avx512", "3.0-rc2", "generic")):
+                                   ("rocketlake", "3.0-rc2", "avx512"),
+                                   ("znver3", "3.0-rc2", "generic")):
         assert tuning.vendor_of(fake_device(platform="Portable Computing Language",
                                             version=hstr + target, driver=driver)) == vendor
     assert tuning.vendor_of(fake_device(cpu=False, gpu=True, simulator=True,

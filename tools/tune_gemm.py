@@ -42,12 +42,12 @@ import clgrad.nn.functional as F  # noqa: E402
 from clgrad.kernels import conv as conv_kernels  # noqa: E402
 from clgrad.kernels import gemm as gemm_kernels  # noqa: E402
 from clgrad.runtime import tuning  # noqa: E402
-from clgrad.runtime.device import default_device, explicit_avx512, set_default_device  # noqa: E402
+from clgrad.runtime.device import default_device, pocl_targets_avx512, set_default_device  # noqa: E402
 
 
 def packed_candidates(device, quick):
     # PoCL on an AVX-512 target: 16-float vectors in 32 registers; otherwise 16 registers
-    wide = device.cpu_paths and explicit_avx512(device)
+    wide = device.cpu_paths and pocl_targets_avx512(device)
     vws = (8, 16) if wide else (4, 8) if device.cpu_paths else (2, 4)
     out = []
     for mr, nv, vw in itertools.product((4, 6, 8), (1, 2, 3), vws):
@@ -276,7 +276,7 @@ def conv_stages(device, base):
     else:
         fwd += [dict(base, LX=lx) for lx in (8, 32, 64)]
     fwd += [dict(base, VW=vw) for vw in (2, 4, 8, 16)
-            if vw != base.get("VW") and (vw < 16 or explicit_avx512(device))]
+            if vw != base.get("VW") and (vw < 16 or pocl_targets_avx512(device))]
     wgrad = [dict(base, MW=mw, TJ=tj) for mw, tj in
              ((3, 4), (2, 6), (4, 2), (2, 4), (1, 8), (2, 2), (1, 4))]
     wgrad += [dict(base, LX=lx) for lx in (1, 4, 16, 32)]
