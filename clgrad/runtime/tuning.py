@@ -55,7 +55,7 @@ SHIPPED_PATH = Path(__file__).resolve().parent / "tuning_db.json"
 #
 # Convolution (cl_kernels/conv.mako): MR x NV*VW outputs per conv_fwd work-item, MW x TJ sums per
 # conv_wgrad one, LY / LX work-group sizes, VW the vector width (the device's VEC when absent).
-# "avx512" is PoCL compiling for an AVX-512 target (device.explicit_avx512): 16-float vectors,
+# "avx512" is PoCL compiling for an AVX-512 target (device.pocl_targets_avx512): 16-float vectors,
 # with the blocking measured on a 2-core Zen 5 EPYC (PoCL 3.1): the weight gradient of a 3x3
 # convolution 32 -> 64 on 32 x 32 x 32 x 32 with MW 4 x TJ 6 sums per work-item took about
 # 10.4-10.9 ms with its input gradient, against 12.4-12.6 with the generic 3 x 4.
