@@ -180,6 +180,38 @@ def test_binary_cache_round_trip_per_unit(tmp_path):
     assert third.stdout.split() == first.stdout.split()
 
 
+def test_template_modules_are_kept_by_the_templates_contents(tmp_path, monkeypatch):
+    """Mako's modules of the templates go to a folder of the cache named by the templates'
+    contents: a second process renders from them what a process without a cache renders; a
+    checkout whose template differs gets another folder (Mako alone picks a module by its name
+    and time); without a cache there is no folder."""
+    import shutil
+    from clgrad.runtime import kernels
+    code = """
+        import hashlib
+        import clgrad
+        from clgrad.runtime.kernels import ALL_PROGRAMS, _templates
+        print(_templates().module_directory)
+        print(hashlib.sha256("".join(p.source for p in ALL_PROGRAMS).encode()).hexdigest())
+    """
+    runs = [run_python(code, {"CLGRAD_CACHE_DIR": d}) for d in (str(tmp_path), str(tmp_path), "off")]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    (folder, first), (again, second), (none, plain) = (r.stdout.split() for r in runs)
+    assert folder == again and none == "None" and first == second == plain
+    assert os.path.dirname(folder) == str(tmp_path / "templates")
+    assert {"common.mako.py", "elementwise.mako.py"} <= set(os.listdir(folder))
+
+    checkout = tmp_path / "cl_kernels"
+    shutil.copytree(kernels.KERNEL_DIR, checkout)
+    monkeypatch.setattr(kernels, "KERNEL_DIR", checkout)
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    assert kernels._template_modules() == folder
+    (checkout / "copy.mako").write_text((checkout / "copy.mako").read_text() + "## changed\n")
+    assert kernels._template_modules() not in (folder, None)
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", "off")
+    assert kernels._template_modules() is None
+
+
 def test_every_package_is_in_the_wheel():
     """setup.cfg lists clgrad's packages one by one: a package missing there is missing from the
     wheel (CI's last stage would find it; this finds it in the first)."""
