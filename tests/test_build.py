@@ -194,7 +194,8 @@ def test_template_modules_are_kept_by_the_templates_contents(tmp_path, monkeypat
         print(_templates().module_directory)
         print(hashlib.sha256("".join(p.source for p in ALL_PROGRAMS).encode()).hexdigest())
     """
-    runs = [run_python(code, {"CLGRAD_CACHE_DIR": d}) for d in (str(tmp_path), str(tmp_path), "off")]
+    runs = [run_python(code, {"CLGRAD_CACHE_DIR": d})
+            for d in (str(tmp_path), str(tmp_path), "off")]
     assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
     (folder, first), (again, second), (none, plain) = (r.stdout.split() for r in runs)
     assert folder == again and none == "None" and first == second == plain

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 import mako
+import pyopencl as cl
 import pyopencl.cltypes as cltypes
 from mako.lookup import TemplateLookup
 
@@ -42,10 +42,11 @@ KERNEL_DIR = _kernel_dir()
 def _template_modules():
     """The folder where Mako keeps the Python modules it compiles the templates into, so that
     only the first process compiles them (`import clgrad` took 1.7-2.2 s with them kept, 2.5-3.0
-    s without, on a 2-core Xeon); None (compile in memory) when there is no writable cache. Mako picks a module by its
-    template's name and modification time only: the folder is named by the templates' contents
-    and Mako's version, or another checkout's older template of the same name would get this
-    one's module (the lookup's options count too: they change the modules)."""
+    s without, on a 2-core Xeon); None (compile in memory) when there is no writable cache.
+    Mako picks a module by its template's name and modification time only: the folder is named
+    by the templates' contents and Mako's version, or another checkout's older template of the
+    same name would get this one's module (the lookup's options count too: they change the
+    modules)."""
     base = cache_dir()
     if base is None:
         return None
