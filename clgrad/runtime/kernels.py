@@ -37,6 +37,7 @@ def _kernel_dir():
 
 
 KERNEL_DIR = _kernel_dir()
+_LOOKUP_OPTIONS = {"strict_undefined": True, "input_encoding": "utf-8"}
 
 
 def _template_modules():
@@ -62,7 +63,6 @@ def _template_modules():
     return str(folder) if os.access(folder, os.W_OK) else None
 
 
-_LOOKUP_OPTIONS = {"strict_undefined": True, "input_encoding": "utf-8"}
 _lookup = None
 
 
