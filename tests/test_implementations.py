@@ -1,6 +1,7 @@
 """Several OpenCL implementations side by side: pip-installed drivers found without a hand-written
 .icd, the rule that picks the default device, simulators used only when named, and the switch
 that puts any device on the GPU code paths."""
+import math
 import os
 import subprocess
 import sys
@@ -268,34 +269,81 @@ def test_wide_vectors_follow_the_compile_target():
 
 def test_vector_widths_follow_the_implementation(device):
     """PoCL assembles 8-wide vectors from scalar loads, but on an AVX-512 target gets 16 floats
-    (4 doubles) with native vloadN; Intel's CPU runtime gets a SIMD register of floats with
-    native vloadN; the GPU paths 4-wide loads. Every choice builds and computes (the
-    elementwise, reduction and softmax tests run on whichever the device gets)."""
+    (4 doubles): with native vloadN from 3.1 on, assembled on 3.0; Intel's CPU runtime gets a
+    SIMD register of floats with native vloadN; the GPU paths 4-wide loads. Every choice builds
+    and computes (the elementwise, reduction and softmax tests run on whichever the device
+    gets; test_every_vector_width_computes runs the others)."""
     was = device.cpu_paths
     try:
         device.set_code_paths(cpu=True)
         vec, vec8, native = _device.vector_widths(device)
         if device.is_pocl and _device.explicit_avx512(device):
             assert (vec, vec8, native) == (16, 4, True)
+        elif device.is_pocl and _device.pocl_targets_avx512(device):
+            assert (vec, vec8, native) == (16, 4, False)
         elif device.is_pocl:
             assert (vec, vec8, native) == (8, 4, False)
         elif "intel(r) opencl" in device.platform_name.lower() and device.is_cpu:
             assert native and vec == (16 if device.simd_floats >= 16 else 8)
         device.set_code_paths(cpu=False)
         assert _device.vector_widths(device) == (4, 2, False)
-        with pytest.raises(ValueError):
-            device.set_code_paths(cpu=True, vectors=(16, 8, False))
+        with pytest.raises(ValueError, match="unsupported vector widths"):
+            device.set_code_paths(cpu=True, vectors=(32, 4, False))
         # an explicit choice holds until the next set_code_paths; 512-bit vectors only where the
         # compiler's target has them (see test_wide_vectors_follow_the_compile_target)
         wide = _device.wide_vectors_ok(device)
         device.set_code_paths(cpu=True, vectors=(16, 8, True) if wide else (8, 4, True))
         assert device.vec == (16 if wide else 8)
         if not wide:
-            with pytest.raises(ValueError, match="512-bit"):
-                device.set_code_paths(cpu=True, vectors=(16, 8, True))
+            for native in (True, False):
+                with pytest.raises(ValueError, match="512-bit"):
+                    device.set_code_paths(cpu=True, vectors=(16, 4, native))
             device.set_code_paths(cpu=True, vectors=(8, 4, True))
         x = clgrad.arange(37, dtype=clgrad.float32)
         assert (x * 2 + 1).tolist() == [2.0 * i + 1 for i in range(37)]
         assert x.sum().item() == 666.0
+    finally:
+        device.set_code_paths(cpu=was)
+
+
+@pytest.mark.parametrize("vectors", [(8, 4, False), (8, 4, True), (16, 4, False), (16, 4, True),
+                                     (16, 8, True)])
+def test_every_vector_width_computes(device, vectors):
+    """Each choice of vector_widths, on any device that takes it (512-bit vectors where
+    wide_vectors_ok), against numpy: contiguous elementwise kernels (a transcendental, a
+    broadcast scalar, a bfloat16 cast, a ragged tail of 37), reductions, softmax rows and
+    layer_norm, in float32 and float64 where the device has it."""
+    if vectors[0] == 16 and not _device.wide_vectors_ok(device):
+        with pytest.raises(ValueError, match="512-bit"):
+            device.set_code_paths(cpu=True, vectors=vectors)
+        return
+    was = device.cpu_paths
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 37))
+    try:
+        device.set_code_paths(cpu=True, vectors=vectors)
+        assert (device.vec, device.vec8, device.native_vloads) == vectors
+        for dt, tol in ((np.float32, 2e-6), (np.float64, 1e-12)):
+            if dt == np.float64 and not device.has_fp64:
+                continue
+            an = a.astype(dt)
+            x = clgrad.tensor(an)
+            np.testing.assert_allclose((x * 0.5).exp().numpy(), np.exp(an * 0.5), rtol=tol)
+            np.testing.assert_allclose(clgrad.nn.functional.gelu(x).numpy(),
+                                       0.5 * an * (1 + np.vectorize(math.erf)(an / math.sqrt(2))),
+                                       rtol=tol * 10, atol=tol)
+            np.testing.assert_allclose(x.sum(1).numpy(), an.sum(1), rtol=tol * 10)
+            e = np.exp(an - an.max(1, keepdims=True))
+            np.testing.assert_allclose(x.softmax(1).numpy(), e / e.sum(1, keepdims=True),
+                                       rtol=tol * 10)
+            m, v = an.mean(1, keepdims=True), an.var(1, keepdims=True)
+            np.testing.assert_allclose(
+                clgrad.nn.functional.layer_norm(x, (37,)).numpy(), (an - m) / np.sqrt(v + 1e-5),
+                rtol=tol * 100, atol=tol * 100)
+        bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)  # round to nearest even
+        bf16 = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32)
+        xb = clgrad.tensor(a.astype(np.float32)).to(clgrad.bfloat16)
+        assert np.array_equal(xb.float().numpy(), bf16.view(np.float32))
+        assert np.array_equal((xb * 2).float().numpy(), bf16.view(np.float32) * 2)
     finally:
         device.set_code_paths(cpu=was)

@@ -906,7 +906,9 @@ def _gemm_expected(prog):
 
 # The paths the check runs: "wide" is the CPU paths with the vector widths Intel's CPU runtime
 # gets on an AVX-512 CPU (clgrad.runtime.device.vector_widths), "pocl512" those of PoCL 3.1+ on
-# an AVX-512 target (16 floats, 4 doubles).
+# an AVX-512 target (16 floats, 4 doubles). pip's PoCL 3.0 on an AVX-512 target takes the same
+# widths with vectors assembled from scalar loads (LDV_16 in common.mako), which touch the same
+# elements as vload16: "pocl512" checks its accesses too, and "cpu" the assembled loads.
 PATH_VECTORS = {"wide": (16, 8, True), "pocl512": (16, 4, True)}
 
 

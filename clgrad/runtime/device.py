@@ -101,7 +101,7 @@ class Device:
         # Contiguous kernels handle VEC elements per work-item (VEC8 of 8-byte types), loaded
         # with vloadN where native_vloads, else assembled from scalar loads (common.mako)
         vec, vec8, native = vectors or vector_widths(self)
-        if vec not in (4, 8, 16) or vec8 not in (2, 4, 8) or (vec == 16 and not native):
+        if vec not in (4, 8, 16) or vec8 not in (2, 4, 8):
             raise ValueError(f"unsupported vector widths {(vec, vec8, native)}")
         if (vec == 16 or vec8 == 8) and not wide_vectors_ok(self):
             raise ValueError(
@@ -226,14 +226,21 @@ def vector_widths(dev):
     vloadN / vstoreN or assembled from scalar accesses.
 
     - GPU paths: 4 and 2, wide enough loads; a GPU's threads are its SIMD lanes.
-    - PoCL (CPU paths): 8 and 4 (256-bit vectors); it vectorises nothing across work-items, and
-      PoCL 3.0 (LLVM 14) compiles vloadN to out-of-line calls, so loads are scalar ones
-      assembled into a vector.
-    - PoCL compiling for an AVX-512 target (`explicit_avx512`): 16 floats with native vloadN.
-      Measured on a 2-core Zen 5 EPYC with PoCL 3.1 (LLVM 15), float32, 2^19 elements, one
-      launch, against 8 assembled: add 60 vs 113 us, exp 102 vs 245, exact GELU 204 vs 719,
-      tanh 159 vs 486, sum 76 vs 112. 8-byte types keep 4 (256-bit): PoCL 3.1's fmod on double8
-      is wrong (fmod(8.0, 3.0) gives 0.5 in some lanes), on double4 right.
+    - PoCL (CPU paths) compiling for a target without AVX-512: 8 and 4 (256-bit vectors); it
+      vectorises nothing across work-items, and PoCL 3.0 (LLVM 14) compiles vloadN to
+      out-of-line calls, so loads are scalar ones assembled into a vector.
+    - PoCL 3.1 or newer compiling for an AVX-512 target (`explicit_avx512`): 16 floats with
+      native vloadN. Measured on a 2-core Zen 5 EPYC with PoCL 3.1 (LLVM 15), float32, 2^19
+      elements, one launch, against 8 assembled: add 60 vs 113 us, exp 102 vs 245, exact GELU
+      204 vs 719, tanh 159 vs 486, sum 76 vs 112. 8-byte types keep 4 (256-bit): PoCL 3.1's fmod
+      on double8 is wrong (fmod(8.0, 3.0) gives 0.5 in some lanes), on double4 right.
+    - pip's PoCL 3.0 compiling for an AVX-512 target (`pocl_targets_avx512`, a Rocket Lake
+      Xeon): 16 floats assembled from scalar loads, since its vloadN are calls. Measured there
+      (float32, 2^19 elements, ten launches then a sync, best of 24, the two widths interleaved
+      in one process, two runs): exp 254-314 vs 325-385 us, exact GELU 448-753 vs 748-892,
+      log_softmax rows of 512 373-430 vs 476-591, layer_norm 215-245 vs 303-325, add 193-226
+      vs 203-205; the eager GPT step of tools/bench_compile.py 99.0 vs 106.0 ms (interleaved,
+      best of 36, twice), its other steps within the noise.
     - Intel's CPU runtime: one SIMD register of floats (16 with AVX-512, 8 with AVX2) with native
       vloadN. Measured on an AVX-512 EPYC (float32, 2^19 elements, one kernel launch): add 186 us
       with 8 assembled loads, 58 with vload8, 53 with vload16; exact GELU 292, 212, 138 us.
@@ -250,6 +257,8 @@ def vector_widths(dev):
         return vec, vec // 2, True
     if explicit_avx512(dev):
         return 16, 4, True
+    if dev.is_pocl and pocl_targets_avx512(dev):
+        return 16, 4, False
     return 8, 4, False
 
 
