@@ -234,13 +234,13 @@ def vector_widths(dev):
       elements, one launch, against 8 assembled: add 60 vs 113 us, exp 102 vs 245, exact GELU
       204 vs 719, tanh 159 vs 486, sum 76 vs 112. 8-byte types keep 4 (256-bit): PoCL 3.1's fmod
       on double8 is wrong (fmod(8.0, 3.0) gives 0.5 in some lanes), on double4 right.
-    - pip's PoCL 3.0 compiling for an AVX-512 target (`pocl_targets_avx512`, a Rocket Lake
-      Xeon): 16 floats assembled from scalar loads, since its vloadN are calls. Measured there
-      (float32, 2^19 elements, ten launches then a sync, best of 24, the two widths interleaved
-      in one process, two runs): exp 254-314 vs 325-385 us, exact GELU 448-753 vs 748-892,
-      log_softmax rows of 512 373-430 vs 476-591, layer_norm 215-245 vs 303-325, add 193-226
-      vs 203-205; the eager GPT step of tools/bench_compile.py 99.0 vs 106.0 ms (interleaved,
-      best of 36, twice), its other steps within the noise.
+    - pip's PoCL 3.0 compiling for an AVX-512 target (`pocl_targets_avx512`; a 2-core Xeon it
+      takes for rocketlake): 16 floats assembled from scalar loads, since its vloadN are calls.
+      Measured there (float32, 2^19 elements, ten launches then a sync, best of 24, the two
+      widths interleaved in one process, two runs): exp 254-314 vs 325-385 us, exact GELU
+      448-753 vs 748-892, log_softmax rows of 512 373-430 vs 476-591, layer_norm 215-245 vs
+      303-325, add 193-226 vs 203-205; the eager GPT step of tools/bench_compile.py 99.0 vs
+      106.0 ms (interleaved, best of 36, twice), its other steps within the noise.
     - Intel's CPU runtime: one SIMD register of floats (16 with AVX-512, 8 with AVX2) with native
       vloadN. Measured on an AVX-512 EPYC (float32, 2^19 elements, one kernel launch): add 186 us
       with 8 assembled loads, 58 with vload8, 53 with vload16; exact GELU 292, 212, 138 us.
