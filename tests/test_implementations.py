@@ -289,6 +289,7 @@ def test_vector_widths_follow_the_implementation(device):
         assert _device.vector_widths(device) == (4, 2, False)
         with pytest.raises(ValueError, match="unsupported vector widths"):
             device.set_code_paths(cpu=True, vectors=(32, 4, False))
+        assert not device.cpu_paths and device.vec == 4     # a refused choice changes nothing
         # an explicit choice holds until the next set_code_paths; 512-bit vectors only where the
         # compiler's target has them (see test_wide_vectors_follow_the_compile_target)
         wide = _device.wide_vectors_ok(device)
@@ -314,8 +315,11 @@ def test_every_vector_width_computes(device, vectors):
     broadcast scalar, a bfloat16 cast, a ragged tail of 37), reductions, softmax rows and
     layer_norm, in float32 and float64 where the device has it."""
     if vectors[0] == 16 and not _device.wide_vectors_ok(device):
+        before = (device.cpu_paths, device.vec, device.vec8, device.native_vloads)
         with pytest.raises(ValueError, match="512-bit"):
             device.set_code_paths(cpu=True, vectors=vectors)
+        # refused: the device keeps its paths and widths (on the GPU paths too)
+        assert (device.cpu_paths, device.vec, device.vec8, device.native_vloads) == before
         return
     was = device.cpu_paths
     rng = np.random.default_rng(1)

@@ -97,18 +97,21 @@ class Device:
         (False, 4)
         >>> d.set_code_paths(cpu=was)
         """
-        self.cpu_paths = bool(cpu)
+        was, self.cpu_paths = getattr(self, "cpu_paths", None), bool(cpu)   # None: in __init__
         # Contiguous kernels handle VEC elements per work-item (VEC8 of 8-byte types), loaded
         # with vloadN where native_vloads, else assembled from scalar loads (common.mako)
         vec, vec8, native = vectors or vector_widths(self)
+        problem = None
         if vec not in (4, 8, 16) or vec8 not in (2, 4, 8):
-            raise ValueError(f"unsupported vector widths {(vec, vec8, native)}")
-        if (vec == 16 or vec8 == 8) and not wide_vectors_ok(self):
-            raise ValueError(
-                f"unsupported vector widths {(vec, vec8, native)} on cl:{self.index}: "
-                f"{self.platform_name} compiles for {compile_target(self)!r}, which has no "
-                "512-bit registers, and PoCL miscompiles vectors wider than its target's "
-                "(kernels go missing from the built program)")
+            problem = ""
+        elif (vec == 16 or vec8 == 8) and not wide_vectors_ok(self):
+            problem = (f" on cl:{self.index}: {self.platform_name} compiles for "
+                       f"{compile_target(self)!r}, which has no 512-bit registers, and PoCL "
+                       "miscompiles vectors wider than its target's (kernels go missing from "
+                       "the built program)")
+        if problem is not None:          # a refused choice leaves the device as it was
+            self.cpu_paths = was
+            raise ValueError(f"unsupported vector widths {(vec, vec8, native)}{problem}")
         self.vec, self.vec8, self.native_vloads = vec, vec8, bool(native)
         self.kernels = {}                 # (program id, kernel name) -> cl.Kernel
         self.programs = {}                # program id -> cl.Program
