@@ -39,8 +39,24 @@ GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, 
 # column-major or large A keeps the pack (measured on PoCL: 2-3x slower read in place).
 DIRECT_A_ROWS = 64
 DIRECT_A_ELEMENTS = 1 << 19
-# values of k each work-item of pack_a packs (gemm.mako's PACK_K)
+# values of k each work-item of pack_a packs (gemm.mako's PACK_K); of pack_b (PACK_KB), whose
+# work-groups are PACK_B_GROUP work-items along k (16 ran 2-4x slower on Intel's CPU runtime,
+# which vectorises across them: gathers)
 PACK_K = 16
+PACK_KB = 32
+PACK_B_GROUP = 4
+
+
+def pack_b_geometry(dev, K, panels, batches):
+    """(global, local) sizes of gemm.mako's pack_b for `panels` panels of K rows, `batches`
+    times.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> pack_b_geometry(default_device(), 100, 3, 1)[0]
+    (4, 3, 1)
+    """
+    ls = min(PACK_B_GROUP, dev.max_work_group_size)
+    return (_ceil(_ceil(K, PACK_KB), ls) * ls, panels, batches), (ls, 1, 1)
 
 
 def _direct_a(M, K, a_sk):
@@ -274,15 +290,13 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     mb, nb = _ceil(M, mr), _ceil(N, nr)
     pa_n, pb_n = (batch if a_sb else 1), (batch if b_sb else 1)
     cdt = compute_dtype(dt)
-    ls = min(64, dev.max_work_group_size)
-    kp = _ceil(K, ls) * ls
     # half types are packed (converted once) rather than read in place: the packed kernel's inner
     # loop would convert every element of A it reads, MR per step (PoCL, bfloat16 W3 MLP:
     # gemm_packed_da 3.9 ms against float32's 2.5)
     direct_a = lanes or (_direct_a(M, K, a._strides[2]) and cdt is dt)
     if not direct_a:
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
-        lm = min(16, ls)
+        lm = min(16, dev.max_work_group_size)
         GEMM.launch(dev, dt, "pack_a", ((_ceil(mb, lm) * lm, _ceil(K, PACK_K), pa_n), (lm, 1, 1)),
                     pa._storage.buf,
                     mb * K * mr, *aargs, M, K, options=opts)
@@ -296,7 +310,7 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     pb = b_cache.get("packed") if b_cache is not None else None
     if pb is None:
         pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
-        GEMM.launch(dev, dt, "pack_b", ((kp, nb, pb_n), (ls, 1, 1)), pb._storage.buf,
+        GEMM.launch(dev, dt, "pack_b", pack_b_geometry(dev, K, nb, pb_n), pb._storage.buf,
                     nb * K * nr, *bargs, K, N, options=opts)
         if b_cache is not None:
             b_cache["packed"] = pb
