@@ -499,13 +499,16 @@ def drive_gemm(dev, dt, rng):
         v @ v
     _t(dt, (3, 45), dev, rng) @ b
     _t(dt, (17, 45), dev, rng) @ b
-    # more than DIRECT_A_ROWS rows of a column-major A: packed (the shapes above read A in place)
+    # more than DIRECT_A_ROWS rows of a column-major A: packed (the shapes above read A in place);
+    # of a row-major one, packed (pack_a_rows) where it has more than DIRECT_A_ELEMENTS
     _t(dt, (45, 70), dev, rng).t() @ b
+    from clgrad.kernels import gemm as gemm_kernels
+    with _direct_a_limit(gemm_kernels, 0):
+        _t(dt, (70, 45), dev, rng) @ b
     _relu_folded(lambda: (a @ b, _t(dt, (45, 70), dev, rng).t() @ b,
                           _t(dt, (2, 3), dev, rng) @ _t(dt, (3, 4), dev, rng)), dt)
     # the "lanes" kernels (Intel's CPU runtime's configuration), with a small one: a B that is
     # packed (41 columns: a partial panel; a transposed B) and one read in place (40 columns)
-    from clgrad.kernels import gemm as gemm_kernels
     with _configured(gemm_kernels, dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2}):
         a @ b
         a @ _t(dt, (41, 45), dev, rng).t()
@@ -517,6 +520,8 @@ def drive_gemm(dev, dt, rng):
                                          "LY": 2}):
         a @ b
         _t(dt, (45, 70), dev, rng).t() @ b
+        with _direct_a_limit(gemm_kernels, 0):
+            _t(dt, (70, 45), dev, rng) @ b
         _relu_folded(lambda: (a @ b, _t(dt, (45, 70), dev, rng).t() @ b), dt)
 
 
@@ -533,6 +538,16 @@ def _relu_folded(products, dt):
         k(d.queue, gs, ls, *args)
     rec.release()
     del kept
+
+
+@contextlib.contextmanager
+def _direct_a_limit(gemm_kernels, elements):
+    """Run a block with the packed GEMM reading a row-major A in place only up to `elements`."""
+    prev, gemm_kernels.DIRECT_A_ELEMENTS = gemm_kernels.DIRECT_A_ELEMENTS, elements
+    try:
+        yield
+    finally:
+        gemm_kernels.DIRECT_A_ELEMENTS = prev
 
 
 @contextlib.contextmanager
@@ -730,6 +745,8 @@ def drive_rnn(dev, dt, rng):
             (out.sum() + hn.sum()).backward()
             gru_layer(args[0], args[1], None, args[3])[0].sum().backward()
             _t(dt, (45, 70), dev, rng).t() @ _t(dt, (45, 9), dev, rng)    # A packed
+            with _direct_a_limit(gemm_kernels, 0):                      # a row-major one
+                _t(dt, (70, 45), dev, rng) @ _t(dt, (45, 9), dev, rng)
     # the unfused steps (a product, then the cell kernel) where the GEMM is not packed
     with _configured(gemm_kernels, dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2}):
         args = [_t(dt, s, dev, rng).requires_grad_() for s in ((3, 2, 48), (48, 16), (2, 16))]
@@ -900,7 +917,7 @@ def _gemm_expected(prog):
     if "-DNJ=" in prog.options:
         return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:
-        return {"pack_a", "pack_b", "gemm_packed"}
+        return {"pack_a", "pack_a_rows", "pack_b", "gemm_packed"}
     return {"gemm_tiled"}
 
 

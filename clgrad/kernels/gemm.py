@@ -39,24 +39,24 @@ GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, 
 # column-major or large A keeps the pack (measured on PoCL: 2-3x slower read in place).
 DIRECT_A_ROWS = 64
 DIRECT_A_ELEMENTS = 1 << 19
-# values of k each work-item of pack_a packs (gemm.mako's PACK_K); of pack_b (PACK_KB), whose
-# work-groups are PACK_B_GROUP work-items along k (16 ran 2-4x slower on Intel's CPU runtime,
-# which vectorises across them: gathers)
+# values of k each work-item of pack_a packs (gemm.mako's PACK_K); of pack_a_rows and pack_b
+# (PACK_KA, PACK_KB), whose work-groups are PACK_GROUP work-items along k (16 ran pack_b 2-4x
+# slower on Intel's CPU runtime, which vectorises across them: gathers)
 PACK_K = 16
-PACK_KB = 32
-PACK_B_GROUP = 4
+PACK_KA = PACK_KB = 32
+PACK_GROUP = 4
 
 
-def pack_b_geometry(dev, K, panels, batches):
-    """(global, local) sizes of gemm.mako's pack_b for `panels` panels of K rows, `batches`
-    times.
+def pack_along_k_geometry(dev, K, blocks, batches):
+    """(global, local) sizes of gemm.mako's pack_b (pack_a_rows) for `blocks` panels of B
+    (blocks of A's rows) over K values of k, `batches` times.
 
     >>> from clgrad.runtime.device import default_device
-    >>> pack_b_geometry(default_device(), 100, 3, 1)[0]
+    >>> pack_along_k_geometry(default_device(), 100, 3, 1)[0]
     (4, 3, 1)
     """
-    ls = min(PACK_B_GROUP, dev.max_work_group_size)
-    return (_ceil(_ceil(K, PACK_KB), ls) * ls, panels, batches), (ls, 1, 1)
+    ls = min(PACK_GROUP, dev.max_work_group_size)
+    return (_ceil(_ceil(K, PACK_KB), ls) * ls, blocks, batches), (ls, 1, 1)
 
 
 def _direct_a(M, K, a_sk):
@@ -296,10 +296,14 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     direct_a = lanes or (_direct_a(M, K, a._strides[2]) and cdt is dt)
     if not direct_a:
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
-        lm = min(16, dev.max_work_group_size)
-        GEMM.launch(dev, dt, "pack_a", ((_ceil(mb, lm) * lm, _ceil(K, PACK_K), pa_n), (lm, 1, 1)),
-                    pa._storage.buf,
-                    mb * K * mr, *aargs, M, K, options=opts)
+        if a._strides[2] < a._strides[1]:        # rows along k: a stretch of each row
+            GEMM.launch(dev, dt, "pack_a_rows", pack_along_k_geometry(dev, K, mb, pa_n),
+                        pa._storage.buf, mb * K * mr, *aargs, M, K, options=opts)
+        else:
+            lm = min(16, dev.max_work_group_size)
+            GEMM.launch(dev, dt, "pack_a", ((_ceil(mb, lm) * lm, _ceil(K, PACK_K), pa_n),
+                                            (lm, 1, 1)),
+                        pa._storage.buf, mb * K * mr, *aargs, M, K, options=opts)
     lx, ly = cfg["LX"], cfg["LY"]
     gx = nb * lx if lanes else _ceil(nb, lx) * lx
     geometry = ((gx, _ceil(mb, ly) * ly, batch), (lx, ly, 1))
@@ -310,7 +314,7 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     pb = b_cache.get("packed") if b_cache is not None else None
     if pb is None:
         pb = empty_tensor((pb_n, nb * K * nr), cdt, dev)
-        GEMM.launch(dev, dt, "pack_b", pack_b_geometry(dev, K, nb, pb_n), pb._storage.buf,
+        GEMM.launch(dev, dt, "pack_b", pack_along_k_geometry(dev, K, nb, pb_n), pb._storage.buf,
                     nb * K * nr, *bargs, K, N, options=opts)
         if b_cache is not None:
             b_cache["packed"] = pb

@@ -131,7 +131,7 @@ class _FusedSteps:
     def _pack(self, name, nb, K, N, *args):
         pb = empty_tensor((nb * K * self.nr,), self.dt, self.dev)
         ls = min(64, self.dev.max_work_group_size)
-        geometry = (_gemm.pack_b_geometry(self.dev, K, nb, 1) if name == "pack_b" else
+        geometry = (_gemm.pack_along_k_geometry(self.dev, K, nb, 1) if name == "pack_b" else
                     ((-(-K // ls) * ls, nb, 1), (ls, 1, 1)))
         _gemm.GEMM.launch(self.dev, self.dt, name, geometry, pb._storage.buf, *args, K, N,
                           options=self.opts)
