@@ -147,10 +147,10 @@ __kernel void pack_a(__global ${T} *P, long p_sb,
 /* pack_a for an A whose rows run along k (a_sk < a_sm: row-major, a layer's input): a work-item
    packs PACK_KA values of k of one block of rows, each row's in one stretch; neighbouring
    work-items neighbouring stretches. pack_a's walk, a work-group across blocks of rows, reads
-   MR rows one column at a time and PoCL gathers it across the group: PoCL 3.0 (2-core Xeon)
-   packed a row-major 256 x 784 A in 366 us and 201 this way, 1024 x 512 in 577 and 336,
-   2048 x 1024 in 3850 and 1431-2340. A column-major A keeps pack_a (1024 x 2048: 2067 us
-   against 2900-3300 this way). */
+   MR rows one column at a time and PoCL gathers it across the group. PoCL 3.0 (2-core Xeon),
+   float32, best of 20 interleaved, two runs, us, pack_a / this: 256 x 784 196 / 102 and
+   324 / 187, 1024 x 512 882 / 372 and 636 / 332, 2048 x 1024 3587 / 1335 and 2654 / 1157.
+   A column-major A keeps pack_a (1024 x 2048: 2067 us against 2900-3300 read this way). */
 #define PACK_KA 32
 __kernel void pack_a_rows(__global ${T} *P, long p_sb,
                           ${c.cptr(dt)} A, long ao, long a_sb, long a_sm, long a_sk, int M, int K)
@@ -176,9 +176,11 @@ __kernel void pack_a_rows(__global ${T} *P, long p_sb,
    work-item packs PACK_KB values of k of one panel (PACK_KB * NR contiguous values of P), going
    down B's columns when they are contiguous along k (a Linear weight in forward, W^T) and
    along its rows otherwise; full panels without the test for the last column. One work-item
-   per k, as before, read NR columns for NR values: PoCL 3.0 (2-core Xeon) packed W^T of a
-   784 x 512 weight in 347-684 us, and 195-239 this way; Intel's CPU runtime 196 and 188-217.
-   A contiguous 512 x 784 B: 145-234 us and 86-129 (PoCL), 234 and 110-129 (Intel) */
+   per k, as before, read NR columns for NR values. PoCL 3.0 (2-core Xeon), float32, best of 20
+   interleaved, two runs, us, before / after: W^T of a 784 x 512 weight 372 / 365 and
+   322 / 212, of 512 x 512 428 / 323 and 408 / 265; a contiguous 512 x 512 B 184 / 87 and
+   136 / 104, 256 x 784 107 / 70 and 99 / 80. Intel's CPU runtime: W^T the same (175 / 183,
+   283 / 256), contiguous 512 x 512 119 / 67 and 224 / 111. */
 #define PACK_KB 32
 __kernel void pack_b(__global ${T} *P, long p_sb,
                      ${c.cptr(dt)} B, long bo, long b_sb, long b_sk, long b_sn, int K, int N)

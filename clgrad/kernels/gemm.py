@@ -40,7 +40,7 @@ GEMM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16, 
 DIRECT_A_ROWS = 64
 DIRECT_A_ELEMENTS = 1 << 19
 # values of k each work-item of pack_a packs (gemm.mako's PACK_K); of pack_a_rows and pack_b
-# (PACK_KA, PACK_KB), whose work-groups are PACK_GROUP work-items along k (16 ran pack_b 2-4x
+# (PACK_KA, PACK_KB), whose work-groups are PACK_GROUP work-items along k (16 ran pack_b 3-8x
 # slower on Intel's CPU runtime, which vectorises across them: gathers)
 PACK_K = 16
 PACK_KA = PACK_KB = 32
