@@ -209,42 +209,6 @@ def test_copy_broadcasts_and_casts(device):
         dst.copy_(clgrad.zeros(4))
 
 
-@pytest.mark.parametrize("shape", [(8, 4, 16, 32), (6, 4, 5, 33), (2, 3, 2, 17), (4, 2, 3, 64)])
-def test_rows_of_a_few_vectors(device, code_paths, shape):
-    """Rows of a few vectors (attention's heads of 32 floats) get work-groups as wide as the row,
-    with rows along dims 1 and 2 where the kernel keeps one local size (rows_geometry): a head
-    merge (copy_r) and a broadcast add (add_r_) match numpy, and every launch's groups divide
-    its grid and fit the device."""
-    from clgrad.runtime import kernels
-    from clgrad.kernels.copy import ROWS_LX
-    from clgrad.runtime.kernels import vec_width
-    rng = np.random.default_rng(len(shape) + shape[-1])
-    a = rng.standard_normal(shape).astype(np.float32)
-    b = rng.standard_normal((shape[1], 1, shape[3])).astype(np.float32)
-    x, y = clgrad.tensor(a, device=device), clgrad.tensor(b, device=device)
-    seen = []
-
-    def hook(dev, k, gsize, lsize, args, evt):
-        seen.append((k.function_name, gsize, lsize, dev.max_work_group_size))
-    kernels.launch_hooks.append(hook)
-    try:
-        merged = x.transpose(1, 2).contiguous()
-        summed = x + y
-    finally:
-        kernels.launch_hooks.remove(hook)
-    assert_close(merged, a.transpose(0, 2, 1, 3), clgrad.float32)
-    assert_close(summed, a + b, clgrad.float32)
-    assert [k for k, *_ in seen] == ["copy_r_f32", "add_r_tt"]
-    for name, gsize, lsize, most in seen:
-        assert all(g % lz == 0 for g, lz in zip(gsize, lsize)), (name, gsize, lsize)
-        assert np.prod(lsize) <= most, (name, lsize)
-    dev = clgrad.runtime.default_device()
-    vectors = -(-shape[-1] // vec_width(dev, clgrad.float32))
-    if dev.compiles_per_local_size and vectors < ROWS_LX:   # at most half a group idle along
-        (_, gsize, lsize, _) = seen[0]                      # the row and along dim 1
-        assert lsize[0] < 2 * vectors and lsize[1] < 2 * shape[1], (shape, lsize)
-
-
 @pytest.mark.parametrize("L", [3, 8, 32, 37])
 def test_copies_of_whole_rows(device, code_paths, L):
     """A permutation that keeps the last dim (attention's head split and merge) copies whole rows

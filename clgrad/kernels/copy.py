@@ -61,46 +61,23 @@ def _copy_complex(dst, src):
 # by dev.wg / ROWS_LX rows: one size that suits short rows and long ones. Measured on PoCL
 # (float32, us): a head split (8, 128, 4, 32) -> (8, 4, 128, 32) 282 with a row per group of
 # 256, 50 with groups of 8 x 32, 65 walked (copy_s); rows of 128 91 / 33 / 59; of 4096 138 / 141
-# / 335. Rows of fewer than ROWS_LX vectors get a group as wide as the row, as many rows as
-# there are along dimension 1 and the rest of dev.wg along dimension 2: with 16-float vectors
-# a head of 32 floats left 6 of 8 work-items idle along the row, and a merge of 4 heads 28 of
-# 32 along dimension 1. PoCL 3.0, 2-core Xeon, float32, (8, 4, 128, 32) -> (8, 128, 4, 32)
-# 342-348 us as a fixed 8 x 32 group, 110-117 fitted; the split 138-156 and 106-127.
+# / 335.
 ROWS_LX = 8
 # the tile of copy_t (copy.mako's TT): a transpose of the last two dims
 TRANSPOSE_TILE = 16
 
 
-def _pow2_at_least(n):
-    return 1 << max(0, (n - 1).bit_length())
-
-
 def rows_geometry(dev, L, n6, rest, w):
     """(global, local) size of a rows kernel (copy_r, the elementwise table's <op>_r_): rows of L
-    elements taken w at a time along dimension 0, n6 rows along 1, `rest` along 2.
-
-    >>> from clgrad.runtime.device import default_device
-    >>> (g, l), dev = rows_geometry(default_device(), 32, 4, 1024, 16), default_device()
-    >>> g[2] == 1024 and g[0] * g[1] >= 2 * 4 and l[0] * l[1] * l[2] <= dev.wg
-    True
-    """
+    elements taken w at a time along dimension 0, n6 rows along 1, `rest` along 2."""
     if dev.compiles_per_local_size:
-        vectors = -(-L // w)
-        if vectors >= ROWS_LX:
-            lx = min(ROWS_LX, dev.wg)
-            ly, lz = dev.wg // lx, 1
-        else:
-            lx = _pow2_at_least(vectors)
-            ly = min(dev.wg // lx, _pow2_at_least(n6))
-            lz = 1
-            while rest % (2 * lz) == 0 and lx * ly * lz * 2 <= dev.wg:
-                lz *= 2
+        lx = min(ROWS_LX, dev.wg)
+        ly = dev.wg // lx
         gx = -(-L // (w * lx)) * lx
     else:
         (gx,), (lx,) = grid(dev, -(-L // w))
         ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
-        lz = 1
-    return (gx, -(-n6 // ly) * ly, rest), (lx, ly, lz)
+    return (gx, -(-n6 // ly) * ly, rest), (lx, ly, 1)
 
 
 def copy_into(dst, src):
