@@ -1068,6 +1068,7 @@ def main(argv=None):
     errors = []                   # (path, family, dtype, exception)
     skipped_api = defaultdict(int)  # reason -> count of ignored API messages
     t0 = time.perf_counter()
+    seconds = defaultdict(float)  # (path, family) -> seconds its steps took, for the report
     bar = tqdm(steps, unit="step", dynamic_ncols=True, file=log.real_stderr)
     current = None
     for path, fam, dt in bar:
@@ -1079,6 +1080,7 @@ def main(argv=None):
         rec.step = (fam, dt)
         rng = np.random.default_rng(0)
         n_failed = len(FAILURES)
+        t_step = time.perf_counter()
         try:
             DRIVERS[fam](dev, dt, rng)
             dev.queue.finish()
@@ -1088,6 +1090,7 @@ def main(argv=None):
                 dev.queue.finish()
             except Exception:
                 pass
+        seconds[(path, fam)] += time.perf_counter() - t_step
         errors.extend((path, fam, dt, f"{what}: {e}") for what, e in FAILURES[n_failed:])
         for f in parse_log(log.new_text()):
             why = ignored(f)
@@ -1099,10 +1102,10 @@ def main(argv=None):
     bar.close()
     wall = time.perf_counter() - t0
     return report(rec, paths, findings, errors, wall, args.show, families, skipped_api,
-                  {d.short for d in dts})
+                  {d.short for d in dts}, seconds)
 
 
-def report(rec, paths, findings, errors, wall, show, families, skipped_api, shorts):
+def report(rec, paths, findings, errors, wall, show, families, skipped_api, shorts, seconds):
     from clgrad.runtime.kernels import ALL_PROGRAMS
     from clgrad.kernels.attention import ROWS
     from clgrad.kernels.conv import CONV
@@ -1142,6 +1145,10 @@ def report(rec, paths, findings, errors, wall, show, families, skipped_api, shor
     total = sum(r[4] for r in rows)
     print(f"total: {total_run} / {total} kernels run, {len(findings)} Oclgrind findings, "
           f"{len(errors)} failed steps, {wall:.0f} s")
+    # where the simulator's time goes (CI's budget): the slowest families first
+    for path in paths:
+        took = sorted(((s, fam) for (p, fam), s in seconds.items() if p == path), reverse=True)
+        print(f"seconds on {path}: " + ", ".join(f"{fam} {s:.0f}" for s, fam in took))
     for (fam, name, why), progs in sorted(skipped_all.items()):
         print(f"not counted: {name} in {len(progs)} {fam} programs: {why}")
     for why, n in skipped_api.items():
