@@ -557,6 +557,51 @@ def test_attention_scores_copy_whole_rows_forward_and_backward(device):
     np.testing.assert_allclose(qkv.grad.numpy(), expect, rtol=1e-4, atol=1e-3)
 
 
+def test_gradcheck_fast_mode_checks_random_projections(device):
+    """fast_mode=True (torch's): vᵀJu against central differences along u, by backward and by
+    forward mode, with two calls of the function per input instead of two per element; strided
+    inputs as they are; a wrong backward or forward rule is caught; a complex function is
+    checked whole."""
+    from clgrad.autograd.gradcheck import GradcheckError
+    f64 = clgrad.float64
+    x = clgrad.randn(6, 5, dtype=f64, device=device, requires_grad=True)
+    w = clgrad.randn(3, 5, dtype=f64, device=device).t().requires_grad_()   # strided leaf
+    calls = []
+
+    def f(a, b):
+        calls.append(1)
+        return (a @ b).sin(), a.exp()
+    assert autograd.gradcheck(f, (x, w), fast_mode=True, check_forward_ad=True)
+    # 2 per input, 1 for the backward, 1 per input in forward mode, 2 for the outputs: 9
+    # (whole Jacobians: 2 per element of x and w, 90)
+    assert len(calls) == 9
+    assert autograd.gradgradcheck(lambda a, b: (a @ b).sin(), (x, w), fast_mode=True)
+
+    def square(scale_grad, scale_jvp):
+        class Square(autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a * a
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.saved_tensors[0] * scale_grad
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * ctx.saved_tensors[0] * scale_jvp
+        return Square.apply
+    assert autograd.gradcheck(square(2, 2), (x,), fast_mode=True, check_forward_ad=True)
+    with pytest.raises(GradcheckError, match="output 0 with respect to input 0"):
+        autograd.gradcheck(square(2.01, 2), (x,), fast_mode=True)
+    with pytest.raises(GradcheckError, match="forward mode"):
+        autograd.gradcheck(square(2, 2.01), (x,), fast_mode=True, check_forward_ad=True)
+    assert not autograd.gradcheck(square(2.01, 2), (x,), fast_mode=True, raise_exception=False)
+    z = clgrad.randn(4, dtype=clgrad.complex128, device=device, requires_grad=True)
+    assert autograd.gradcheck(lambda t: (t * t).exp(), (z,), fast_mode=True)
+
+
 def test_batched_product_with_transposed_operands_gradcheck():
     # batch dims that do not merge, a column-major right operand, and one broadcast over a batch
     a = clgrad.randn(2, 5, 3, 4, dtype=clgrad.float64).transpose(1, 2).requires_grad_()
