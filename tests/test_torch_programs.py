@@ -401,7 +401,7 @@ class Sequence(nn.Module):
         return outputs
 
 np.random.seed(2)
-T, L, N = 20, 40, 12
+T, L, N = 20, 24, 12
 x = np.empty((N, L), 'int64')
 x[:] = np.array(range(L)) + np.random.randint(-4 * T, 4 * T, N).reshape(N, 1)
 data = np.sin(x / 1.0 / T).astype('float64')
@@ -415,7 +415,7 @@ seq.double()
 criterion = nn.MSELoss()
 optimizer = optim.LBFGS(seq.parameters(), lr=0.8)
 first = None
-for i in range(3):
+for i in range(2):
     def closure():
         optimizer.zero_grad()
         out = seq(input)
