@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import clgrad
+
+pytestmark = pytest.mark.host      # Oclgrind, whatever the devices under test are
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(ROOT, "tools", "check_kernels.py")

@@ -71,6 +71,7 @@ def test_every_device_has_one_name_and_cl_n_resolves_to_it(device):
     assert x.is_cuda == (name.type == "cuda") and x.is_cpu == (name.type == "cpu")
 
 
+@pytest.mark.host
 def test_the_cpu_device_is_pocl_unless_clgrad_device_names_another():
     cpus = [d for d in clgrad.cl.devices() if d.is_cpu and not d.is_simulator and not d.unusable]
     assert cpus, "the test machine has a CPU device"

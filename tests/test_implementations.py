@@ -25,6 +25,7 @@ def _run(code, env=None):
 
 # ---- the vendors folder for pip-installed drivers ------------------------------------------------
 
+@pytest.mark.host
 def test_vendors_folder_keeps_the_system_icds_and_adds_the_pip_driver(tmp_path):
     system = tmp_path / "vendors"
     system.mkdir()
@@ -46,6 +47,7 @@ def test_vendors_folder_keeps_the_system_icds_and_adds_the_pip_driver(tmp_path):
     assert other != folder
 
 
+@pytest.mark.host
 def test_a_driver_the_system_already_lists_is_not_added_twice(tmp_path):
     system = tmp_path / "vendors"
     system.mkdir()
@@ -55,6 +57,7 @@ def test_a_driver_the_system_already_lists_is_not_added_twice(tmp_path):
     assert icd.vendors_folder({}, str(system), tmp_path) is None
 
 
+@pytest.mark.host
 def test_pip_drivers_are_found_in_the_environment(tmp_path, monkeypatch):
     lib = tmp_path / "lib"
     lib.mkdir()
@@ -65,6 +68,7 @@ def test_pip_drivers_are_found_in_the_environment(tmp_path, monkeypatch):
     assert icd.find_pip_drivers()["clgrad-intel-cpu.icd"] == str((lib / "libintelocl.so").resolve())
 
 
+@pytest.mark.host
 def test_the_intel_runtime_appears_exactly_when_it_is_installed():
     # In an environment with `clgrad[intel]` its device must be listed with no set-up at all;
     # without it, it must not be.
@@ -90,6 +94,7 @@ def _fake(index, gpu=False, pocl=False, simulator=False, unusable=None):
                                  unusable=unusable)
 
 
+@pytest.mark.host
 def test_default_device_rule():
     grind = _fake(0, gpu=True, simulator=True)        # Oclgrind calls itself a GPU
     intel = _fake(1)
@@ -107,6 +112,7 @@ def test_default_device_rule():
         _device.preferred([grind, broken])
 
 
+@pytest.mark.host
 def test_pocl_on_a_cpu_its_llvm_does_not_know_is_unusable():
     def dev(version, pocl=True, cpu=True):
         return types.SimpleNamespace(is_pocl=pocl, is_cpu=cpu, version=version, name="AMD EPYC",
@@ -119,6 +125,7 @@ def test_pocl_on_a_cpu_its_llvm_does_not_know_is_unusable():
         is None
 
 
+@pytest.mark.host
 def test_pocl_names_the_pocl_that_builds_here():
     """pip's PoCL and Debian's side by side on a CPU the first cannot compile for: "pocl" (as
     CLGRAD_DEVICE or CLGRAD_TEST_DEVICES takes it) names the one that can build."""
@@ -131,6 +138,7 @@ def test_pocl_names_the_pocl_that_builds_here():
     assert _device._match("cl:0", [pip_pocl, debian_pocl]) is pip_pocl
 
 
+@pytest.mark.host
 def test_a_word_names_implementations_before_devices():
     """On an Intel CPU PoCL's device is named after the CPU ("pthread-Intel(R) Xeon(R) ..."):
     "intel" names Intel's runtime only, as CLGRAD_DEVICE, CLGRAD_TEST_DEVICES and get_device
@@ -151,6 +159,7 @@ def test_a_word_names_implementations_before_devices():
     assert _device.named("nvidia", both) == []
 
 
+@pytest.mark.host
 def test_simulators_only_when_named():
     r = _run("""
         import clgrad
@@ -169,6 +178,7 @@ def test_simulators_only_when_named():
 
 # ---- the GPU code paths on any device ------------------------------------------------------------
 
+@pytest.mark.host
 def test_clgrad_gpu_paths_puts_every_device_on_the_gpu_paths():
     r = _run("""
         import clgrad
@@ -238,6 +248,7 @@ def test_python_dash_m_clgrad_checks_the_named_devices(device):
         assert f"cl:{d.index}  {d.name}" in r.stdout
 
 
+@pytest.mark.host
 def test_an_unusable_device_refuses_to_build_with_the_reason():
     from clgrad.runtime import kernels
     fake = types.SimpleNamespace(index=9, unusable="its compiler rejects this CPU")
@@ -251,6 +262,7 @@ def _pocl_like(version, pocl=True, cpu=True):
                                  platform_name="Portable Computing Language" if pocl else "x")
 
 
+@pytest.mark.host
 def test_wide_vectors_follow_the_compile_target():
     """PoCL names the CPU it compiles for; 512-bit vectors only where that target has AVX-512
     (pip's PoCL 3.0 takes a Zen 4 for znver3 and built programs without kernels there)."""

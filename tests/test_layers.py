@@ -4,6 +4,10 @@ that it cannot come back."""
 import importlib.util
 import os
 
+import pytest
+
+pytestmark = pytest.mark.host      # read from the source: no device under test
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(ROOT, "tools", "import_graph.py")
 

@@ -20,6 +20,7 @@ def _run(code, env=None):
     return run_python(code, env)
 
 
+@pytest.mark.host
 def test_import_without_any_opencl_platform(tmp_path):
     # pyopencl's loader also looks in PYOPENCL_HOME (where its wheel ships PoCL): empty both, and
     # keep clgrad from adding a pip-installed Intel runtime
@@ -184,11 +185,13 @@ def test_build_error_without_a_build_log(device, monkeypatch):
             assert part in msg
 
 
+@pytest.mark.host
 def test_templates_are_strict():
     with pytest.raises(NameError):
         render("copy.mako", dt=clgrad.float32)        # srcs missing
 
 
+@pytest.mark.host
 def test_every_program_renders_with_kernels():
     from clgrad.runtime.kernels import ALL_PROGRAMS
     families = {p.family for p in ALL_PROGRAMS}
