@@ -170,11 +170,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     True
     """
     inputs = _as_tuple(inputs)
-    was = func
+    original = func
     if any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
         func, inputs = _realified(func, inputs)
     # torch's fast mode is for real functions: with a complex input or output it falls back
-    fast_mode = fast_mode and func is was
+    fast_mode = fast_mode and func is original
     if not any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of the them have requires_grad=True.")
