@@ -4,6 +4,7 @@ host reads fall back to eager with a warning (an error under fullgraph), outputs
 overwritten by later replays, and launches are replayed, not dispatched."""
 import copy
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -136,6 +137,83 @@ def test_host_read_falls_back_with_a_warning(device):
     with pytest.raises(clgrad.compiler.CompileError, match="test_compile.py"):
         g = clgrad.compile(f, fullgraph=True)
         g(clgrad.ones(2)), g(clgrad.ones(2))
+
+
+class _ReadsInForward(nn.Module):
+    """Two submodules with a host read between them that steers Python."""
+
+    def __init__(self):
+        super().__init__()
+        self.encode = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.encode(x)
+        if h.sum().item() > 0:
+            h = h * 2
+        else:
+            h = h * 3
+        return self.head(h)
+
+
+def test_host_read_splits_a_module_into_its_submodules(device):
+    """A module whose forward reads the host runs eagerly, but its submodules' calls are
+    compiled on their own: they replay, forward and backward, and the Python between them
+    (the branch on the read value) runs at every call."""
+    clgrad.manual_seed(0)
+    net = _ReadsInForward()
+    cnet = clgrad.compile(net)
+    x = clgrad.randn(3, 4)
+    with pytest.warns(RuntimeWarning, match="read of device values.*compiled on their own"):
+        for k in range(8):
+            xk = x if k % 2 else -x                 # the branch alternates between calls
+            net.zero_grad()
+            e = net(xk)
+            e.sum().backward()
+            want = [e.tolist(), [p.grad.tolist() for p in net.parameters()]]
+            net.zero_grad()
+            c = cnet(xk)
+            c.sum().backward()
+            got = [c.tolist(), [p.grad.tolist() for p in net.parameters()]]
+            np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-6,
+                                       atol=1e-6)
+            for g, w in zip(got[1], want[1]):
+                np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+    parts = {type(m).__name__: c.stats for m, c in cnet._compiled._split_parts()}
+    assert set(parts) == {"Sequential", "Linear"}
+    assert all(st["replays"] >= 3 for st in parts.values()), parts
+    assert cnet._compiled.stats["replays"] == 0
+    assert "_compiled_call" not in net.encode.__dict__     # eager outside the compiled call
+
+
+def test_a_step_that_reads_its_loss_replays_its_model(device):
+    """A training step that returns loss.item() cannot be recorded whole; the model it calls
+    is compiled on its own (its forward and backward replay), the optimizer runs eagerly, and
+    training follows eager training."""
+    def make():
+        clgrad.manual_seed(1)
+        model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))
+        return model, clgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    x, y = clgrad.randn(8, 5), clgrad.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    losses = {}
+    for compiled in (False, True):
+        model, opt = make()
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        run = clgrad.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            losses[compiled] = [run(x, y) for _ in range(8)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+    assert losses[True][-1] < losses[True][0]
+    (m, part), = run._split_parts()
+    assert m is model and part.stats["replays"] >= 3
 
 
 def test_cache_limit_then_eager(device, monkeypatch):

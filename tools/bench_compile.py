@@ -5,6 +5,8 @@ W3   784-512-512-10 ReLU MLP, batch 256, cross-entropy, SGD momentum / Adam
 W5   conv-conv-pool-linear CNN, batch 32 of 3x32x32, SGD
 GPT  tools/train_gpt.py's model (4 layers x 128, T=128, batch 8), AdamW
 LSTM 2-layer LSTM 64 -> 128 over 32 steps, batch 16, linear head, Adam
+LSTM item  the same step returning loss.item(): a host read, so clgrad.compile cannot record it
+     whole and compiles the model's calls on their own (torch.compile breaks its graph there)
 
 For each: ms per step of clgrad eager, clgrad compiled (clgrad.compile of the whole step), torch
 eager and torch.compile (inductor) of the same step on this CPU (on CUDA when clgrad runs on a GPU
@@ -75,7 +77,7 @@ def w4_step(lib):
     return step
 
 
-def model_step(lib, which):
+def model_step(lib, which, read=False):
     from train_bench import make_models
     rng = np.random.default_rng(0)
     lib.manual_seed(0)
@@ -107,7 +109,7 @@ def model_step(lib, which):
         loss = lib.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.item() if read else loss
     return step
 
 
@@ -133,7 +135,8 @@ def gpt_step(lib):
 CASES = {"W4": w4_step, "W3 SGD": lambda lib: model_step(lib, "W3 SGD"),
          "W3 Adam": lambda lib: model_step(lib, "W3 Adam"),
          "W5": lambda lib: model_step(lib, "W5"), "GPT": gpt_step,
-         "LSTM": lambda lib: model_step(lib, "LSTM")}
+         "LSTM": lambda lib: model_step(lib, "LSTM"),
+         "LSTM item": lambda lib: model_step(lib, "LSTM", read=True)}
 
 
 def launches_of(step):

@@ -12,6 +12,8 @@ attributes its code reads from other objects it holds. When the
 state changed, the variant records again; after `config.cache_size_limit` recordings the
 function runs eagerly, with one warning that says why. The state itself is found again when
 what it was found from is given another object (a parameter, a layer, a hook, a global tensor).
+A call whose recording breaks (a host read) runs eagerly from then on, with the modules it calls
+compiled on their own (`_split_call`).
 """
 import copy
 import dis
@@ -298,6 +300,7 @@ class _Variant:
         self.rec = None
         self.state = None
         self.why_eager = None       # set when this variant runs eagerly from now on
+        self.split = False          # ... with the modules it calls compiled on their own
         self.inputs = []            # per tensor argument: (slots, buffer bound last)
         self.outputs = None         # how to build the return value
         self.staged = []            # per tensor argument: its staging tensor, or None
@@ -315,6 +318,15 @@ class _Variant:
         self.last = None            # weak reference to the latest _Call
 
 
+def _name(fn):
+    """What warnings call a compiled function: its name, or its module's class name."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(fn, Module) or isinstance(owner, Module) and \
+            getattr(fn, "__name__", "") == "_call_uncompiled":
+        return type(owner if owner is not None else fn).__name__
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
 class CompiledFunction:
     """What `clgrad.compile(fn)` returns: call it as fn (see the module text)."""
 
@@ -325,11 +337,13 @@ class CompiledFunction:
         self._variants = {}
         self._state = None
         self._why_eager = None
+        self._parts = {}            # id(module) -> (module, its calls compiled): _split_call
+        self._split = None          # (state, the parts of its modules) last found
         self.stats = {"eager_calls": 0, "recordings": 0, "replays": 0}
         _ALL.add(self)
         try:
             self.__wrapped__ = fn
-            self.__name__ = getattr(fn, "__name__", "compiled")
+            self.__name__ = _name(fn)
             self.__doc__ = getattr(fn, "__doc__", None)
         except AttributeError:
             pass
@@ -339,13 +353,57 @@ class CompiledFunction:
         for v in self._variants.values():
             if v.rec is not None:
                 v.rec.release()
+        for _, part in self._parts.values():
+            part.reset()
         self._variants = {}
+        self._parts, self._split = {}, None
         self._state = None
         self._why_eager = None
 
     def _eager(self, args, kwargs):
         self.stats["eager_calls"] += 1
         return self._fn(*args, **kwargs)
+
+    def _split_parts(self):
+        """The modules a call runs that are not inside another it runs (a compiled module's
+        children, not itself), each with a CompiledFunction of its calls, made once."""
+        if self._split is not None and self._split[0] is self._state:
+            return self._split[1]
+        fn = self._fn
+        own = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
+        mods = self._state.modules if self._state is not None else []
+        inner = {id(s) for m in mods for s in m.modules() if s is not m}
+        out, seen = [], set()
+        for m in chain.from_iterable(m.children() if m is own else [m]
+                                     for m in mods if id(m) not in inner):
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            part = self._parts.get(id(m))
+            if part is None or part[0] is not m:
+                part = self._parts[id(m)] = (m, CompiledFunction(m._call_uncompiled,
+                                                                 mode=self.mode))
+            out.append(part)
+        self._split = (self._state, out)        # found again with the state
+        return out
+
+    def _split_call(self, args, kwargs):
+        # A call whose recording broke (a host read): it runs eagerly, but each module it calls
+        # goes through a compiled function of its own, so the work on either side of the read
+        # still replays (torch's graph break, made at module boundaries: clgrad records device
+        # work and cannot resume Python in the middle of a function). A module compiled on its
+        # own already (Module.compile) keeps its own.
+        self.stats["eager_calls"] += 1
+        installed = []
+        for m, compiled in self._split_parts():
+            if "_compiled_call" not in m.__dict__:
+                m.__dict__["_compiled_call"] = compiled
+                installed.append(m)
+        try:
+            return self._fn(*args, **kwargs)
+        finally:
+            for m in installed:
+                m.__dict__.pop("_compiled_call", None)
 
     def _warm_up(self, v, args, kwargs, leaves):
         # An argument with a history enters a recording as a leaf of its own (see _record): a
@@ -406,7 +464,7 @@ class CompiledFunction:
                 return self._eager(args, kwargs)
             v = self._variants[key] = _Variant()
         if v.why_eager:
-            return self._eager(args, kwargs)
+            return self._split_call(args, kwargs) if v.split else self._eager(args, kwargs)
         if v.rec is not None and v.state == self._state.key(v.grads) and v.rec.valid() and \
                 all(t.grad is None for t, _ in v.made_grads):
             if v.joint is None:
@@ -475,8 +533,10 @@ class CompiledFunction:
             return out
         v.joint, v.brec = None, None
         if rec.broken:
+            v.split = bool(self._split_parts())
             self._give_up(v, rec.broken + " (return the tensor and read it outside the "
-                             "compiled function)")
+                             "compiled function)" + ("; the modules it calls are compiled on "
+                                                     "their own" if v.split else ""))
             return out
         flat, spec = tree_flatten(out)
         out_leaves = [x for x in flat if isinstance(x, Tensor)]
