@@ -184,6 +184,12 @@ def test_host_read_splits_a_module_into_its_submodules(device):
     assert all(st["replays"] >= 3 for st in parts.values()), parts
     assert cnet._compiled.stats["replays"] == 0
     assert "_compiled_call" not in net.encode.__dict__     # eager outside the compiled call
+    old_head, net.head = net.head, nn.Linear(8, 2)          # a part replaced: found again
+    for xk in (x, -x, x):
+        np.testing.assert_allclose(np.array(cnet(xk).tolist()), np.array(net(xk).tolist()),
+                                   rtol=1e-6, atol=1e-6)
+    heads = [m for m, _ in cnet._compiled._split_parts() if isinstance(m, nn.Linear)]
+    assert heads == [net.head] and old_head is not net.head
 
 
 def test_a_step_that_reads_its_loss_replays_its_model(device):

@@ -373,19 +373,18 @@ class CompiledFunction:
         own = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
         mods = self._state.modules if self._state is not None else []
         inner = {id(s) for m in mods for s in m.modules() if s is not m}
-        out, seen = [], set()
+        parts = {}              # (a module no longer used lets its recordings go)
         for m in chain.from_iterable(m.children() if m is own else [m]
                                      for m in mods if id(m) not in inner):
-            if id(m) in seen:
+            if id(m) in parts:
                 continue
-            seen.add(id(m))
             part = self._parts.get(id(m))
             if part is None or part[0] is not m:
-                part = self._parts[id(m)] = (m, CompiledFunction(m._call_uncompiled,
-                                                                 mode=self.mode))
-            out.append(part)
-        self._split = (self._state, out)        # found again with the state
-        return out
+                part = (m, CompiledFunction(m._call_uncompiled, mode=self.mode))
+            parts[id(m)] = part
+        self._parts = parts
+        self._split = (self._state, list(parts.values()))     # found again with the state
+        return self._split[1]
 
     def _split_call(self, args, kwargs):
         # A call whose recording broke (a host read): it runs eagerly, but each module it calls
