@@ -1,7 +1,8 @@
 """Compiled steps (clgrad.compile over runtime/recording.py): replays give eager's results bit for
 bit (dropout and Adam included), guards record again when what the recording assumed changes,
-host reads fall back to eager with a warning (an error under fullgraph), outputs are never
-overwritten by later replays, and launches are replayed, not dispatched."""
+host reads fall back to eager with a warning (an error under fullgraph) and the modules around
+them compiled on their own, outputs are never overwritten by later replays, and launches are
+replayed, not dispatched."""
 import copy
 import gc
 import warnings
