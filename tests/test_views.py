@@ -238,6 +238,47 @@ def test_copies_of_whole_rows(device, code_paths, L):
         assert_close(big, expect.astype(to_np(big).dtype), dt)
 
 
+@pytest.mark.parametrize("shape", [(8, 4, 16, 32), (6, 4, 5, 33), (2, 3, 2, 17), (4, 2, 3, 64),
+                                   (3, 5, 2, 1029)])
+def test_rows_kernels_fit_their_rows(device, code_paths, shape):
+    """A rows kernel's work-groups (rows_geometry) are as wide as the row and take as many rows
+    as dim 1 has where the kernel is built per local size (PoCL): a head merge (copy_r) and a
+    broadcast add and multiply (add_r_, mul_r_) on rows of one vector to many, odd counts of rows
+    and a tail, match numpy; every launch's groups divide its grid and fit the device."""
+    from clgrad.runtime import kernels
+    from clgrad.kernels.copy import ROWS_LX
+    from clgrad.runtime.kernels import vec_width
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal((shape[1], 1, shape[3])).astype(np.float32)
+    c = rng.standard_normal(shape[:2] + (1, 1)).astype(np.float32)
+    x, y, z = (clgrad.tensor(v, device=device) for v in (a, b, c))
+    seen = []
+
+    def hook(dev, k, gsize, lsize, args, evt):
+        seen.append((k.function_name, gsize, lsize, dev.max_work_group_size))
+    kernels.launch_hooks.append(hook)
+    try:
+        merged = x.transpose(1, 2).contiguous()
+        summed = x + y
+        scaled = z.expand(shape) * x
+    finally:
+        kernels.launch_hooks.remove(hook)
+    assert_close(merged, a.transpose(0, 2, 1, 3), clgrad.float32)
+    assert_close(summed, a + b, clgrad.float32)
+    assert_close(scaled, c * a, clgrad.float32)
+    assert [k for k, *_ in seen] == ["copy_r_f32", "add_r_tt", "mul_r_tt"]
+    for name, gsize, lsize, most in seen:
+        assert all(g % ls == 0 for g, ls in zip(gsize, lsize)), (name, gsize, lsize)
+        assert np.prod(lsize) <= most, (name, lsize)
+    dev = clgrad.runtime.default_device()
+    vectors = -(-shape[-1] // vec_width(dev, clgrad.float32))
+    if dev.compiles_per_local_size:            # at most half a group idle along the row and
+        (_, gsize, lsize, _) = seen[0]           # along dim 1 (the merge: shape[2] rows there)
+        assert lsize[0] == min(ROWS_LX, lsize[0]) and lsize[0] < 2 * vectors, (shape, lsize)
+        assert lsize[1] < 2 * shape[1], (shape, lsize)
+
+
 @pytest.mark.parametrize("shape", [(2, 3, 37, 19), (1, 40, 33), (2, 16, 16)])
 def test_copies_of_transposes(device, code_paths, shape):
     """A transpose of the last two dims (x.mT.contiguous(), permute(0, 2, 1)) copies a tile per

@@ -57,27 +57,47 @@ def _copy_complex(dst, src):
     return copy_into(dst, _part(src, 0))
 
 
-# Where a kernel keeps one local size (PoCL), copy_r's work-groups are ROWS_LX vectors of a row
-# by dev.wg / ROWS_LX rows: one size that suits short rows and long ones. Measured on PoCL
-# (float32, us): a head split (8, 128, 4, 32) -> (8, 4, 128, 32) 282 with a row per group of
-# 256, 50 with groups of 8 x 32, 65 walked (copy_s); rows of 128 91 / 33 / 59; of 4096 138 / 141
-# / 335.
-ROWS_LX = 8
+# Where a kernel is compiled per local size (PoCL), a rows kernel's work-group is as wide as a
+# row's vectors (a power of two, at most ROWS_LX), takes as many rows along dimension 1 as there
+# are (up to dev.wg) and the rest of dev.wg along dimension 2 where that divides it: a fixed
+# 8 x 32 group left 6 of 8 work-items idle on a head of 32 floats and 28 of 32 rows on a merge
+# of 4 heads, and ran long rows at half speed (a group's 32 rows of 512 bytes, each in a page of
+# its own). The sizes are few (powers of two), and PoCL caches each kernel's code per local size
+# on disk: a new one costs 0.25 s once, then 3 ms in later processes. PoCL 3.0, 2-core Xeon,
+# float32, best of 5 interleaved, two runs, us, 8 x 32 / fitted: head merge (8, 4, 128, 32)
+# 364-376 / 66-69, split 151-159 / 95-97, a mean's gradient times a (32, 64, 32, 32) 2107-2319 /
+# 1123-1224, attention scores + mask (8, 4, 128, 128) 367 / 246-268, a 2^20-float transpose of
+# rows of 16 2480-2563 / 939-1084, of 1024 616-762 / 434-455, of 100 903-980 / 882-1017.
+ROWS_LX = 32
 # the tile of copy_t (copy.mako's TT): a transpose of the last two dims
 TRANSPOSE_TILE = 16
 
 
+def _pow2_at_least(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
 def rows_geometry(dev, L, n6, rest, w):
     """(global, local) size of a rows kernel (copy_r, the elementwise table's <op>_r_): rows of L
-    elements taken w at a time along dimension 0, n6 rows along 1, `rest` along 2."""
+    elements taken w at a time along dimension 0, n6 rows along 1, `rest` along 2.
+
+    >>> from clgrad.runtime.device import default_device
+    >>> dev = default_device()
+    >>> (g, l) = rows_geometry(dev, 32, 4, 1024, 16)
+    >>> g[2] == 1024 and all(a % b == 0 for a, b in zip(g, l)) and l[0] * l[1] * l[2] <= dev.wg
+    True
+    """
     if dev.compiles_per_local_size:
-        lx = min(ROWS_LX, dev.wg)
-        ly = dev.wg // lx
+        lx = min(_pow2_at_least(-(-L // w)), ROWS_LX, dev.wg)
+        ly = min(dev.wg // lx, _pow2_at_least(n6))
+        lz = 1
+        while rest % (2 * lz) == 0 and lx * ly * lz * 2 <= dev.wg:
+            lz *= 2
         gx = -(-L // (w * lx)) * lx
     else:
         (gx,), (lx,) = grid(dev, -(-L // w))
-        ly = max(1, min(dev.wg // lx, n6))            # short rows: several to a work-group
-    return (gx, -(-n6 // ly) * ly, rest), (lx, ly, 1)
+        ly, lz = max(1, min(dev.wg // lx, n6)), 1      # short rows: several to a work-group
+    return (gx, -(-n6 // ly) * ly, rest), (lx, ly, lz)
 
 
 def copy_into(dst, src):
