@@ -51,7 +51,7 @@ def get_device_properties(device=None):
 
 def synchronize(device=None):
     """Wait until every queued operation on the device has finished."""
-    _dev(device).queue.finish()
+    _dev(device).synchronize()
 
 
 def _pool(device):

@@ -110,7 +110,7 @@ def is_bf16_supported(including_emulation=True):
 
 
 def synchronize(device=None):
-    _gpu(device).queue.finish()
+    _gpu(device).synchronize()
 
 
 def manual_seed(seed):

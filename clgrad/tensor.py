@@ -456,6 +456,7 @@ class Tensor:
                 lo += (s - 1) * st
         span = np.empty(hi - lo + 1, dtype=dt.np)
         dev = self._storage.device
+        dev.raise_pending_checks()
         cl.enqueue_copy(dev.queue, span, self._storage.buf, src_offset=lo * dt.itemsize,
                         is_blocking=True)
         if self._contig:

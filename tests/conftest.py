@@ -64,12 +64,17 @@ def device(request):
 
 @pytest.fixture(autouse=True)
 def _reset_modes():
-    """Tests must not leak grad mode or the default dtype into each other."""
+    """Tests must not leak grad mode, the default dtype or a device error they left pending (a
+    loss's target check, raised at the next wait: here, as an error of the test that left it)
+    into each other."""
     yield
     from clgrad._grad_state import state
+    from clgrad.runtime import device
     state.grad_enabled = True
     state.inference = False
     clgrad.set_default_dtype(clgrad.float32)
+    for dev in device._devices or ():
+        dev.raise_pending_checks()
 
 
 def pytest_collection_modifyitems(config, items):

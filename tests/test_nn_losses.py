@@ -175,7 +175,7 @@ def test_cross_entropy_details(device, dt):
                                            "probabilities, got Long"):
         F.cross_entropy(T(np.zeros((2, 3))), T(np.zeros((2, 3), dtype=np.int64)))
     with pytest.raises(IndexError, match="out of"):
-        F.cross_entropy(T(np.zeros((2, 3))), T([0, 3]))          # a class that does not exist
+        F.cross_entropy(T(np.zeros((2, 3))), T([0, 3])).item()   # a class that does not exist
 
 
 @pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
@@ -183,7 +183,7 @@ def test_target_out_of_range_is_torchs_index_error(device, dt, loss):
     """A class index outside [0, C) is torch's IndexError "Target N is out of bounds." (issue
     22: it was gather's RuntimeError), on every path (int64, other integer targets, class
     weights, label smoothing, a single sample, (N, C, d) inputs); ignore_index stays allowed
-    wherever it lies."""
+    wherever it lies. The rows path raises at the next wait (here the read of the result)."""
     fn = getattr(F, loss)
     x = T(np.log(np.full((3, 4), 0.25)))
     kw = [{}, {"weight": T([1.0, 2.0, 1.0, 1.0])}, {"reduction": "none"}]
@@ -193,22 +193,45 @@ def test_target_out_of_range_is_torchs_index_error(device, dt, loss):
         for bad, target in ((4, [0, 4, 1]), (-1, [0, -1, 1]), (9, [9, 0, 5]), (-5, [0, 2, -5])):
             with pytest.raises(IndexError, match=rf"^Target {bad} is out of bounds\. \({loss}: "
                                                   r"input of shape \[3, 4\]"):
-                fn(x, T(target), **k)
+                fn(x, T(target), **k).tolist()
         with pytest.raises(IndexError, match="Target 4 is out of bounds"):
-            fn(x, T([0, 4, 1], dtype=clgrad.uint8), **k)
+            fn(x, T([0, 4, 1], dtype=clgrad.uint8), **k).tolist()
         with pytest.raises(IndexError, match="Target -7 is out of bounds"):
-            fn(x, T([0, 4, -7]), ignore_index=4, **k)
+            fn(x, T([0, 4, -7]), ignore_index=4, **k).tolist()
         # ignored targets may lie anywhere: the default -100, one past the classes, negative
         for ignore, target in ((-100, [0, -100, 3]), (4, [4, 1, 4]), (-7, [-7, -7, 2])):
             out = fn(x, T(target), ignore_index=ignore, **k)
             assert np.all(np.isfinite(to_np(out))), (k, ignore)
     with pytest.raises(IndexError, match=r"Target 3 is out of bounds\. .*\[3\]"):
-        fn(T([0.0, 0.0, 0.0]), T(np.int64(3)))                    # one sample: (C,) and 0-d
+        fn(T([0.0, 0.0, 0.0]), T(np.int64(3))).tolist()           # one sample: (C,) and 0-d
     with pytest.raises(IndexError, match=r"Target 3 is out of bounds\. .*\[2, 3, 2\]"):
-        fn(T(np.zeros((2, 3, 2))), T([[0, 1], [3, 0]]))
+        fn(T(np.zeros((2, 3, 2))), T([[0, 1], [3, 0]])).tolist()
     with pytest.raises(IndexError, match="Target 3 is out of bounds"):
         getattr(nn, "CrossEntropyLoss" if loss == "cross_entropy" else "NLLLoss")()(
-            T(np.zeros((2, 3))), T([0, 3]))
+            T(np.zeros((2, 3))), T([0, 3])).tolist()
+
+
+def test_target_out_of_range_reports_at_the_next_wait(device, dt):
+    """The rows path (cross_entropy and nll_loss of (n, C) scores, int64 targets, no weights)
+    checks its targets without a host sync, as a GPU does: the call returns, and torch's
+    IndexError arrives at the device's next wait (a read to the host, synchronize, the next
+    check), once; then work goes on."""
+    x = T(np.log(np.full((3, 4), 0.25)))
+    good = T([0, 1, 3])
+    for fn in (F.cross_entropy, F.nll_loss):
+        name = fn.__name__
+        for wait in (lambda: clgrad.cl.synchronize(), lambda: T([1.0]).item(),
+                     lambda: fn(x, good)):
+            fn(x, T([0, 9, 1]))                                # no error yet
+            with pytest.raises(IndexError, match=rf"^Target 9 is out of bounds\. \({name}: "):
+                wait()
+            clgrad.cl.synchronize()                            # raised once
+            assert to_np(fn(x, good)) == pytest.approx(np.log(4.0), rel=1e-5)
+        bad = T([0, 9, 1])
+        fn(x, bad)
+        bad.fill_(2)                     # the culprit overwritten before the wait: still raised
+        with pytest.raises(IndexError, match=rf"Target out of bounds \({name}: .*changed since"):
+            clgrad.cl.synchronize()
 
 
 def test_cross_entropy_gradients(device, dt):

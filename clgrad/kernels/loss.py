@@ -7,19 +7,18 @@ no autograd.
 >>> import clgrad
 >>> from clgrad.kernels.softmax import softmax_raw
 >>> logp = softmax_raw(clgrad.tensor([[0.0, 0.0], [0.0, 0.0]]), 1, True)
->>> loss, count, bad = nll_rows_raw(logp, clgrad.tensor([1, -100]), -100, True, "target")
->>> round(loss.item(), 4), count.item(), bad
-(0.6931, 1.0, None)
+>>> loss, count = nll_rows_raw(logp, clgrad.tensor([1, -100]), -100, True, "target", IndexError)
+>>> round(loss.item(), 4), count.item()
+(0.6931, 1.0)
 >>> cross_entropy_backward_raw(clgrad.tensor(1.0), logp, clgrad.tensor([1, -100]), count, -100,
 ...                            True).tolist()
 [[0.5, -0.5], [0.0, 0.0]]
 """
-import numpy as np
 
 from .. import dtypes
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import group_limit
-from ..runtime.recording import checked_read
+from ..runtime.recording import check_flag
 from ..tensor import empty_tensor
 
 DTYPES = (dtypes.float32, dtypes.float64)
@@ -38,12 +37,14 @@ def _group(dev, dt):
     return _GROUP[key]
 
 
-def nll_rows_raw(logp, target, ignore_index, mean, what):
-    """(loss, count, bad): the negative log-likelihood of contiguous logp [n, C] at the int64
-    class indices target [n] (any stride), rows whose target is ignore_index left out, summed
-    (over the number of rows counted when `mean`), and that number, 0-d tensors of logp's dtype;
-    bad is the first counted target outside [0, C), or None (the caller raises). One host sync,
-    the check's; a replay of a compiled step reads the flag later and raises IndexError(what)."""
+def nll_rows_raw(logp, target, ignore_index, mean, what, error):
+    """(loss, count): the negative log-likelihood of contiguous logp [n, C] at the int64 class
+    indices target [n] (any stride), rows whose target is ignore_index left out, summed (over the
+    number of rows counted when `mean`), and that number, 0-d tensors of logp's dtype. A counted
+    target outside [0, C) makes error(bad) (bad: the first such value, None when target no
+    longer holds one) the exception raised at the device's next wait, as a GPU's asynchronous
+    errors are (recording.check_flag): no host sync here, and a replay of a compiled step reads
+    the flag later and raises IndexError(what)."""
     dev, dt = logp._storage.device, logp._dtype
     n, C = logp._shape
     loss = empty_tensor((), dt, dev)
@@ -52,13 +53,13 @@ def nll_rows_raw(logp, target, ignore_index, mean, what):
     ls = _group(dev, dt)
     LOSS.launch(dev, dt, "nll_rows", ((ls,), (ls,)), logp, C, target, target._strides[0], n,
                 int(ignore_index), int(mean), loss, count, flag._storage.buf)
-    seen = np.zeros(1, np.int32)
-    checked_read(dev.queue, seen, flag._storage.buf, what)
-    bad = None
-    if seen[0]:
+
+    def failed():
         t = target._read_host().reshape(-1)
-        bad = int(t[(t != ignore_index) & ((t < 0) | (t >= C))][0])
-    return loss, count, bad
+        bad = t[(t != ignore_index) & ((t < 0) | (t >= C))]
+        return error(int(bad[0]) if bad.size else None)
+    check_flag(dev, flag._storage.buf, what, failed)
+    return loss, count
 
 
 def cross_entropy_backward_raw(g, logp, target, count, ignore_index, mean):

@@ -81,13 +81,17 @@ def _target_fmt(shape):
 
 
 def _rows_nll(logp, target, ignore_index, mean, op):
-    """nll_rows_raw's (loss, count), IndexError for a target out of range."""
-    loss, count, bad = _loss.nll_rows_raw(logp, target, ignore_index, mean,
-                                          f"Target out of bounds ({op})")
-    if bad is not None:
-        C = logp._shape[1]
-        raise IndexError(_target_fmt(logp._shape).format(op=op, v=bad, n=C, d=1))
-    return loss, count
+    """nll_rows_raw's (loss, count); a target out of range is torch's IndexError, raised at the
+    device's next wait (a read to the host, synchronize, the next loss): no host sync here."""
+    shape = list(logp._shape)          # (the error keeps the shape, not the tensor, alive)
+    fmt, C = _target_fmt(shape), shape[1]
+
+    def error(bad):
+        return IndexError(fmt.format(op=op, v=bad, n=C, d=1) if bad is not None else
+                          f"Target out of bounds ({op}: input of shape {shape}; the target has "
+                          f"changed since)")
+    return _loss.nll_rows_raw(logp, target, ignore_index, mean, f"Target out of bounds ({op})",
+                              error)
 
 
 def _picked(logp, target, weight, ignore_index, op):

@@ -10,6 +10,7 @@ import re
 import threading
 import warnings
 
+import numpy as np
 import pyopencl as cl
 
 from .icd import register_pip_drivers
@@ -40,6 +41,7 @@ class Device:
         # Tiny kernel launches wait here and go to the queue in bursts (see defer()).
         self._deferred = collections.deque()
         self._defer_lock = threading.Lock()
+        self._checks = []           # (event, host flag, error) of check_later, oldest first
         d = cl_device
         ext = d.extensions.split()
         self.name = d.name.strip()
@@ -181,6 +183,46 @@ class Device:
         if failed is not None:
             warnings.warn(f"clgrad: held-back launches on {self} not fused: {failed!r}",
                           RuntimeWarning)
+
+    def check_later(self, buf, error):
+        """Read `buf`, a check's int32 flag (an index or a class target out of range), without
+        waiting; when the flag was set, the exception error() builds is raised at the device's
+        next wait: a read to the host, synchronize(), or the next check_later, which waits for
+        this one. A GPU's asynchronous errors arrive as late; a blocking read here would stall
+        the host until every launch before it had run (an eager training step's backward and
+        optimizer could not be enqueued while its forward runs).
+
+        >>> import clgrad
+        >>> from clgrad.runtime.device import default_device
+        >>> flag = clgrad.tensor([1], dtype=clgrad.int32)
+        >>> default_device().check_later(flag._storage.buf, lambda: IndexError("late"))
+        >>> try:
+        ...     default_device().synchronize()
+        ... except IndexError as e:
+        ...     print(e)
+        late
+        """
+        self.raise_pending_checks()
+        flag = np.zeros(1, np.int32)
+        self._checks.append((cl.enqueue_copy(self.queue, flag, buf, is_blocking=False), flag,
+                             error))
+
+    def raise_pending_checks(self):
+        """Wait for the flags of check_later's checks and raise the first set one's error (each
+        is raised once)."""
+        if not self._checks:
+            return
+        checks, self._checks = self._checks, []
+        for evt, _, _ in checks:
+            evt.wait()
+        for _, flag, error in checks:
+            if flag[0]:
+                raise error()
+
+    def synchronize(self):
+        """Wait until everything queued on the device has run; raise a pending check's error."""
+        self.queue.finish()
+        self.raise_pending_checks()
 
     def set_profiling(self, on):
         """Make the device's queue record each command's device times (on=True, as the profiler's

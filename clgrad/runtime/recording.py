@@ -211,6 +211,20 @@ def checked_read(queue, host, buf, what):
     return cl.enqueue_copy(queue, host, buf, is_blocking=True)
 
 
+def check_flag(dev, buf, what, error):
+    """A check's int32 flag `buf`: inside a capture, read as checked_read reads it (its replays
+    report late) and error() raised at once when set; otherwise read without waiting, error()
+    raised at the device's next wait (Device.check_later)."""
+    rec = active
+    if rec is not None and not rec.paused:
+        seen = np.zeros(1, np.int32)
+        checked_read(dev.queue, seen, buf, what)
+        if seen[0]:
+            raise error()
+    else:
+        dev.check_later(buf, error)
+
+
 def _where():
     """file:line of the first frame outside clgrad (where a user's program did something)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -34,7 +34,7 @@ class Stream:
 
     def synchronize(self):
         """Wait for everything issued to the device."""
-        self.device.queue.finish()
+        self.device.synchronize()
 
     def query(self):
         """Whether everything issued so far has finished. clgrad answers by waiting for it (an
@@ -82,7 +82,7 @@ class Event:
 
     def synchronize(self):
         if self._device is not None:
-            self._device.queue.finish()
+            self._device.synchronize()
 
     def wait(self, stream=None):
         """Work issued after this call starts after the event: true on an in-order queue."""
