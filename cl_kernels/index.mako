@@ -30,12 +30,16 @@ ${c.prelude([dt])}
 % endfor
 </%def>
 
+## An index out of range is clamped into [0, sz): the host's check (check_index) raises for it,
+## but a replay of a compiled step reads the check's flag after the launch, and an index past
+## the tensor must not reach other memory meanwhile (a replayed index_add at 10^8 crashed PoCL).
 <%def name="index_terms()">\
 long ix_ = 0;
 % for k in range(SLOTS):
     if (nidx > ${k}) {
         long v_ = i${k}[${c.at("io%d" % k, "is%d" % k)}];
-        ix_ += (v_ < 0 ? v_ + sz${k} : v_) * mul${k};
+        v_ = v_ < 0 ? v_ + sz${k} : v_;
+        ix_ += (v_ < 0 ? 0 : v_ >= sz${k} ? sz${k} - 1 : v_) * mul${k};
     }
 % endfor
 </%def>

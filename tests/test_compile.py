@@ -283,6 +283,32 @@ def test_index_check_reports_on_the_next_replay(device):
     assert f.stats["replays"] >= 2
 
 
+def test_a_replayed_index_out_of_range_stays_inside_the_tensor(device):
+    """A replay reads its index checks' flags after its launches, so the index kernels clamp an
+    index out of range into the tensor meanwhile: a replayed index_add and gather at +-10^8
+    (the index_add crashed PoCL before) touch no other memory, the next call raises IndexError,
+    and the calls after it match eager."""
+    f = clgrad.compile(lambda x, i, v: (x.index_add(0, i, v), x[i].sum(0)))
+    x, v = clgrad.arange(15.0).reshape(5, 3), clgrad.ones(2, 3)
+    good = clgrad.tensor([0, 4])
+    sentinel = clgrad.full((4096,), 7.0)
+    with clgrad.no_grad():
+        for _ in range(4):
+            f(x, good, v)
+        assert f.stats["replays"] >= 2
+        for bad in (10 ** 8, -10 ** 8):
+            f(x, clgrad.tensor([1, bad]), v)
+            with pytest.raises(IndexError, match="index out of range"):
+                f(x, good, v)
+                f(x, good, v)
+        got = f(x, good, v)
+        want = (x.index_add(0, good, v), x[good].sum(0))
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
+    assert x.tolist() == np.arange(15.0).reshape(5, 3).tolist()
+    assert bool((sentinel == 7.0).all())
+
+
 def test_each_check_of_a_replay_reports_its_own_message(device):
     """A replay reads the flags of all its checks at once (one read): the error names the check
     whose flag was set, whichever it is."""

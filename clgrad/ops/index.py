@@ -44,7 +44,10 @@ def fit_slots(slots, shape):
         v = view_raw(s.t, shape, s.strides, s.t._offset)
         term = run(TABLE["mul"], (run(TABLE["remainder"], (v, s.size)), s.mul))
         total = term if total is None else run(TABLE["add"], (total, term))
-    return [Slot(total, contiguous_strides(shape), 1, 1)]
+    # the terms are wrapped into range, so the sum stays below this bound (the kernels clamp
+    # each index into its slot's size)
+    bound = 1 + sum((s.size - 1) * abs(s.mul) for s in slots)
+    return [Slot(total, contiguous_strides(shape), 1, bound)]
 
 
 def _clone_raw(x):

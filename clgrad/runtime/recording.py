@@ -20,7 +20,9 @@ What makes a replay right:
   capture that uses another's offsets (a backward recorded apart from its forward, drawing the
   forward's dropout mask again) passes them as that one's latest replay drew them (`follow`).
 - **Index checks report late.** A check's flag is copied into the recording's flags buffer; a
-  replay reads that buffer once, without waiting, and the next replay raises IndexError.
+  replay reads that buffer once, without waiting, and the next replay raises IndexError. The
+  index kernels clamp an index out of range meanwhile, so the failing replay stays inside its
+  tensors.
 - **Host work stays on the host.** A call wrapped in `host_call` (a scheduler's step, which keeps
   the learning rate on the host) is not recorded but called again at its place in every replay.
   Device work steered by host values (a fused optimizer's update) is recorded through
