@@ -729,11 +729,11 @@ def drive_rnn(dev, dt, rng):
             (out.sum() + hn.sum()).backward()
             rnn_layer(proj, w, h0, H != 16, nl)[0].sum().backward()
     # the LSTM and GRU steps with the cell in the GEMM's epilogue (a packed GEMM configuration):
-    # 3 rows in blocks of 2, H = 12 / 48 units in tiles of 4 vectors (partly inside backward),
-    # 4 and 16 wide, GRU with and without b_hh
+    # 3 rows in blocks of 2 (LSTM) and 4 (GRU: LSTMSteps.rows), H = 12 / 48 units in tiles of 4
+    # vectors (partly inside backward), 4 and 16 wide, GRU with and without b_hh
     from clgrad.kernels import gemm as gemm_kernels
     for vw in (4, 16):
-        with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 4, "NV": 2, "VW": vw,
+        with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 6, "NV": 2, "VW": vw,
                                              "LX": 1, "LY": 2}):
             H = 12 if vw == 4 else 48
             args = [_t(dt, s, dev, rng).requires_grad_()

@@ -92,8 +92,8 @@ class _FusedSteps:
     hidden units on a device whose GEMM is the packed kind): each forward step is one launch
     (h W_hh^T straight into the cell), and so is each backward step but the first and the last
     (dgates_t W_hh straight into the cell's backward of step t-1), instead of two. A work-item
-    keeps MR rows by the GATES gates of VW hidden units, as many accumulators as the device's
-    tuned GEMM keeps. `for_layer` gives a layer's steps, or None where they do not apply."""
+    keeps `rows` rows by the GATES gates of VW hidden units. `for_layer` gives a layer's steps,
+    or None where they do not apply."""
 
     GATES = None
     MACRO = None
@@ -101,11 +101,29 @@ class _FusedSteps:
     def __init__(self, dev, dt, cfg):
         self.dev, self.dt = dev, dt
         self.vw = _gemm._vw(cfg, dt)
-        self.mr = max(1, cfg["MR"] * cfg["NV"] // self.GATES)
+        self.mr = self.rows(cfg, self.GATES)
         self.nr = self.GATES * self.vw
         self.opts = (f"-DMR={self.mr} -DNV={self.GATES} -DVW={self.vw} -DNR={self.nr} "
                      f"-D{self.MACRO}")
         _gemm.GEMM.program(dt, self.opts, f"{self.MACRO.split('_')[0].lower()}{self.mr}x{self.vw}")
+
+    @staticmethod
+    def rows(cfg, gates):
+        """The rows of the batch a work-item keeps: MR * NV // gates (the tuned GEMM's count of
+        accumulators, cfg), fewer where those accumulators, the gates' vectors of B and one of
+        A come to more than one vector above what the GEMM holds (MR * NV + NV + 1). PoCL's AVX2
+        code has 16 vector registers: an LSTM step's 3 rows (12 + 4 + 1 = 17 vectors) took about
+        1.3x the time of 2 rows (the LSTM step of tools/bench_compile.py, compiled: 12.53 -> 9.66
+        ms, best of 12 interleaved), while a GRU step's 4 rows (12 + 3 + 1 = 16) ran as fast as 3.
+
+        >>> _FusedSteps.rows({"MR": 6, "NV": 2}, 4), _FusedSteps.rows({"MR": 6, "NV": 2}, 3)
+        (2, 4)
+        """
+        most = cfg["MR"] * cfg["NV"] + cfg["NV"] + 2
+        rows = max(1, cfg["MR"] * cfg["NV"] // gates)
+        while rows > 1 and rows * gates + gates + 1 > most:
+            rows -= 1
+        return rows
 
     @classmethod
     def for_layer(cls, like, H):
