@@ -368,6 +368,69 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind):
         gemm_kernels.set_config(device, prev)
 
 
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_steps_keep_their_rows_in_registers(device, kind):
+    """_FusedSteps.rows on the tuned GEMM configurations: a step's accumulators, its gates'
+    vectors of B and one of A stay within one vector of what the tuned GEMM holds (an LSTM step
+    on the 6 x 2 configuration of PoCL's AVX2 code keeps 2 rows, not 3: 17 vectors spilled), and
+    every configuration of the tuning database passes; the layer on the 6 x 2 configuration (5
+    rows: blocks of 2 or 4, the last partial) against numpy's steps in float64, and its
+    gradients against central differences."""
+    import json
+    import os
+    from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.kernels.rnn import GRUSteps, LSTMSteps
+    from clgrad.ops.rnn_cell import gru_layer, lstm_layer
+    steps_cls = LSTMSteps if kind == "LSTM" else GRUSteps
+    gates = steps_cls.GATES
+
+    def packed(tree):
+        if isinstance(tree, dict):
+            if tree.get("kind") == "packed":
+                yield tree
+            for v in tree.values():
+                yield from packed(v)
+    db = os.path.join(os.path.dirname(clgrad.__file__), "runtime", "tuning_db.json")
+    with open(db) as f:
+        configs = list(packed(json.load(f))) + [{"MR": 6, "NV": 2}]
+    for cfg in configs:
+        rows = steps_cls.rows(cfg, gates)
+        assert 1 <= rows <= max(1, cfg["MR"] * cfg["NV"] // gates)
+        assert rows == 1 or rows * gates + gates + 1 <= cfg["MR"] * cfg["NV"] + cfg["NV"] + 2
+    assert steps_cls.rows({"MR": 6, "NV": 2}, gates) == (2 if kind == "LSTM" else 4)
+    if not device.has_fp64:
+        pytest.skip("the device has no float64")
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 6, "NV": 2, "VW": 4,
+                                            "LX": 1, "LY": 2})
+    try:
+        rng = np.random.default_rng(3)
+        T, B, H = 3, 5, 4
+        G = gates * H
+        arrs = [rng.standard_normal((T, B, G)), rng.standard_normal((G, H)) / 3,
+                rng.standard_normal((B, H)),
+                rng.standard_normal((B, H)) if kind == "LSTM" else rng.standard_normal(G)]
+        args = [clgrad.tensor(a).requires_grad_() for a in arrs]
+        steps = steps_cls.for_layer(args[0], H)
+        assert steps is not None and steps.mr == (2 if kind == "LSTM" else 4)
+
+        def layer(proj, w, h0, last):
+            if kind == "LSTM":
+                return lstm_layer(proj, w, h0, last)
+            return gru_layer(proj, w, last, h0)
+        proj, w, h0, last = arrs
+        state, want = (h0, last) if kind == "LSTM" else h0, []
+        for t in range(T):
+            out, state = _np_step(kind, np.zeros((B, 1)), state, np.zeros((G, 1)), w, proj[t],
+                                  None if kind == "LSTM" else last, None)
+            want.append(out)
+        got = layer(*args)
+        np.testing.assert_allclose(got[0].detach().numpy(), np.stack(want), rtol=1e-12,
+                                   atol=1e-12)
+        assert gradcheck(lambda *a: layer(*a)[0], args)
+    finally:
+        gemm_kernels.set_config(device, prev)
+
 def test_cell_ops_check_their_arguments_as_torch(device):
     """torch's cell ops (checked in torch 2.13) ask input.size(1) and each hidden state's
     size(0) and size(1): a 1-d input or state is an IndexError there (nn's cell modules take a

@@ -110,20 +110,19 @@ class _FusedSteps:
     @staticmethod
     def rows(cfg, gates):
         """The rows of the batch a work-item keeps: MR * NV // gates (the tuned GEMM's count of
-        accumulators, cfg), fewer where those accumulators, the gates' vectors of B and one of
-        A come to more than one vector above what the GEMM holds (MR * NV + NV + 1). PoCL's AVX2
-        code has 16 vector registers: an LSTM step's 3 rows (12 + 4 + 1 = 17 vectors) took about
-        1.3x the time of 2 rows (the LSTM step of tools/bench_compile.py, compiled: 12.53 -> 9.66
-        ms, best of 12 interleaved), while a GRU step's 4 rows (12 + 3 + 1 = 16) ran as fast as 3.
+        accumulators, cfg), fewer where rows x gates accumulators, the gates' vectors of B and
+        one of A would come to more than one vector above what the GEMM holds (MR x NV + NV +
+        1). PoCL's AVX2 code has 16 vector registers: with 3 rows an LSTM step (12 + 4 + 1 = 17
+        vectors) took 1.3x the time of 2 rows (tools/bench_compile.py's LSTM step, compiled:
+        12.53 -> 9.66 ms, best of 12 interleaved), while a GRU step's 4 rows (12 + 3 + 1 = 16)
+        ran as fast as 3.
 
         >>> _FusedSteps.rows({"MR": 6, "NV": 2}, 4), _FusedSteps.rows({"MR": 6, "NV": 2}, 3)
         (2, 4)
         """
-        most = cfg["MR"] * cfg["NV"] + cfg["NV"] + 2
-        rows = max(1, cfg["MR"] * cfg["NV"] // gates)
-        while rows > 1 and rows * gates + gates + 1 > most:
-            rows -= 1
-        return rows
+        accumulators = cfg["MR"] * cfg["NV"]
+        fit = (accumulators + cfg["NV"] + 1 - gates) // gates
+        return max(1, min(accumulators // gates, fit))
 
     @classmethod
     def for_layer(cls, like, H):
