@@ -44,7 +44,7 @@ ${c.prelude([dt])}
 #define NR (NV * VW)
 % if dt.cl == "ushort" and dt.ct == "float":
 #if VW > 1
-${c.bf16_vectors("VW")}
+${c.bf16_vectors("VW", c.attr.operators_only([dt]))}
 #endif
 % endif
 ${c.epilogue_macros()}

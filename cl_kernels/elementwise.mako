@@ -33,7 +33,11 @@ ${c.prelude([dt])}
 <%def name="begin_ctx(ctx)">
 <% CT = dt.ct; MT = mask_type(dt) %>
 % if ctx == "v":
+% if c.attr.operators_only([dt]):
+#define SEL(cnd, a, b) (CAT(convert_${MT}, ${c.attr.width(dt)})(cnd) ? (a) : (b))
+% else:
 #define SEL(cnd, a, b) select((b), (a), CAT(convert_${MT}, ${c.attr.width(dt)})(cnd))
+% endif
 #define CV(v) ((CAT(${CT}, ${c.attr.width(dt)}))(v))
 #define FALSE_ ((CAT(uchar, ${c.attr.width(dt)}))(0))
 #define FLOORDIV floordiv_v

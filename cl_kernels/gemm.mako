@@ -72,7 +72,7 @@ ${c.vstore(dt, p, "0", v, "VW")}\
 </%def>
 % if dt.cl == "ushort" and dt.ct == "float":
 #if defined(VW) && VW > 1
-${c.bf16_vectors("VW")}
+${c.bf16_vectors("VW", c.attr.operators_only([dt]))}
 #endif
 % endif
 
