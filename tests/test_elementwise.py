@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import clgrad
+from clgrad.dtypes import float_to_bf16_bits
 from clgrad.ops.elementwise import TABLE
 from helpers import (LAYOUTS, all_dtypes, assert_close, float_dtypes, grad_dtype, grad_tols, make,
                      random_array, rounded, to_np)
@@ -543,13 +544,6 @@ def test_add_sub_alpha_promotes_as_without_it(device):
         i.add_(i, alpha=0.5)
 
 
-def _bf16_bits(x):
-    """numpy float32 values rounded to bfloat16 (to nearest even, a NaN kept quiet), as bits."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(x), ((u >> 16) | 0x40).astype(np.uint16), r)
-
-
 def test_bfloat16_results_round_in_vectors_and_tails(device):
     """bfloat16's programs select with operators (common.mako's operators_only: PoCL compiles the
     select() and isnan() built-ins to calls): every lane of a vector and the scalar tail rounds
@@ -564,13 +558,13 @@ def test_bfloat16_results_round_in_vectors_and_tails(device):
     x[-1], x[-2] = np.nan, np.float32(1 + 3 * 2 ** -8)
     a = clgrad.tensor(x, device=device)
     b = a.bfloat16()
-    assert np.array_equal(b.view(clgrad.int16).numpy().view(np.uint16), _bf16_bits(x))
+    assert np.array_equal(b.view(clgrad.int16).numpy().view(np.uint16), float_to_bf16_bits(x))
     back = b.float().numpy()
     for got, ref in [(b * 2.0, back * 2), (b.relu(), np.where(back < 0, 0, back)),
                      (clgrad.where(b > 1, b, -b), np.where(back > 1, back, -back)),
                      (b.clamp(-50, 50), np.clip(back, -50, 50))]:
         bits = got.view(clgrad.int16).numpy().view(np.uint16)
-        want = _bf16_bits(ref.astype(np.float32))
+        want = float_to_bf16_bits(ref.astype(np.float32))
         nan = np.isnan(ref)
         assert np.array_equal(bits[~nan], want[~nan])
         assert np.isnan(got.float().numpy()[nan]).all()
