@@ -271,7 +271,12 @@ ${packed_body(True)}
    straight into the cell's backward of step t-1, so dh_{t-1} is never stored.
    The arithmetic is the cell kernels' own (rnn.mako's cell defs) on the product's values. */
 #define ONE ((T)1)
-#define SIG(x) (ONE / (ONE + exp(-(x))))
+#if VW == 1
+#define VI int
+#else
+#define VI CAT(int, VW)
+#endif
+${cell.cell_math("VT", "VI", "vw")}
 
 /* P[nb][k][g * VW + e] = B[k][g * H + nb * VW + e]: the gates of VW units side by side */
 __kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, long b_sn,
@@ -300,7 +305,7 @@ __kernel void pack_b_gates(__global T *P, ${c.cptr(dt)} B, long bo, long b_sk, l
     out = {"c": "CN + cno + m * H + u", "h": "C + co + m * H + u",
            **{f"act{k}": f"pa + {k} * H" for k in range(4)}}
 %>
-${cell.lstm_fwd("VT", lambda k: f"acc[i][{k}] + VLOAD(pg + {k} * H)", "VLOAD(CP + cpo + m * H + u)",
+${cell.lstm_fwd("VT", "vw", lambda k: f"acc[i][{k}] + VLOAD(pg + {k} * H)", "VLOAD(CP + cpo + m * H + u)",
                 lambda slot, v: f"VSTORE({out[slot]}, {v})")}
     }
 </%def>
@@ -317,7 +322,7 @@ ${cell.lstm_fwd("VT", lambda k: f"acc[i][{k}] + VLOAD(pg + {k} * H)", "VLOAD(CP 
             __global const T *pa = ACT + ao2 + r;
             __global T *pd = DG + dgo + r;
 <% out = {"dcp": "DCP + dcpo + e", **{f"dg{k}": f"pd + {k} * H" for k in range(4)}} %>
-${cell.lstm_bwd("VT", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(CN + cno + e)",
+${cell.lstm_bwd("VT", "vw", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(CN + cno + e)",
                 "VLOAD(CP + cpo + e)",
                 [(None, "acc[i][j]"), ("has_dout", "VLOAD(DOUT + douto + e)")],
                 (None, "VLOAD(DC + dco + e)"), lambda slot, v: f"VSTORE({out[slot]}, {v})")}
@@ -366,7 +371,7 @@ ${packed_body(True, lstm_bwd_store)}
         __global const T *px = X + xo + m * N + u;
         __global T *pa = ACT + ao2 + m * 4 * H + u;
 <% out = {"h": "C + co + m * H + u", **{f"act{k}": f"pa + {k} * H" for k in range(4)}} %>
-${cell.gru_fwd("VT", lambda k: f"VLOAD(px + {k} * H)", lambda k: ("ghr", "ghz", "ghn")[k],
+${cell.gru_fwd("VT", "vw", lambda k: f"VLOAD(px + {k} * H)", lambda k: ("ghr", "ghz", "ghn")[k],
                "VLOAD(A + ao + m * a_sm + u)", lambda slot, v: f"VSTORE({out[slot]}, {v})")}
     }
 </%def>
@@ -386,7 +391,7 @@ ${cell.gru_fwd("VT", lambda k: f"VLOAD(px + {k} * H)", lambda k: ("ghr", "ghz", 
     out = {"dhp": "DHP + dhpo + e", **{f"dx{k}": f"DX + dxo + r + {k} * H" for k in range(3)},
            **{f"dgh{k}": f"DG + dgo + r + {k} * H" for k in range(3)}}
 %>
-${cell.gru_bwd("VT", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(HP + hpo + e)",
+${cell.gru_bwd("VT", "vw", lambda k: f"VLOAD(pa + {k} * H)", "VLOAD(HP + hpo + e)",
                [(None, "acc[i][j] + VLOAD(D + dof + e)"), ("has_dout", "VLOAD(DOUT + douto + e)")],
                lambda slot, v: f"VSTORE({out[slot]}, {v})")}
         }
