@@ -486,10 +486,11 @@ def test_cell_ops_check_their_arguments_as_torch(device):
 @pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
 def test_float_cells_keep_their_accuracy_over_the_whole_range(device, mode):
     """The cells' exp and tanh in float are written out (rnn.mako's cell_math: PoCL calls the
-    built-ins out of line): one step of each float32 layer, its gates' pre-activations spread
-    over [-95, 95] and around 0 (where tanh and the sigmoid saturate, and where tanh's relative
-    accuracy is hardest), against numpy's float64 step with the same float32 weights. H = 64:
-    whole vectors on every code path (CPUs: the fused steps)."""
+    built-ins out of line): one step of each float32 layer whose gates' pre-activations are its
+    input bias exactly (zero weights), spread over [-95, 95] and around 0 (where tanh and the
+    sigmoid saturate, and where tanh's relative accuracy is hardest), against numpy's float64
+    step. Three batch rows with their own states (c, and GRU's z * h, use them). H = 64: whole
+    vectors on every code path (CPUs: the fused steps)."""
     cls = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN_TANH": nn.RNN}[mode]
     H, gates = 64, {"LSTM": 4, "GRU": 3, "RNN_TANH": 1}[mode]
     m = cls(2, H)
@@ -497,12 +498,10 @@ def test_float_cells_keep_their_accuracy_over_the_whole_range(device, mode):
     grid = np.concatenate([np.linspace(-95, 95, 41), np.geomspace(1e-6, 3, 20),
                            -np.geomspace(1e-6, 3, 20)])
     with clgrad.no_grad():
-        b = rng.choice(grid, gates * H).astype(np.float32)
-        m.bias_ih_l0.copy_(clgrad.tensor(b))
-        m.bias_hh_l0.zero_()
-        m.weight_ih_l0.copy_(clgrad.tensor(rng.standard_normal((gates * H, 2)).astype(np.float32)))
-    x = np.stack([np.zeros(2), rng.standard_normal(2), 20 * rng.standard_normal(2)])[None]
-    x = x.astype(np.float32)                                           # [T=1, B=3, 2]
+        for p in m.parameters():
+            p.zero_()
+        m.bias_ih_l0.copy_(clgrad.tensor(rng.choice(grid, gates * H).astype(np.float32)))
+    x = rng.standard_normal((1, 3, 2)).astype(np.float32)              # [T=1, B=3, 2]
     h0 = (0.5 * rng.standard_normal((1, 3, H))).astype(np.float32)
     state = (clgrad.tensor(h0), clgrad.tensor(h0 * 2)) if mode == "LSTM" else clgrad.tensor(h0)
     with clgrad.no_grad():
