@@ -10,6 +10,7 @@ from ._grad_state import state as _grad_state
 from .runtime.device import (TORCH_TYPES as _TORCH_TYPES, _OTHER_TYPES, get_device,
                              torch_name)
 from .runtime import family as _family
+from .runtime import recording as _recording
 from .runtime.memory import Storage
 from ._format import format_tensor
 
@@ -495,6 +496,11 @@ class Tensor:
         n = self.numel()
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        rec = _recording.active
+        if rec is not None:               # a capture may make the read part of its work
+            value = rec.read_item(self)
+            if value is not None:
+                return value
         return dtypes.from_host_bits(self._read_host(), self._dtype).reshape(()).item()
 
     def tolist(self):

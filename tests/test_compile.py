@@ -5,6 +5,7 @@ them compiled on their own, outputs are never overwritten by later replays, and 
 replayed, not dispatched."""
 import copy
 import gc
+import math
 import warnings
 
 import numpy as np
@@ -193,34 +194,112 @@ def test_host_read_splits_a_module_into_its_submodules(device):
     assert heads == [net.head] and old_head is not net.head
 
 
-def test_a_step_that_reads_its_loss_replays_its_model(device):
-    """A training step that returns loss.item() cannot be recorded whole; the model it calls
-    is compiled on its own (its forward and backward replay), the optimizer runs eagerly, and
-    training follows eager training."""
+def _reading_steps():
+    """Training steps that read values with .item(), each with a fresh model and optimizer."""
     def make():
         clgrad.manual_seed(1)
         model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))
         return model, clgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-    x, y = clgrad.randn(8, 5), clgrad.tensor([0, 1, 2, 0, 1, 2, 0, 1])
-    losses = {}
-    for compiled in (False, True):
-        model, opt = make()
+    def returns_reads(model, opt, history):
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            loss = F.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            hit = (out.argmax(1) == y)
+            right, share = hit.sum(), hit.float().mean()
+            return loss.item(), {"right": right.item(), "share": float(share)}
+        return step
 
+    def keeps_a_read(model, opt, history):
         def step(x, y):
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
-            return loss.item()
+            history.append(loss.item())      # kept: a replay would not append
+            return history[-1]
+        return step
+    return make, {"returns": returns_reads, "keeps": keeps_a_read}
+
+
+@pytest.mark.parametrize("kind", ["returns", "keeps"])
+def test_a_step_that_reads_its_loss(device, kind):
+    """A training step whose return value is made of reads (`return loss.item(), {...}`) is
+    recorded whole: each replay reads the values again, and training follows eager training bit
+    for bit. A step that keeps a read value elsewhere (a list it appends to) cannot be replayed:
+    it runs eagerly with its model compiled on its own (forward and backward replay)."""
+    make, steps = _reading_steps()
+    x, y = clgrad.randn(8, 5), clgrad.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    results, histories = {}, {}
+    for compiled in (False, True):
+        model, opt = make()
+        histories[compiled] = []
+        step = steps[kind](model, opt, histories[compiled])
         run = clgrad.compile(step) if compiled else step
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            losses[compiled] = [run(x, y) for _ in range(8)]
-    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
-    assert losses[True][-1] < losses[True][0]
-    (m, part), = run._split_parts()
-    assert m is model and part.stats["replays"] >= 3
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", RuntimeWarning)
+            results[compiled] = [run(x, y) for _ in range(8)]
+    assert results[True] == results[False]
+    assert histories[True] == histories[False]
+    if kind == "returns":
+        assert not [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+        assert run.stats == {"eager_calls": 1, "recordings": 1, "replays": 6}
+        losses = [r[0] for r in results[True]]
+        assert losses[-1] < losses[0] and type(results[True][0][1]["right"]) is int
+    else:
+        assert [w for w in seen if "read of device values" in str(w.message)]
+        (m, part), = run._split_parts()
+        assert m is model and part.stats["replays"] >= 3 and run.stats["replays"] == 0
+
+
+def test_reads_returned_through_a_conditional_or_a_conversion_replay(device):
+    """`return s.item() if flag else s` (a jump to the return) and float(t) / int(t) / bool(t)
+    (Python 3.11 calls a builtin type from its PRECALL) are reads that are the return value."""
+    def f(x, flag=True):
+        s = (x * x).sum()
+        si, big = s.int(), s > 5
+        return (float(s), int(si), bool(big)) if flag else s
+    cf = clgrad.compile(f)
+    x = clgrad.arange(0.0, 3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for k in range(12):                         # float() gets specialised on the way
+            assert cf(x + k) == f(x + k)
+    assert cf.stats["replays"] == 10
+
+
+@pytest.mark.parametrize("ret", ["scaled", "sqrt", "shared_int", "constant_true", "in_with",
+                                 "stored", "int_of_float"])
+def test_reads_that_do_not_reach_the_return_value_as_read(device, ret):
+    """Only a read whose value reaches the caller as it was read replays: one that the function
+    changes, stores or could confuse with another value of its result runs eagerly (with a
+    warning), and its results stay right."""
+    def f(x):
+        s = (x * 2).sum()
+        if ret == "scaled":
+            return s.item() * 2
+        if ret == "sqrt":
+            return math.sqrt(s.item())
+        if ret == "shared_int":                  # equal small ints are one object
+            return s.int().item(), s.int().item()
+        if ret == "constant_true":
+            return (s > 0).item(), True
+        if ret == "in_with":
+            with clgrad.no_grad():
+                return s.item()
+        if ret == "stored":
+            v = s.item()
+            return v
+        return int(s)                            # a float read made an int
+    cf = clgrad.compile(f)
+    x = clgrad.arange(1.0, 4.0)
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        for k in range(4):
+            assert cf(x + k) == f(x + k)
+    assert cf.stats["replays"] == 0
 
 
 def test_cache_limit_then_eager(device, monkeypatch):

@@ -13,7 +13,9 @@ state changed, the variant records again; after `config.cache_size_limit` record
 function runs eagerly, with one warning that says why. The state itself is found again when
 what it was found from is given another object (a parameter, a layer, a hook, a global tensor).
 A call whose recording breaks (a host read) runs eagerly from then on, with the modules it calls
-compiled on their own (`_split_call`).
+compiled on their own (`_split_call`). A `.item()` whose value goes straight into the return value
+(`return loss.item()`) does not break it: it is recorded as a read, which every replay makes again
+(`_reads.py`).
 """
 import copy
 import dis
@@ -37,6 +39,7 @@ from ..tensor import Tensor, alias, empty_tensor
 from ..utils._pytree import tree_flatten, tree_unflatten
 from ..kernels.copy import copy_into, fill_raw
 from . import config
+from ._reads import item_places, returned_reads
 
 _ALL = weakref.WeakSet()            # every CompiledFunction, for reset()
 _disabled = [0]                     # > 0 inside clgrad.compiler.disable
@@ -510,7 +513,9 @@ class CompiledFunction:
         versions = [None if st is None else st._vc[0] for st in v.staged]
         no_grad_yet = [i for i, t in enumerate(self._state.tensors) if t.grad is None]
         runs = engine.RUNS[0]
-        with Recording() as rec:
+        rec = Recording()
+        rec.item_reads = returned_reads(self._fn)
+        with rec:
             out = self._fn(*args, **kwargs)
         # a slice argument the function changes in place gets its staging tensor's values back
         # after the call and after every replay
@@ -538,9 +543,20 @@ class CompiledFunction:
                                                      "their own" if v.split else ""))
             return out
         flat, spec = tree_flatten(out)
+        reads = item_places(flat, rec.items) if rec.items else []
+        if reads is None:
+            rec.release()
+            v.split = bool(self._split_parts())
+            self._give_up(v, "a value read with .item() that the function changes or keeps "
+                             "before it returns (return the read value itself, or the tensor)" +
+                          ("; the modules it calls are compiled on their own" if v.split
+                           else ""))
+            return out
+        read_at = {i for i, _ in reads}
         out_leaves = [x for x in flat if isinstance(x, Tensor)]
-        spec = (spec, [None if isinstance(x, Tensor) else x for x in flat],
-                [i for i, x in enumerate(flat) if isinstance(x, Tensor)])
+        spec = (spec, [None if isinstance(x, Tensor) or i in read_at else x
+                       for i, x in enumerate(flat)],
+                [i for i, x in enumerate(flat) if isinstance(x, Tensor)], reads)
         state = {id(t) for t in self._state.tensors}
         # an output that is an argument, or a view of one, is made from the next call's
         # argument (the recording never writes it; a replay re-binds the argument)
@@ -761,8 +777,10 @@ def _outputs(v, leaves, flat=False):
 
 def _rebuild(spec, made):
     """The return value from its recorded structure and this call's tensors, in order."""
-    tree, flat, positions = spec
+    tree, flat, positions, reads = spec
     flat = list(flat)
     for i, t in zip(positions, made):
         flat[i] = t
+    for i, read in reads:           # the values the replay read (Recording.read_item)
+        flat[i] = read.value
     return tree_unflatten(flat, tree)

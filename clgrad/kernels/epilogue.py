@@ -148,7 +148,7 @@ def _touched(kind, payload):
     """The buffers a recorded operation uses."""
     if kind == "launch":
         return [a for a in payload[4] if isinstance(a, cl.MemoryObjectHolder)]
-    if kind in ("copy", "fill", "check"):
+    if kind in ("copy", "fill", "check", "item"):
         return [a for a in payload[1:3] if isinstance(a, cl.MemoryObjectHolder)]
     if kind == "step":                  # recording.refreshed: the operations it holds
         return [b for k, p in payload[2] for b in _touched(k, p)]

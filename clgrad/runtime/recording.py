@@ -29,7 +29,10 @@ What makes a replay right:
   `refreshed`: each replay first sets the scalars of its launches from the host state.
 - **What cannot be replayed says why.** A read of device values to the host (`.item()`,
   `print(t)`, control flow on values) makes the recording `broken` with the place it happened:
-  its result could steer Python, which a replay does not run.
+  its result could steer Python, which a replay does not run. The one exception is a
+  `Tensor.item()` that the recording's `item_reads` allows (clgrad.compile allows those whose
+  value goes straight into its function's return value): it becomes part of the recording, and
+  each replay reads the element again (`items`, each an `ItemRead` with its latest `value`).
 
 >>> import clgrad
 >>> x = clgrad.ones(4)
@@ -45,6 +48,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 
+from .. import dtypes
 from . import kernels as _kernels
 from .device import devices
 from .memory import Storage
@@ -56,6 +60,36 @@ active = None
 def active_recording():
     """The recording capturing now, or None."""
     return active
+
+
+class ItemRead:
+    """One `Tensor.item()` made part of a recording (Recording.read_item): the element of
+    device, buffer, byte offset and dtype, read again at every replay into `value`.
+
+    >>> import clgrad
+    >>> t = clgrad.tensor([2.5, 4.0])
+    >>> r = ItemRead(t[1])
+    >>> r.read(), r.value
+    (4.0, 4.0)
+    """
+
+    __slots__ = ("device", "buf", "offset", "dtype", "value")
+
+    def __init__(self, t):
+        self.device = t._storage.device
+        self.buf = t._storage.buf
+        self.offset = t._offset * t._dtype.itemsize
+        self.dtype = t._dtype
+        self.value = None
+
+    def read(self):
+        """Read the element (blocking: what was enqueued before runs first); returns it as a
+        Python number, as Tensor.item does."""
+        host = np.empty(1, self.dtype.np)
+        cl.enqueue_copy(self.device.queue, host, self.buf, src_offset=self.offset,
+                        is_blocking=True)
+        self.value = dtypes.from_host_bits(host, self.dtype).reshape(()).item()
+        return self.value
 
 
 class PhiloxOffset(int):
@@ -227,12 +261,19 @@ def check_flag(dev, buf, what, error):
         dev.check_later(buf, error)
 
 
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _outside_frame(f):
+    """The first frame from f outward whose code is not clgrad's (a user's program), or None."""
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_HERE):
+        f = f.f_back
+    return f
+
+
 def _where():
     """file:line of the first frame outside clgrad (where a user's program did something)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(2)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(here):
-        f = f.f_back
+    f = _outside_frame(sys._getframe(2))
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
 
 
@@ -276,6 +317,10 @@ class Recording:
         self.stale = False          # a refreshed step fell back to host work (see valid())
         self.launches = 0
         self.capturing = False
+        # item_reads(frame) -> bool: whether a Tensor.item() called (through clgrad's own frames)
+        # from `frame` may become part of the recording (read_item); None: none may
+        self.item_reads = None
+        self.items = []             # the ItemReads made part of it, in order
 
     # -- capture ------------------------------------------------------------------------------
     def __enter__(self):
@@ -336,6 +381,26 @@ class Recording:
         if not self.paused:
             self._ops.append(("fill", (queue, mem, np.array(pattern, copy=True), offset, size)))
         return self._fill(queue, mem, pattern, offset, size, *a, **kw)
+
+    def read_item(self, t):
+        """Tensor.item() of the one-element tensor t during the capture: where item_reads allows
+        it, the read becomes an operation of the recording (an ItemRead, in `items`; each replay
+        reads the element again) and its value is returned; otherwise None (the caller reads
+        as ever, which breaks the capture). Complex32 elements (two halves) are not taken."""
+        if self.paused or self.broken or self.item_reads is None or \
+                t._dtype.itemsize != t._dtype.np.itemsize or \
+                not self.item_reads(_outside_frame(sys._getframe(1))):
+            return None
+        read = ItemRead(t)
+        self._ops.append(("item", (read.device, read.buf, read)))
+        self.paused += 1                  # the read itself is the operation just noted
+        try:
+            read.device.raise_pending_checks()
+            value = read.read()
+        finally:
+            self.paused -= 1
+        self.items.append(read)
+        return value
 
     def _on_map(self, *a, **kw):
         if not self.paused:
@@ -462,6 +527,9 @@ class Recording:
                     used[id(mem)] = mem
                     plan.append((_enqueue_fill, (self._fill, owners.get(queue.int_ptr, queue),
                                                  mem, pattern, offset, size)))
+                elif kind == "item":
+                    used[id(payload[1])] = payload[1]
+                    plan.append((ItemRead.read, (payload[2],)))
                 elif kind == "step":             # see refreshed()
                     refresh, host, inner = payload
                     plan.append((_refreshed_step, (self, refresh, (host, (), {}, self._devices),
