@@ -5,13 +5,15 @@ W3   784-512-512-10 ReLU MLP, batch 256, cross-entropy, SGD momentum / Adam
 W5   conv-conv-pool-linear CNN, batch 32 of 3x32x32, SGD
 GPT  tools/train_gpt.py's model (4 layers x 128, T=128, batch 8), AdamW
 LSTM 2-layer LSTM 64 -> 128 over 32 steps, batch 16, linear head, Adam
-LSTM item  the same step returning loss.item(): a host read, so clgrad.compile cannot record it
-     whole and compiles the model's calls on their own (torch.compile breaks its graph there)
+LSTM item  the same step returning loss.item(): a host read that is the return value, which a
+     replay makes again (torch.compile breaks its graph there)
 
 For each: ms per step of clgrad eager, clgrad compiled (clgrad.compile of the whole step), torch
 eager and torch.compile (inductor) of the same step on this CPU (on CUDA when clgrad runs on a GPU
-and torch has CUDA), in one run; then the step's kernel
-launches, the host time per launch of a replay (best of 10), and the record time (the first compiled call
+and torch has CUDA), timed in turns (each round gives each of the four an untimed call and three
+timed ones; best of all), so that the machine's drift hits all four alike (see interleaved); then
+the step's kernel launches, the host time per launch of a replay (best of 10; none for a replay
+that reads a value, which waits for the device), and the record time (the first compiled call
 that records; its kernels are built already by the warm-up).
 
     python tools/bench_compile.py [--quick] [--only W3,GPT] [--no-torch-compile]
@@ -38,6 +40,29 @@ def best(fn, rep, sync):
         sync()
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def interleaved(steps, rep, inner=3):
+    """{name: best seconds} of steps {name: (step, sync)}, timed in turns: `rep` rounds, each
+    giving every step (in reverse order every other round) one untimed call, then `inner` timed
+    ones. The machine's speed drifts by 20-80% over seconds on shared cores: timed one after
+    another, each step would get its own share of the drift and their ratio would carry it,
+    while in turns they share it. The untimed call lets what ran before settle (torch's OpenMP
+    threads spin for a while after its work, PoCL's after theirs) and leaves the step's
+    threads awake and its data in the caches, as in a training loop."""
+    names = list(steps)
+    times = {k: [] for k in names}
+    for r in range(rep):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            fn, sync = steps[k]
+            fn()
+            sync()
+            for _ in range(inner):
+                t = time.perf_counter()
+                fn()
+                sync()
+                times[k].append(time.perf_counter() - t)
+    return {k: min(v) for k, v in times.items()}
 
 
 def steady_malloc():
@@ -167,7 +192,7 @@ def run(names, rep, torch_compile):
     if torch is not None and dev.is_gpu and torch.cuda.is_available():
         torch.set_default_device("cuda")
         torch_sync, where = torch.cuda.synchronize, f"CUDA ({torch.cuda.get_device_name()})"
-    print(f"device: {dev.name} ({dev.platform_name}); ms per step, best of {rep}; "
+    print(f"device: {dev.name} ({dev.platform_name}); ms per step, best of {rep} rounds of 3 in turns; "
           f"ratios against torch {torch.__version__ if torch else '(absent)'} on {where}")
     head = f"{'step':10} {'eager':>8} {'compiled':>9} {'torch':>8} {'t.compile':>9} " \
            f"{'comp/torch':>10} {'comp/t.comp':>11} {'eager/torch':>11} {'launches':>8} " \
@@ -176,7 +201,8 @@ def run(names, rep, torch_compile):
     rows = []
     for name in names:
         eager = CASES[name](clgrad)
-        t_eager = best(eager, rep, cl_sync)
+        eager()
+        cl_sync()
         n = launches_of(eager)
         cstep = clgrad.compile(CASES[name](clgrad))
         cstep()                       # warm-up: eager
@@ -185,13 +211,14 @@ def run(names, rep, torch_compile):
         cstep()                       # records
         cl_sync()
         t_record = time.perf_counter() - t0
-        t_comp = best(cstep, rep, cl_sync)
         var = next(iter(cstep._variants.values()))
         replayed = var.rec.launches if var.rec is not None else 0
         # host time of a replay alone (no wait for the device): the enqueue loop, best of 10
         # (one replay's figure varied 10x from run to run on a 2-core machine, where the host
-        # shares the cores with the device's threads)
-        if var.rec is not None:
+        # shares the cores with the device's threads). A replay that reads a value it returns
+        # waits for the device there: no figure.
+        us = float("nan")
+        if var.rec is not None and not var.rec.items:
             hosts = []
             for _ in range(10):
                 cl_sync()
@@ -200,18 +227,19 @@ def run(names, rep, torch_compile):
                 hosts.append(time.perf_counter() - t0)
             cl_sync()
             us = min(hosts) / max(1, replayed) * 1e6
-        else:
-            us = float("nan")
-        t_torch = t_tc = float("nan")
+        steps = {"eager": (eager, cl_sync), "compiled": (cstep, cl_sync)}
         if torch is not None:
-            t_torch = best(CASES[name](torch), rep, torch_sync)
+            steps["torch"] = (CASES[name](torch), torch_sync)
             if torch_compile:
                 try:
                     tc = torch.compile(CASES[name](torch))
                     tc()
-                    t_tc = best(tc, rep, torch_sync)
+                    steps["t.compile"] = (tc, torch_sync)
                 except Exception as e:           # inductor missing a compiler, say
                     print(f"  torch.compile failed on {name}: {type(e).__name__}: {e}")
+        t = interleaved(steps, rep)
+        t_eager, t_comp = t["eager"], t["compiled"]
+        t_torch, t_tc = t.get("torch", float("nan")), t.get("t.compile", float("nan"))
         row = (name, t_eager * 1e3, t_comp * 1e3, t_torch * 1e3, t_tc * 1e3,
                t_comp / t_torch, t_comp / t_tc, t_eager / t_torch, replayed or n, us, t_record)
         rows.append(row)
@@ -234,7 +262,7 @@ def compiled_section(table, args, torch):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 repetitions instead of 10")
+    ap.add_argument("--quick", action="store_true", help="3 rounds instead of 10")
     ap.add_argument("--only", default=",".join(CASES), help="comma-separated case names")
     ap.add_argument("--no-torch-compile", action="store_true")
     args = ap.parse_args()
