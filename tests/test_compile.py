@@ -271,6 +271,22 @@ def test_reads_returned_through_a_conditional_or_a_conversion_replay(device):
     assert cf.stats["replays"] == 10
 
 
+def test_a_returned_read_of_an_argument_reads_the_next_calls_argument(device):
+    """x.item() of an argument: each replay reads the argument it is given (its buffer is
+    another one at each call), not the recorded call's."""
+    def f(x, w):
+        s, head = (x * 2 + w).sum(), x[0]        # head: a view of the argument
+        return head.item(), s.item(), w.item()
+    cf = clgrad.compile(f)
+    w = clgrad.ones(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for k in range(6):
+            x = clgrad.tensor([float(k), 2.0 * k])
+            assert cf(x, w) == f(x, w)
+    assert cf.stats["replays"] == 4
+
+
 @pytest.mark.parametrize("ret", ["scaled", "sqrt", "shared_int", "constant_true", "in_with",
                                  "stored", "int_of_float"])
 def test_reads_that_do_not_reach_the_return_value_as_read(device, ret):

@@ -306,6 +306,7 @@ class _Variant:
         self.split = False          # ... with the modules it calls compiled on their own
         self.inputs = []            # per tensor argument: (slots, buffer bound last)
         self.outputs = None         # how to build the return value
+        self.read_args = []         # (ItemRead, argument index): returned reads of arguments
         self.staged = []            # per tensor argument: its staging tensor, or None
         self.written = []           # arguments whose staging tensor the function changes
         self.made_grads = []        # (tensor, the .grad the recorded call gave it from none)
@@ -586,6 +587,11 @@ class CompiledFunction:
                 outs.append(("copy", (alias(t), t.requires_grad and t.grad_fn is None)))
         v.outputs = (spec, outs)
         v.inputs = [(rec.slots_of(t._storage.buf), t._storage.buf) for t in leaves]
+        # a returned read of an argument (x.item()) reads the next call's argument
+        arg_of = {id(t._storage.buf): i for i, (st, t) in enumerate(zip(v.staged, leaves))
+                  if st is None}
+        v.read_args = [(read, arg_of[id(read.buf)]) for _, read in reads
+                       if id(read.buf) in arg_of]
         v.captured = [t._storage.buf for t in leaves]
         v.rec = rec
         # Gradients the call made (none at its start: a zero_grad(set_to_none=True) before
@@ -672,6 +678,8 @@ class CompiledFunction:
             if buf is not bound and slots:
                 bindings.append((slots, buf))
                 v.inputs[i] = (slots, buf)
+        for read, i in v.read_args:
+            read.buf = leaves[i]._storage.buf
         v.rec.replay(bindings)
         for i in v.written:
             copy_into(leaves[i], v.staged[i])
