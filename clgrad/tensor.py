@@ -182,6 +182,11 @@ def numel_of(shape):
     return n
 
 
+def _host_item(host, dt):
+    """The Python number of the one element of `host` (dt's host representation)."""
+    return dtypes.from_host_bits(host, dt).reshape(()).item()
+
+
 class Tensor:
     """A multi-dimensional array on an OpenCL device, with torch's attributes and methods.
 
@@ -498,10 +503,10 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
         rec = _recording.active
         if rec is not None:               # a capture may make the read part of its work
-            value = rec.read_item(self)
+            value = rec.read_item(self, _host_item)
             if value is not None:
                 return value
-        return dtypes.from_host_bits(self._read_host(), self._dtype).reshape(()).item()
+        return _host_item(self._read_host(), self._dtype)
 
     def tolist(self):
         """The values as (nested) Python lists.

@@ -48,7 +48,6 @@ import sys
 import numpy as np
 import pyopencl as cl
 
-from .. import dtypes
 from . import kernels as _kernels
 from .device import devices
 from .memory import Storage
@@ -64,31 +63,32 @@ def active_recording():
 
 class ItemRead:
     """One `Tensor.item()` made part of a recording (Recording.read_item): the element of
-    device, buffer, byte offset and dtype, read again at every replay into `value`.
+    device, buffer, byte offset and dtype, read again at every replay into `value` (a Python
+    number: convert(host array of one element, dtype) makes it, as Tensor.item does).
 
     >>> import clgrad
     >>> t = clgrad.tensor([2.5, 4.0])
-    >>> r = ItemRead(t[1])
+    >>> r = ItemRead(t[1], lambda host, dt: host.item())
     >>> r.read(), r.value
     (4.0, 4.0)
     """
 
-    __slots__ = ("device", "buf", "offset", "dtype", "value")
+    __slots__ = ("device", "buf", "offset", "dtype", "convert", "value")
 
-    def __init__(self, t):
+    def __init__(self, t, convert):
         self.device = t._storage.device
         self.buf = t._storage.buf
         self.offset = t._offset * t._dtype.itemsize
         self.dtype = t._dtype
+        self.convert = convert
         self.value = None
 
     def read(self):
-        """Read the element (blocking: what was enqueued before runs first); returns it as a
-        Python number, as Tensor.item does."""
+        """Read the element (blocking: what was enqueued before runs first); returns its value."""
         host = np.empty(1, self.dtype.np)
         cl.enqueue_copy(self.device.queue, host, self.buf, src_offset=self.offset,
                         is_blocking=True)
-        self.value = dtypes.from_host_bits(host, self.dtype).reshape(()).item()
+        self.value = self.convert(host, self.dtype)
         return self.value
 
 
@@ -382,16 +382,17 @@ class Recording:
             self._ops.append(("fill", (queue, mem, np.array(pattern, copy=True), offset, size)))
         return self._fill(queue, mem, pattern, offset, size, *a, **kw)
 
-    def read_item(self, t):
+    def read_item(self, t, convert):
         """Tensor.item() of the one-element tensor t during the capture: where item_reads allows
         it, the read becomes an operation of the recording (an ItemRead, in `items`; each replay
-        reads the element again) and its value is returned; otherwise None (the caller reads
-        as ever, which breaks the capture). Complex32 elements (two halves) are not taken."""
+        reads the element again) and its value, convert(host element, dtype), is returned;
+        otherwise None (the caller reads as ever, which breaks the capture). Complex32 elements
+        (two halves) are not taken."""
         if self.paused or self.broken or self.item_reads is None or \
                 t._dtype.itemsize != t._dtype.np.itemsize or \
                 not self.item_reads(_outside_frame(sys._getframe(1))):
             return None
-        read = ItemRead(t)
+        read = ItemRead(t, convert)
         self._ops.append(("item", (read.device, read.buf, read)))
         self.paused += 1                  # the read itself is the operation just noted
         try:
