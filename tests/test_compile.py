@@ -264,11 +264,14 @@ def test_reads_returned_through_a_conditional_or_a_conversion_replay(device):
         return (float(s), int(si), bool(big)) if flag else s
     cf = clgrad.compile(f)
     x = clgrad.arange(0.0, 3.0)
+    seen = set()
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         for k in range(12):                         # float() gets specialised on the way
-            assert cf(x + k) == f(x + k)
-    assert cf.stats["replays"] == 10
+            got = cf(x * (k % 3))                   # sums 0, 5, 20: s > 5 changes
+            assert got == f(x * (k % 3))
+            seen.add(got[2])
+    assert cf.stats["replays"] == 10 and seen == {True, False}
 
 
 def test_a_returned_read_of_an_argument_reads_the_next_calls_argument(device):
