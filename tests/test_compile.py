@@ -210,7 +210,8 @@ def _reading_steps():
             opt.step()
             hit = (out.argmax(1) == y)
             right, share = hit.sum(), hit.float().mean()
-            return loss.item(), {"right": right.item(), "share": float(share)}
+            value = loss.item()                 # kept in a local until it is returned
+            return value, {"right": right.item(), "share": float(share)}
         return step
 
     def keeps_a_read(model, opt, history):
@@ -311,8 +312,10 @@ def test_reads_that_do_not_reach_the_return_value_as_read(device, ret):
                 return s.item()
         if ret == "stored":
             v = s.item()
+            kept.append(v)
             return v
         return int(s)                            # a float read made an int
+    kept = []
     cf = clgrad.compile(f)
     x = clgrad.arange(1.0, 4.0)
     with pytest.warns(RuntimeWarning, match="runs eagerly"):

@@ -4,8 +4,8 @@ values sit in the return value (`item_places`), so that a replay reads them agai
 them in their places.
 
 After a Tensor.item() that the function's own frame calls, the rest of the function may only
-build its return value from loads and more such reads: then the value reaches the caller as it
-was read. Anything else (a store, an operator, another call) could do something with the value
+build its return value from loads, stores to its own locals and more such reads: then the value
+reaches the caller as it was read. Anything else (a store, an operator, another call) could do something with the value
 that a replay would not do again, and the capture breaks as for any host read.
 
 >>> import clgrad
@@ -25,14 +25,16 @@ _SKIP = {"CACHE", "PRECALL", "NOP", "PUSH_NULL", "EXTENDED_ARG", "RESUME"}
 _LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW",
           "LOAD_CONST", "LOAD_SMALL_INT", "LOAD_DEREF"}
 _BUILDS = {"BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP"}
+# a read kept in a local of the function's own until it returns it (v = loss.item(); ...)
+_STORES = {"STORE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"}
 _RETURNS = {"RETURN_VALUE", "RETURN_CONST"}
 _CONVERSIONS = ("float", "int", "bool")
 _TAILS = {}                             # code -> its instructions
 
 
 def _tail_returns(frame):
-    """Whether what `frame` runs after its current call only builds the return value from loads
-    and from more reads (x.item(), float(x), int(x), bool(x))."""
+    """Whether what `frame` runs after its current call only builds the return value from loads,
+    stores to its own locals and more reads (x.item(), float(x), int(x), bool(x))."""
     code = frame.f_code
     ins = _TAILS.get(code)
     if ins is None:
@@ -53,7 +55,7 @@ def _tail_returns(frame):
             continue
         if i.opname in _RETURNS:
             return conversions == 0
-        if i.opname in _LOADS or i.opname in _BUILDS:
+        if i.opname in _LOADS or i.opname in _BUILDS or i.opname in _STORES:
             continue
         if i.opname in ("LOAD_ATTR", "LOAD_METHOD"):
             if i.argval != "item":
