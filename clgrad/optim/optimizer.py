@@ -319,26 +319,26 @@ class FusedOptimizer(Optimizer):
         runs the step as host work) when a parameter's state or group is no longer the recorded
         one."""
         state_of, groups = self.state, {id(g) for g in self.param_groups}
-        for group, p, state, buffers, _ in made:
-            if id(group) not in groups or state_of.get(p) is not state or \
-                    any(map(operator.is_not, self._buffers(group, state), buffers)):
-                return False
+        buffers_of, advance = self._buffers, self._advance
         # parameters that shared a launch must still share its scalars: their step counts could
-        # have parted since, if something stepped some of them alone (the key asked of a copy
-        # of the state: the host state is plain numbers, and advances below)
-        shared = {}
-        for group, p, state, _, live in made:
-            if live is not None:
-                key = (id(group), self._advance(dict(state), False))
-                if shared.setdefault(id(live), key) != key:
-                    return False
+        # have parted since, if something stepped some of them alone. The keys are asked of
+        # copies of the states (plain host numbers), which advance only once all checks held.
+        keys, shared = [], {}
+        for group, p, state, buffers, live in made:
+            if id(group) not in groups or state_of.get(p) is not state or \
+                    any(map(operator.is_not, buffers_of(group, state), buffers)):
+                return False
+            key = (id(group), advance(dict(state), False))
+            if live is not None and shared.setdefault(id(live), key) != key:
+                return False
+            keys.append(key)
         scalars, memo = {}, {}
-        for group, p, state, _, live in made:
-            key = (id(group), self._advance(state, False))
-            values = scalars.get(key)
-            if values is None:
-                values = scalars[key] = self._scalars(group, key[1])
+        for (group, p, state, _, live), key in zip(made, keys):
+            advance(state, False)
             if live is not None:
+                values = scalars.get(key)
+                if values is None:
+                    values = scalars[key] = self._scalars(group, key[1])
                 live.set(values, memo)
             p._vc[0] += 1                      # an in-place change, as autograd must see it
         return True
