@@ -540,8 +540,10 @@ class CompiledFunction:
         if rec.broken:
             v.split = bool(self._split_parts())
             self._give_up(v, rec.broken + " (return the tensor and read it outside the "
-                             "compiled function)" + ("; the modules it calls are compiled on "
-                                                     "their own" if v.split else ""))
+                             "compiled function, or return the value read as it is: "
+                             "`return loss.item()` replays)" +
+                          ("; the modules it calls are compiled on their own" if v.split
+                           else ""))
             return out
         flat, spec = tree_flatten(out)
         reads = item_places(flat, rec.items) if rec.items else []
