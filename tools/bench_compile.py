@@ -192,7 +192,8 @@ def run(names, rep, torch_compile):
     if torch is not None and dev.is_gpu and torch.cuda.is_available():
         torch.set_default_device("cuda")
         torch_sync, where = torch.cuda.synchronize, f"CUDA ({torch.cuda.get_device_name()})"
-    print(f"device: {dev.name} ({dev.platform_name}); ms per step, best of {rep} rounds of 3 in turns; "
+    print(f"device: {dev.name} ({dev.platform_name}); ms per step, best of {rep} rounds of 3 "
+          f"in turns; "
           f"ratios against torch {torch.__version__ if torch else '(absent)'} on {where}")
     head = f"{'step':10} {'eager':>8} {'compiled':>9} {'torch':>8} {'t.compile':>9} " \
            f"{'comp/torch':>10} {'comp/t.comp':>11} {'eager/torch':>11} {'launches':>8} " \

@@ -5,8 +5,9 @@ them in their places.
 
 After a Tensor.item() that the function's own frame calls, the rest of the function may only
 build its return value from loads, stores to its own locals and more such reads: then the value
-reaches the caller as it was read. Anything else (a store, an operator, another call) could do something with the value
-that a replay would not do again, and the capture breaks as for any host read.
+reaches the caller as it was read. Anything else (a store elsewhere, an operator, another call)
+could do something with the value that a replay would not do again, and the capture breaks as
+for any host read.
 
 >>> import clgrad
 >>> def step(x):
