@@ -92,9 +92,10 @@ def tinygrad_setup(kind, xn, yn, optimiser):
 
 def training_section(table, args, torch, tinygrad):
     from bench import _rows, best_of, nothing, sync_cl, _tg_sync
+    from bench_compile import interleaved
     rep = 10 if not args.quick else 3
     rng = np.random.default_rng(0)
-    print("\nTraining steps (ms per step; ratio = clgrad / other)")
+    print("\nTraining steps (ms per step; clgrad and torch timed in turns; ratio = clgrad / other)")
     xn, yn = _data(rng, (784,), 10, 256)
     cases = [("W3 MLP 784-512-512-10, batch 256, SGD momentum", "mlp", "sgd", xn, yn),
              ("W3 MLP 784-512-512-10, batch 256, Adam", "mlp", "adam", xn, yn)]
@@ -110,17 +111,21 @@ def training_section(table, args, torch, tinygrad):
         step = make_step(clgrad, model, optname, clgrad.tensor(xn_), clgrad.tensor(yn_),
                          clgrad.bfloat16 if amp else None, device_type)
         try:
-            t = best_of(step, rep, sync_cl)
+            step()
+            sync_cl()
         except NotImplementedError as e:
             print(f"  {name}: not available ({e})")
             continue
-        others = []
+        steps = {"clgrad": (step, sync_cl)}
         if torch is not None:
             torch.manual_seed(0)
             tm = make_models(torch.nn)[0 if kind == "mlp" else 1]
-            tstep = make_step(torch, tm, optname, torch.tensor(xn_), torch.tensor(yn_),
-                              torch.bfloat16 if amp else None)
-            others.append(("torch", best_of(tstep, rep, nothing)))
+            steps["torch"] = (make_step(torch, tm, optname, torch.tensor(xn_), torch.tensor(yn_),
+                                        torch.bfloat16 if amp else None), nothing)
+        # clgrad and torch in turns, so that the machine's drift hits both alike
+        times = interleaved(steps, rep)
+        t = times.pop("clgrad")
+        others = list(times.items())
         if tinygrad is not None and not amp:
             try:
                 others.append(("tinygrad", best_of(tinygrad_setup(kind, xn_, yn_, optname),
