@@ -5,11 +5,22 @@ LSTM LM: one training step of a character language model: embedding 96 -> 64, a 
 GRU LM: the same with a 2-layer GRU, run by the fused layer op and (the row below it) step by
     step in composed ops, in the same process.
 
-The same model and data run in torch (CPU) where it is installed, in the same process.
+The same model and data run in torch (CPU) where it is installed, in the same process, timed in
+turns with clgrad's (each round calls each once untimed, then three times timed; best of all).
 """
 import numpy as np
 
 import clgrad
+
+
+def _in_turns(steps, rep):
+    """(clgrad's best seconds, [(name, best seconds) of the others, in order]) of steps
+    {name: (step, sync)}, the first clgrad's, timed in turns (bench_compile.interleaved), so
+    that the machine's drift hits them alike."""
+    from bench_compile import interleaved
+    times = interleaved(steps, rep)
+    first = next(iter(steps))
+    return times.pop(first), list(times.items())
 
 
 def make_lstm_lm(lib, vocab=96, emb=64, hidden=256, layers=2, kind="LSTM"):
@@ -42,20 +53,20 @@ def make_lm_step(lib, model, x, y):
 
 
 def sequence_section(table, args, torch, tinygrad):
-    from bench import _rows, best_of, nothing, sync_cl
+    from bench import _rows, nothing, sync_cl
     rep = 5 if not args.quick else 2
     rng = np.random.default_rng(0)
     xn = rng.integers(0, 96, (32, 64)).astype(np.int64)
     yn = rng.integers(0, 96, (32, 64)).astype(np.int64)
     name = "LSTM LM 2x256, batch 32 x 64 steps, Adam"
     clgrad.manual_seed(0)
-    step = make_lm_step(clgrad, make_lstm_lm(clgrad), clgrad.tensor(xn), clgrad.tensor(yn))
-    t = best_of(step, rep, sync_cl)
-    others = []
+    steps = {"clgrad": (make_lm_step(clgrad, make_lstm_lm(clgrad), clgrad.tensor(xn),
+                                     clgrad.tensor(yn)), sync_cl)}
     if torch is not None:
         torch.manual_seed(0)
-        tstep = make_lm_step(torch, make_lstm_lm(torch), torch.tensor(xn), torch.tensor(yn))
-        others.append(("torch", best_of(tstep, rep, nothing)))
+        steps["torch"] = (make_lm_step(torch, make_lstm_lm(torch), torch.tensor(xn),
+                                       torch.tensor(yn)), nothing)
+    t, others = _in_turns(steps, rep)
     _rows(table, name, t * 1e3, "ms", others, 1e3)
 
     from clgrad.nn.modules import rnn as rnn_module
@@ -63,21 +74,27 @@ def sequence_section(table, args, torch, tinygrad):
     def gru_step(lib):
         lib.manual_seed(0)
         return make_lm_step(lib, make_lstm_lm(lib, kind="GRU"), lib.tensor(xn), lib.tensor(yn))
-    t = best_of(gru_step(clgrad), rep, sync_cl)
-    others = [("torch", best_of(gru_step(torch), rep, nothing))] if torch is not None else []
+    composed = gru_step(clgrad)
+
+    def composed_step():                # the layer step by step in composed ops
+        rnn_module._FUSED = False
+        try:
+            composed()
+        finally:
+            rnn_module._FUSED = True
+    steps = {"clgrad": (gru_step(clgrad), sync_cl), "composed": (composed_step, sync_cl)}
+    if torch is not None:
+        steps["torch"] = (gru_step(torch), nothing)
+    t, others = _in_turns(steps, rep)
+    t_composed = others.pop(0)[1]
     _rows(table, "GRU LM 2x256, batch 32 x 64 steps, Adam", t * 1e3, "ms", others, 1e3)
-    rnn_module._FUSED = False
-    try:
-        t = best_of(gru_step(clgrad), rep, sync_cl)
-    finally:
-        rnn_module._FUSED = True
-    _rows(table, "  the same, composed steps", t * 1e3, "ms", others, 1e3)
+    _rows(table, "  the same, composed steps", t_composed * 1e3, "ms", others, 1e3)
 
 
 def gpt_section(table, args, torch):
     """GPT: one AdamW step of tools/train_gpt.py's model, 4 layers, d=128, 4 heads, T=128,
     batch 8, vocabulary 96."""
-    from bench import _rows, best_of, nothing, sync_cl
+    from bench import _rows, nothing, sync_cl
     from train_gpt import gpt_class
     rep = 5 if not args.quick else 2
     rng = np.random.default_rng(0)
@@ -96,14 +113,16 @@ def gpt_section(table, args, torch):
             lib.nn.functional.cross_entropy(logits.reshape(-1, 96), y.reshape(-1)).backward()
             opt.step()
         return step
-    t = best_of(make(clgrad), rep, sync_cl)
-    others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+    steps = {"clgrad": (make(clgrad), sync_cl)}
+    if torch is not None:
+        steps["torch"] = (make(torch), nothing)
+    t, others = _in_turns(steps, rep)
     _rows(table, "GPT 4x128, 4 heads, T=128, batch 8, AdamW", t * 1e3, "ms", others, 1e3)
 
 
 def sdpa_section(table, args, torch):
     """F.scaled_dot_product_attention forward and backward, causal, B=4, H=4, T=512, d=64."""
-    from bench import _rows, best_of, nothing, sync_cl
+    from bench import _rows, nothing, sync_cl
     rep = 5 if not args.quick else 2
     rng = np.random.default_rng(0)
     qkv = [rng.standard_normal((4, 4, 512, 64)).astype(np.float32) for _ in range(3)]
@@ -117,19 +136,29 @@ def sdpa_section(table, args, torch):
                 .backward()
         return step
     from clgrad.nn.attention import SDPBackend, sdpa_kernel
-    t = best_of(make(clgrad), rep, sync_cl)
-    others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+    def forced(backend):
+        step = make(clgrad)
+
+        def run():
+            with sdpa_kernel(backend):
+                step()
+        return run
+    steps = {"clgrad": (make(clgrad), sync_cl),
+             "fused": (forced(SDPBackend.FLASH_ATTENTION), sync_cl),
+             "composed": (forced(SDPBackend.MATH), sync_cl)}
+    if torch is not None:
+        steps["torch"] = (make(torch), nothing)
+    t, others = _in_turns(steps, rep)
+    forms, others = others[:2], others[2:]
     _rows(table, "SDPA causal fwd+bwd, 4x4 heads, T=512, d=64", t * 1e3, "ms", others, 1e3)
-    for name, backend in (("fused", SDPBackend.FLASH_ATTENTION), ("composed", SDPBackend.MATH)):
-        with sdpa_kernel(backend):
-            t = best_of(make(clgrad), rep, sync_cl)
+    for name, t in forms:
         _rows(table, f"  the same, {name} form", t * 1e3, "ms", others, 1e3)
 
 
 def transformer_ops_section(table, args, torch):
     """The GPT step's row-wise ops at its shapes, forward + backward: GELU on [1024, 512],
     softmax on [8, 4, 128, 128] (the composed attention's), layer_norm on [8, 128, 128]."""
-    from bench import _rows, best_of, nothing, sync_cl
+    from bench import _rows, nothing, sync_cl
     rep = 20 if not args.quick else 8
     rng = np.random.default_rng(0)
     print("\nTransformer ops, forward + backward (us per call)")
@@ -152,6 +181,8 @@ def transformer_ops_section(table, args, torch):
                 x.grad = None
                 op(x).backward(g)
             return step
-        t = best_of(make(clgrad), rep, sync_cl)
-        others = [("torch", best_of(make(torch), rep, nothing))] if torch is not None else []
+        steps = {"clgrad": (make(clgrad), sync_cl)}
+        if torch is not None:
+            steps["torch"] = (make(torch), nothing)
+        t, others = _in_turns(steps, rep)
         _rows(table, name, t * 1e6, "us", others, 1e6)
