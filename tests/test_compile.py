@@ -292,7 +292,7 @@ def test_a_returned_read_of_an_argument_reads_the_next_calls_argument(device):
 
 
 @pytest.mark.parametrize("ret", ["scaled", "sqrt", "shared_int", "constant_true", "in_with",
-                                 "stored", "int_of_float"])
+                                 "stored", "int_of_float", "called_after", "method_after"])
 def test_reads_that_do_not_reach_the_return_value_as_read(device, ret):
     """Only a read whose value reaches the caller as it was read replays: one that the function
     changes, stores or could confuse with another value of its result runs eagerly (with a
@@ -314,6 +314,10 @@ def test_reads_that_do_not_reach_the_return_value_as_read(device, ret):
             v = s.item()
             kept.append(v)
             return v
+        if ret == "called_after":               # a call after the read, beside a builtin
+            return s.item(), (float, kept.append(1))
+        if ret == "method_after":
+            return s.item(), float(kept.count(1))
         return int(s)                            # a float read made an int
     kept = []
     cf = clgrad.compile(f)

@@ -19,10 +19,12 @@ for any host read.
 """
 import builtins
 import dis
+import sys
 
 from ..nn.modules.module import Module
 
-_SKIP = {"CACHE", "PRECALL", "NOP", "PUSH_NULL", "EXTENDED_ARG", "RESUME"}
+# (PUSH_NULL is not skipped: it starts the call of a callable held in a local or an attribute)
+_SKIP = {"CACHE", "PRECALL", "NOP", "EXTENDED_ARG", "RESUME"}
 _LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW",
           "LOAD_CONST", "LOAD_SMALL_INT", "LOAD_DEREF"}
 _BUILDS = {"BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP"}
@@ -30,6 +32,8 @@ _BUILDS = {"BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP"}
 _STORES = {"STORE_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"}
 _RETURNS = {"RETURN_VALUE", "RETURN_CONST"}
 _CONVERSIONS = ("float", "int", "bool")
+# From Python 3.12 LOAD_ATTR's low bit says it loads a method to call (3.11: LOAD_METHOD)
+_ATTR_METHOD_BIT = sys.version_info >= (3, 12)
 _TAILS = {}                             # code -> its instructions
 
 
@@ -60,6 +64,8 @@ def _tail_returns(frame):
             continue
         if i.opname in ("LOAD_ATTR", "LOAD_METHOD"):
             if i.argval != "item":
+                if i.opname == "LOAD_METHOD" or _ATTR_METHOD_BIT and i.arg & 1:
+                    return False            # another method's call
                 continue                    # an attribute of a local (self.loss)
             while k < len(ins) and ins[k].opname in _SKIP:
                 k += 1
@@ -67,10 +73,13 @@ def _tail_returns(frame):
                 k += 1                      # x.item()
                 continue
             return False
-        if i.opname == "LOAD_GLOBAL" and i.argval in _CONVERSIONS and \
+        # float(x): the global loaded to be called (its NULL bit), its call after x's loads.
+        # Every call left in the tail is one of these or x.item() (other callables need a
+        # method load or PUSH_NULL, refused above), so counting them pairs each with its own.
+        if i.opname == "LOAD_GLOBAL" and i.arg & 1 and i.argval in _CONVERSIONS and \
                 frame.f_globals.get(i.argval, getattr(builtins, i.argval)) is \
                 getattr(builtins, i.argval):
-            conversions += 1                # float(x): its call comes after x's loads
+            conversions += 1
             continue
         if i.opname == "CALL" and i.arg == 1 and conversions:
             conversions -= 1
