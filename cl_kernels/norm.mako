@@ -12,6 +12,7 @@
 ##   ln_fwd_group, ln_bwd_group: a work-group per row, its items interleaved along the row,
 ##                               sums meeting in local memory (the GPU code paths).
 ##   ln_wgrad:                   one work-item per (chunk of rows, column).
+##   ln_wgrad_v:                 one per (chunk of rows, VEC columns), vector loads (CPU paths).
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
 /* the most work-items of a *_group work-group (norm.py's GROUP_MAX) */
@@ -169,4 +170,25 @@ __kernel void ln_wgrad(${c.cptr(dt)} g, long go, ${c.cptr(dt)} x, long xo,
     }
     part[p * L + l] = sw;
     part[(parts + p) * L + l] = sb;
+}
+
+/* ln_wgrad for rows of a multiple of ${W} elements (the CPU code paths): a work-item sums ${W}
+   neighbouring columns (global id 0) over a chunk of rows with vector loads along each row.
+   ln_wgrad's work-item per column reads down a column, one element of each cache line it loads,
+   and PoCL does not pack neighbouring work-items into vector lanes (norm.py has the figures). */
+__kernel void ln_wgrad_v(${c.cptr(dt)} g, long go, ${c.cptr(dt)} x, long xo,
+                         __global const ${T} *mean, __global const ${T} *rstd,
+                         __global ${T} *part, long rows, long L, long chunk, long parts)
+{
+    long v = get_global_id(0), p = get_global_id(1);
+    if (v * ${W} >= L) return;
+    long r0 = p * chunk, r1 = min(rows, r0 + chunk);
+    ${VT} sw = (${VT})(0), sb = (${VT})(0);
+    for (long row = r0; row < r1; ++row) {
+        ${VT} gv = ${vld("(g + go + row * L)", "v")};
+        sw += gv * (${vld("(x + xo + row * L)", "v")} - (${VT})(mean[row])) * (${VT})(rstd[row]);
+        sb += gv;
+    }
+    STV(${T}, ${W}, sw, v, part + p * L);
+    STV(${T}, ${W}, sb, v, part + (parts + p) * L);
 }

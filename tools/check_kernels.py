@@ -425,7 +425,8 @@ def drive_norm(dev, dt, rng):
     work-group (with tails), with and without weight and bias, a strided input."""
     import clgrad
     import clgrad.nn.functional as F
-    for shape, k in (((3, 7), 1), ((4, 300), 1), ((2, 3, 40), 2), ((5, 1), 1)):
+    # (rows of 40 and 48 take the weight gradient's vector kernel at vector widths 8 and 16)
+    for shape, k in (((3, 7), 1), ((4, 300), 1), ((2, 3, 40), 2), ((5, 1), 1), ((3, 48), 1)):
         ns = shape[len(shape) - k:]
         for affine in ((True, True), (True, False), (False, True), (False, False)):
             x = _t(dt, shape, dev, rng).requires_grad_()
@@ -943,6 +944,8 @@ PATH_ONLY = [
     ("norm", "ln_bwd_group", "cpu", "layer_norm's work-group per row is a GPU path"),
     ("norm", "ln_fwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
     ("norm", "ln_bwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
+    ("norm", "ln_wgrad_v", "gpu", "layer_norm's weight gradient by vectors of columns is a CPU "
+                                  "path"),
     ("fft", "fft_local", "cpu", "the work-group-per-row FFT in local memory is a GPU path"),
 ]
 
