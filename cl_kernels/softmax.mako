@@ -10,6 +10,7 @@
 ##                them at once, one vector per position along L (PoCL does not vectorise across
 ##                work-items, so this is how CPUs get SIMD);
 ##     ONE   (2)  any strides, scalars.
+##   softmax_causal_row: softmax of causal attention scores, a work-item per row (CPU paths).
 ##   softmax_group, softmax_bwd_group: a work-group per contiguous line, items interleaved,
 ##     reductions in local memory (GPUs, long lines). Both ops share one kernel (flag `logf`):
 ##     kernels with barriers are slow to compile on PoCL.
@@ -226,6 +227,24 @@ __kernel void ${op}_line(
 #undef BASES
 }
 % endfor
+
+/* ---------------- softmax of causal attention scores ---------------- */
+/* Row r of contiguous rows of S scores belongs to query (r % rows) + first, which sees keys 0 up
+   to itself (torch's is_causal: the mask is top-left aligned): the softmax of those, and 0 for
+   the rest, as adding a -inf mask first would give, without the mask's own pass over the scores
+   and its add. Backward is softmax_bwd_line's (y is 0 past the last key seen). CPU paths: a
+   work-item per row; GPUs add the mask and take softmax_group. */
+__kernel void softmax_causal_row(${c.cptr(dt)} x, long xo, long so, ${c.ptr(dt)} out, long oo,
+                                 long outer, long S, long rows, long first)
+{
+    long gid = get_global_id(0);
+    if (gid >= outer) return;
+    long xb = xo + gid * so, ob = oo + gid * S;
+    long L = min(S, gid % rows + first + 1);
+<% ldv, stv, lds, sts = row_io(["x"]) %>
+    ${walk_row("softmax", ldv, stv, lds, sts)}
+    for (long l = L; l < S; ++l) { ${sts(f"({T})0")}; }
+}
 
 /* ---------------- work-group per row ---------------- */
 __kernel void softmax_group(${c.cptr(dt)} x, long xo, long so, ${c.ptr(dt)} out, long oo, long L,

@@ -332,6 +332,14 @@ def _fused_attention(g, args, outs):
     return g.node("MatMul", [g.node("Softmax", [scores], axis=-1), g.value(v)])
 
 
+def _causal_softmax(g, args, outs):
+    """The causal attention scores' softmax as the -inf mask added (a constant), then Softmax."""
+    x, first = args
+    L, S = x.shape[-2], x.shape[-1]
+    tri = np.where(np.tril(np.ones((L, S), bool), first), 0.0, -np.inf).astype(np.float32)
+    return g.node("Softmax", [g.node("Add", [g.value(x), g.const(tri, "causal")])], axis=-1)
+
+
 def _where(g, args, outs):
     cond, a, b = args[:3]
     like = outs[0]
@@ -360,6 +368,7 @@ CONVERTERS = {
     "Silu": lambda g, a, o: g.node("Mul", [g.value(a[0]), g.node("Sigmoid", [g.value(a[0])])]),
     "Gelu": _gelu, "Clamp": _clamp, "Addcmul": _addcmul,
     "Softmax": _softmax("Softmax"), "LogSoftmax": _softmax("LogSoftmax"),
+    "CausalSoftmax": _causal_softmax,
     "Addmm": _addmm, "Mm": lambda g, a, o: g.node("MatMul", [g.value(a[0]), g.value(a[1])]),
     "Bmm": lambda g, a, o: g.node("MatMul", [g.value(a[0]), g.value(a[1])]),
     "Matmul": lambda g, a, o: g.node("MatMul", [g.value(a[0]), g.value(a[1])]),

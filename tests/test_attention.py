@@ -307,6 +307,22 @@ def test_backend_choice(device, monkeypatch):
             pass
 
 
+def test_causal_composed_form_masks_in_the_softmax(device, code_paths):
+    """The composed causal form on CPU paths: the softmax kernel leaves out the keys after each
+    query (softmax_causal_row), with no mask made and added; GPU paths add the -inf mask."""
+    from clgrad.runtime import kernels
+    q = clgrad.randn(2, 3, 9, 4, device=device, requires_grad=True)
+    names = []
+    kernels.launch_hooks.append(lambda d, k, *a: names.append(k.function_name))
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    finally:
+        kernels.launch_hooks.pop()
+    assert ("softmax_causal_row" in names) == device.cpu_paths
+    assert any(n.startswith("add_") for n in names) != device.cpu_paths
+
+
 @pytest.mark.parametrize("L,S", [(13, 13), (17, 9), (9, 17)])
 def test_causal_blocks_of_query_rows(device, monkeypatch, L, S):
     # the composed causal form over blocks of query rows (each block sees only its keys), here

@@ -6,6 +6,7 @@ import pytest
 
 import clgrad
 from clgrad.kernels import softmax as sm
+from clgrad.ops.softmax import CausalSoftmax
 from helpers import (LAYOUTS, assert_close, float_dtypes, grad_dtype, grad_tols, make, rounded,
                      to_np)
 
@@ -234,3 +235,38 @@ def test_native_exp_only_where_the_probe_found_it_accurate(device):
     a = np.linspace(-80, 3, 4001, dtype=np.float32).reshape(1, -1)
     assert_close(clgrad.softmax(clgrad.tensor(a), -1), np_softmax(a, -1, False), rtol=1e-5,
                  atol=1e-7)
+
+
+# ---- the softmax of causal attention scores (scaled_dot_product_attention's composed form) ----
+def np_causal(a, first):
+    """Row i of the last two dims sees columns 0 .. i + first; the rest are 0."""
+    keep = np.tril(np.ones(a.shape[-2:], bool), first)
+    if a.size == 0:
+        return np.zeros(a.shape)
+    with np.errstate(invalid="ignore"):
+        return np.where(keep, np_softmax(np.where(keep, a, -np.inf), -1, False), 0.0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_causal_scores_match_numpy(device, layout):
+    """CausalSoftmax on every float dtype and layout (a transposed or strided input is copied
+    first): rows shorter and longer than the vector width with tails, more queries than keys
+    (late rows see them all), an offset (a block of query rows), empty inputs."""
+    rng = np.random.default_rng(6)
+    for dt in float_dtypes(device):
+        for shape, first in [((1, 1), 0), ((5, 7), 0), ((2, 9, 8), 0), ((3, 20, 9), 0),
+                             ((2, 4, 37), 3), ((3, 6, 17), 40), ((0, 5), 0), ((2, 3, 0), 0)]:
+            a = rng.uniform(-3, 3, shape)
+            y = CausalSoftmax.apply(make(a, dt, device, layout), first)
+            assert y.shape == shape and y.dtype is dt
+            assert_close(y, np_causal(rounded(a, dt), first), **tols(dt, False))
+
+
+def test_causal_scores_gradients(device):
+    dt, tol = grad_dtype(device), grad_tols(device)
+    x = make(np.random.default_rng(7).uniform(-2, 2, (2, 5, 11)), dt, device, requires_grad=True)
+    for first in (0, 3):
+        y = CausalSoftmax.apply(x, first)
+        assert y.grad_fn.name() == "CausalSoftmaxBackward0"
+        assert clgrad.autograd.gradcheck(lambda t: CausalSoftmax.apply(t, first), (x,), **tol)
+        assert clgrad.autograd.gradgradcheck(lambda t: CausalSoftmax.apply(t, first), (x,), **tol)

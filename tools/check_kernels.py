@@ -417,6 +417,13 @@ def drive_softmax(dev, dt, rng):
                 y.backward(clgrad.ones_like(y))
         x = _strided(dt, (300, 4), dev, rng)
         F.softmax(x, 0); F.log_softmax(x, 0)
+        # causal attention scores (CPU paths): rows with a vector tail, more queries than keys,
+        # an offset (a block of query rows)
+        from clgrad.ops.softmax import CausalSoftmax
+        if sm.causal_rows(dev, x):
+            for shape, first in (((2, 9, 11), 0), ((3, 4, 19), 5)):
+                x = _t(dt, shape, dev, rng).requires_grad_()
+                CausalSoftmax.apply(x, first).backward(clgrad.ones(shape, dtype=dt))
     sm._NATIVE_EXP_OK[dev] = probed
 
 
@@ -946,6 +953,8 @@ PATH_ONLY = [
     ("norm", "ln_bwd_row", "gpu", "layer_norm's work-item per row is a CPU path"),
     ("norm", "ln_wgrad_v", "gpu", "layer_norm's weight gradient by vectors of columns is a CPU "
                                   "path"),
+    ("softmax", "softmax_causal_row", "gpu", "the causal scores' softmax by rows is a CPU path "
+                                              "(GPUs add the mask)"),
     ("fft", "fft_local", "cpu", "the work-group-per-row FFT in local memory is a GPU path"),
 ]
 

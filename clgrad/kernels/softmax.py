@@ -129,6 +129,36 @@ def softmax_raw(x, dim, log):
     return out
 
 
+def causal_rows(dev, x):
+    """Whether softmax_causal_raw takes x on dev: CPU code paths (GPUs give long rows a work-group
+    each, and there add the mask instead)."""
+    return dev.cpu_paths and x._shape != () and x._dtype.kind == "f"
+
+
+def softmax_causal_raw(x, rows, first):
+    """softmax along the last dim of causal attention scores x (..., rows, S): row r is query
+    (r % rows) + first, which sees keys 0 to itself; the keys after it get 0 (what a -inf mask
+    added first gives). Where causal_rows holds; not recorded.
+
+    >>> import clgrad
+    >>> softmax_causal_raw(clgrad.zeros(2, 2), 2, 0).tolist()
+    [[1.0, 0.0], [0.5, 0.5]]
+    """
+    dev, dt = x._storage.device, x._dtype
+    check_fp64(dt, dev)
+    out = empty_tensor(x._shape, dt, dev)
+    if numel_of(x._shape) == 0:
+        return out
+    dim = len(x._shape) - 1
+    x, (outer, S, inner, so, sl, si) = lines_of(x, dim)
+    if sl != 1:                          # the kernel reads rows with vector loads
+        x = contiguous_raw(x)
+        outer, S, inner, so = lines(x, dim)[:4]
+    softmax_family(dev, dt).launch(dev, dt, "softmax_causal_row", line_grid(dev, outer), x, so,
+                                   out, outer, S, rows, first)
+    return out
+
+
 def softmax_backward_raw(g, y, dim, log):
     """The gradient of softmax (log_softmax) at output y for output gradient g; not recorded."""
     dev, dt = y._storage.device, y._dtype

@@ -20,6 +20,7 @@ import math
 from .. import dtypes
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
+from ..kernels.softmax import causal_rows
 from ..kernels.attention import (attn_bwd_raw, attn_fwd_raw, dropout_mask_raw, lse_dtype,
                                  rows_faster)
 from ..tensor import Tensor
@@ -126,13 +127,12 @@ def _causal_blocked(query, key, value, scale, dropout_p):
     L, S = query.shape[-2], key.shape[-2]
     n = L // CAUSAL_BLOCK_ROWS
     bounds = [L * i // n for i in range(n + 1)]
-    mask = additive_mask(None, True, L, S, query.dtype, query.device)
     q = query * scale
     outs = []
     for r0, r1 in zip(bounds, bounds[1:]):
         keys = min(r1, S)            # rows below S see every key
         scores = matmul(q[..., r0:r1, :], key[..., :keys, :].transpose(-2, -1))
-        weights = _softmax_last(scores + mask[r0:r1, :keys])
+        weights = _causal_softmax(scores, r0)
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p)
         outs.append(matmul(weights, value[..., :keys, :]))
@@ -141,6 +141,17 @@ def _causal_blocked(query, key, value, scale, dropout_p):
 
 def _softmax_last(scores):
     return _softmax.softmax(scores, -1)
+
+
+def _causal_softmax(scores, first=0):
+    """softmax of causal attention scores (..., L, S) whose query i is i + first: the keys after
+    it get 0. One pass where the kernel takes the scores (CPU code paths), else the -inf mask is
+    added first."""
+    if causal_rows(scores._storage.device, scores):
+        return _softmax.CausalSoftmax.apply(scores, first)
+    L, S = scores.shape[-2], scores.shape[-1]
+    mask = additive_mask(None, True, first + L, S, scores.dtype, scores.device)
+    return _softmax_last(scores + (mask[first:] if first else mask))
 
 
 def _safe_softmax(scores):
@@ -163,10 +174,9 @@ def _composed_flat(q, k, v, mask, causal, scale, groups, z):
         k, v = k.repeat_interleave(groups, dim=0), v.repeat_interleave(groups, dim=0)
     scores = matmul(q, k.transpose(-2, -1)) * scale
     if mask is not None:
-        scores = scores + mask.reshape(N, L, S)
-    if causal:
-        scores = scores + additive_mask(None, True, L, S, scores.dtype, q.device)
-    w = _safe_softmax(scores) if mask is not None else _softmax_last(scores)
+        w = _safe_softmax(scores + mask.reshape(N, L, S))
+    else:
+        w = _causal_softmax(scores) if causal else _softmax_last(scores)
     if z is not None:
         w = w * z
     return matmul(w, v)
@@ -300,12 +310,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # the scale goes on the query (L x E) rather than on the scores (L x S): one pass less over
     # the largest tensor, forward and backward
     scores = matmul(query * scale, key.transpose(-2, -1))
-    mask = additive_mask(attn_mask, is_causal, L, S, scores.dtype, query.device)
-    if mask is not None:
-        scores = scores + mask
     # only a mask can leave a row with nothing to attend to (a causal row always has its first
     # key): the plain softmax spares the safe one's three extra passes
-    weights = _safe_softmax(scores) if attn_mask is not None else _softmax_last(scores)
+    if is_causal:
+        weights = _causal_softmax(scores)
+    elif attn_mask is not None:
+        weights = _safe_softmax(scores + additive_mask(attn_mask, False, L, S, scores.dtype,
+                                                       query.device))
+    else:
+        weights = _softmax_last(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return matmul(weights, value)

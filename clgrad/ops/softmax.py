@@ -5,7 +5,7 @@ clgrad.ops.scan.
 """
 from .. import dtypes
 from ..autograd.op import Op
-from ..kernels.softmax import softmax_backward_raw, softmax_raw
+from ..kernels.softmax import softmax_backward_raw, softmax_causal_raw, softmax_raw
 from ..tensor import Tensor
 
 
@@ -46,6 +46,25 @@ class LogSoftmax(Softmax):
     """y = x - max - log(sum(exp(x - max))) along dim."""
 
     _log = True
+
+
+class CausalSoftmax(Softmax):
+    """softmax along the last dim of causal attention scores (..., L, S), query i being i + first:
+    keys after the query get 0 (the -inf mask's result, without adding the mask). Backward and
+    jvp are softmax's: the output's zeros make them 0 there too. Where
+    kernels.softmax.causal_rows holds (scaled_dot_product_attention chooses)."""
+
+    @classmethod
+    def forward(cls, ctx, x, first):
+        dim = len(x._shape) - 1
+        y = softmax_causal_raw(x, x._shape[-2], first)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @classmethod
+    def jvp(cls, args, tangents, y):
+        return SoftmaxBackwardData.apply(tangents[0], y, len(y.shape) - 1)
 
 
 class SoftmaxBackwardData(Op):
