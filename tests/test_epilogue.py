@@ -202,3 +202,102 @@ def test_compiled_residual_network_with_in_place_ops_matches_eager(device):
         nn.Linear(384, 5)), seed=5)
     assert not [n for n in names if n.startswith("relu")], names
     assert not [n for n in names if n.startswith("copy_c")], names
+
+
+# ---- copies of copies (fold_copy_chains) ------------------------------------------------------
+def _all_copies(rec):
+    return [n for n in _names(rec) if n.startswith("copy")]
+
+
+def _heads_joined(x, u):
+    """x [B, H, T, D] -> [B, T, H * D] (a copy: the transpose does not reshape as a view), then
+    joined to u along the last dim (a copy into a slice): the first copy's result is dropped."""
+    B, H, T, D = x.shape
+    return clgrad.cat([x.transpose(1, 2).reshape(B, T, H * D), u], dim=2)
+
+
+@pytest.mark.parametrize("dt", [clgrad.float32, clgrad.int64, clgrad.bfloat16])
+def test_a_copy_of_a_copy_is_one_copy(code_paths, device, dt):
+    rng = np.random.default_rng(5)
+    x = clgrad.tensor(rng.standard_normal((2, 3, 5, 4)) * 10, dtype=dt)
+    u = clgrad.tensor(rng.standard_normal((2, 5, 7)) * 10, dtype=dt)
+    with Recording() as rec:
+        y = _heads_joined(x, u)
+    assert len(_all_copies(rec)) == 2, _names(rec)       # x's, now straight into y; u's
+    np.testing.assert_array_equal(y.float().numpy(), _heads_joined(x, u).float().numpy())
+    x.copy_(clgrad.tensor(rng.standard_normal((2, 3, 5, 4)) * 10, dtype=dt))
+    rec.replay()
+    np.testing.assert_array_equal(y.float().numpy(), _heads_joined(x, u).float().numpy())
+
+
+def test_a_copy_of_a_copy_stays_two_where_it_must(device):
+    """The first copy's result read again, its source changed in between, and walks whose dims
+    do not divide each other ([5, 6] and [3, 10]): two copies each time, same values."""
+    rng = np.random.default_rng(6)
+    x = clgrad.tensor(rng.standard_normal((2, 3, 5, 4)), dtype=clgrad.float32)
+    u = clgrad.tensor(rng.standard_normal((2, 5, 7)), dtype=clgrad.float32)
+    a = clgrad.tensor(rng.standard_normal((6, 5)), dtype=clgrad.float32)
+    out = {}
+
+    def read_again():
+        t = x.transpose(1, 2).reshape(2, 5, 12)
+        return clgrad.cat([t, u], dim=2), t.sum()
+
+    def source_changed():
+        t = x.transpose(1, 2).reshape(2, 5, 12)
+        x.add_(1.0)
+        return clgrad.cat([t, u], dim=2)
+
+    def uneven():
+        return clgrad.cat([a.t().reshape(3, 10), a.reshape(3, 10)], dim=1)
+    for name, f in (("read", read_again), ("changed", source_changed), ("uneven", uneven)):
+        x0 = x.clone()
+        with Recording() as rec:
+            out[name] = f()
+        assert len(_all_copies(rec)) == 3, (name, _names(rec))
+        x.copy_(x0)
+        ref = f()
+        x.copy_(x0)
+        rec.replay()
+        for got, want in zip(out[name] if isinstance(out[name], tuple) else [out[name]],
+                             ref if isinstance(ref, tuple) else [ref]):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_compiled_attention_training_matches_eager_bit_for_bit(device, monkeypatch):
+    """tools/train_gpt.py's model: the gradients of q, k and v are reshaped from their heads (a
+    copy each), then joined by the split's backward (a copy into each third): compiled, one copy
+    each (3 per layer fewer than with the pass off), and training agrees with eager bit for bit."""
+    import os
+    import sys
+    from clgrad.kernels import fused
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from train_gpt import gpt_class
+    rng = np.random.default_rng(7)
+    x = clgrad.tensor(rng.integers(0, 11, (2, 16)))
+    y = clgrad.tensor(rng.integers(0, 11, (2, 16)))
+    results, copies = [], {}
+    for compiled, chains in ((False, True), (True, False), (True, True)):
+        if not chains:
+            monkeypatch.setattr(fused, "fold_copy_chains", lambda ops, frees: (ops, frees))
+        clgrad.manual_seed(0)
+        model = gpt_class(clgrad)(11, 16, d=16, layers=2, heads=2)
+        opt = clgrad.optim.AdamW(model.parameters(), lr=1e-2)
+
+        def step():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x).reshape(-1, 11), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            return loss
+        run = clgrad.compile(step) if compiled else step
+        results.append(([run().item() for _ in range(3)],
+                        [p.detach().numpy() for p in model.parameters()]))
+        if compiled:
+            copies[chains] = len(_all_copies(next(iter(run._variants.values())).rec))
+        monkeypatch.undo()
+    for other in results[1:]:
+        assert other[0] == results[0][0]
+        for a, b in zip(other[1], results[0][1]):
+            np.testing.assert_array_equal(a, b)
+    assert copies[True] == copies[False] - 3 * 2, copies

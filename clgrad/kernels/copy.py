@@ -144,6 +144,28 @@ def copy_into(dst, src):
     return dst
 
 
+def copy_launch(dev, dt, out, oo, x, xo, shape, ost, sst):
+    """(kernel, global size, local size, arguments) of the launch copy_into makes for a copy
+    without a cast from buffer x (offset xo, strides sst) to buffer out (oo, ost) over the
+    collapsed walk `shape` (at most 8 dims): copy_r for whole rows on both sides, else the walk
+    copy_s. For a recording's passes, which build launches from other launches' arguments."""
+    n = numel_of(shape)
+    s = dt.short
+    w = vec_width(dev, dt, dt)
+    if shape and ost[-1] == 1 and sst[-1] == 1 and shape[-1] >= w:
+        L = shape[-1]
+        n6 = shape[-2] if len(shape) > 1 else 1
+        gs, ls = rows_geometry(dev, L, n6, n // (L * n6), w)
+        return (COPY.kernel(dev, dt, "copy_r_" + s), gs, ls,
+                (out, oo, pack8_right(ost), x, xo, pack8_right(sst), len(shape),
+                 pack8_right(shape, 1)))
+    chunk = 32 if dev.cpu_paths else 1             # as launch_walk
+    gs, ls = grid(dev, -(-n // chunk))
+    return (COPY.kernel(dev, dt, "copy_s_" + s), gs, ls,
+            (out, oo, pack8_right(ost), x, xo, pack8_right(sst), n, chunk, len(shape),
+             pack8_right(shape, 1)))
+
+
 def contiguous_raw(t):
     """t itself when contiguous, else a contiguous copy (not recorded)."""
     if t._contig:

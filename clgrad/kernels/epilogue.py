@@ -1,7 +1,17 @@
 """Launches a recording folds into the launch before them: a relu into the product (GEMM or
-convolution) whose result only it reads, and a copy into the elementwise op whose result it
-copies (an in-place op under autograd runs out of place, then copies its result back). Both
-passes run when a capture ends, before `fused.fuse` joins runs of elementwise launches.
+convolution) whose result only it reads, a copy into the elementwise op whose result it copies
+(an in-place op under autograd runs out of place, then copies its result back), and a copy into
+the copy that wrote its source. The passes run when a capture ends, before `fused.fuse` joins
+runs of elementwise launches.
+
+**Copies of copies** (`fold_copy_chains`, first). A reshape that cannot be a view copies into a
+fresh contiguous tensor, which another copy then moves on: the gradient of attention's head
+split, (B, H, T, D) -> (B, T, H, D), is reshaped to (B, T, C) (a copy), then `cat` copies it into
+its third of (B, T, 3C). Where the second copy reads the whole block the first wrote, in order,
+that block is never read again (its tensor is freed before anything touches its buffer), the
+first copy's source is untouched in between and there is no host work between them, one copy
+goes from the first's source to the second's destination, over a walk both strided maps split
+into (none where their dims do not divide each other). The same values land in the same places.
 
 **Copies** (`fold_copies`, first). Autograd runs `x.add_(y)` or `x.relu_()` out of place into a
 fresh tensor, which a copy then writes back into x. Where that tensor's only other use is the
@@ -43,14 +53,16 @@ import pyopencl as cl
 
 from .. import dtypes
 from . import conv, gemm
-from .copy import COPY
+from ._layout import MAX_DIMS, collapse
+from .copy import COPY, copy_launch
 from .elementwise import ENTRIES
 
 FLOATS = (dtypes.float32, dtypes.float64)
+_COPY_KINDS = ("copy_c_", "copy_r_", "copy_s_")      # the copy kernels fold_copy_chains joins
 # the kernels the passes look up: (family, which of its kernels, the products' written_block)
 _KNOWN = ((gemm.GEMM, gemm.EPILOGUE_KERNELS.__contains__, gemm.written_block),
           (conv.CONV, conv.EPILOGUE_KERNELS.__contains__, conv.written_block),
-          (COPY, lambda name: name.startswith("copy_c_"), None))
+          (COPY, lambda name: name.startswith(_COPY_KINDS), None))
 _homes = {}       # id(cl.Kernel) -> (the kernel, (family, variant, name, options, written) or None)
 
 
@@ -122,6 +134,107 @@ def fold_copies(ops, frees, spec):
         dropped.add(j)
         touches[id(out)] = sorted(set(touches[id(out)]) - {j} | {i})
         touches[id(t)] = [k for k in touches[id(t)] if k not in (i, j)]
+    return _without(ops, frees, dropped)
+
+
+def _copy_walk(home, args):
+    """(destination buffer, its offset, source buffer, its offset, walk shape, destination
+    strides, source strides) of a copy launch without a cast (copy_c, copy_r, copy_s); None for
+    any other launch."""
+    if home is None or home[0] is not COPY:
+        return None
+    name, dt = home[2], home[1]
+    if name[:7] not in _COPY_KINDS or name[7:] != dt.short:
+        return None
+    if name.startswith("copy_c_"):
+        out, oo, x, xo, n = args
+        return out, oo, x, xo, [n], [1], [1]
+    nd, shp = args[-2], args[-1]
+    unpack = lambda v: [int(v[f"s{k}"]) for k in range(MAX_DIMS - nd, MAX_DIMS)]
+    return args[0], args[1], args[3], args[4], unpack(shp), unpack(args[2]), unpack(args[5])
+
+
+def _in_order(shape, strides):
+    """Whether strides walk shape over one contiguous block in C order (size-1 dims aside)."""
+    step = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
+def _common_walk(shape1, st1, shape2, st2):
+    """(shape, strides1, strides2): one walk over which two strided maps of the same C-order
+    positions (shape1 / st1, shape2 / st2, one numel) give the same addresses; the dims of each
+    split where the other's end. None when a dim of one does not divide the other's.
+
+    >>> _common_walk([4, 6], [6, 1], [2, 12], [100, 1])
+    ([2, 2, 6], [12, 6, 1], [100, 6, 1])
+    """
+    a = [(n, s) for n, s in zip(shape1, st1) if n != 1]
+    b = [(n, s) for n, s in zip(shape2, st2) if n != 1]
+    shape, s1, s2 = [], [], []
+    while a and b:
+        (na, sa), (nb, sb) = a[-1], b[-1]
+        m = min(na, nb)
+        if max(na, nb) % m:
+            return None
+        shape.append(m)
+        s1.append(sa)
+        s2.append(sb)
+        for side, (n, st) in ((a, (na, sa)), (b, (nb, sb))):
+            if n == m:
+                side.pop()
+            else:
+                side[-1] = (n // m, st * m)
+    if a or b:
+        return None
+    return shape[::-1], s1[::-1], s2[::-1]
+
+
+def fold_copy_chains(ops, frees):
+    """(ops with each copy of a copy's result made one copy, see above; frees renumbered for
+    them); frees as relu_epilogues takes them."""
+    touches, hosts = buffer_uses(ops)
+    ops = list(ops)
+    dropped = set()
+    for j, (kind, payload) in enumerate(ops):
+        if kind != "launch":
+            continue
+        home = _home(payload[1])
+        second = _copy_walk(home, payload[4])
+        if second is None:
+            continue
+        dst, do, t, to, shape2, dst_st, t_st2 = second
+        before = [k for k in touches[id(t)] if k < j and k not in dropped]
+        if dst is t or not _in_order(shape2, t_st2) or not before or \
+                ops[before[-1]][0] != "launch":
+            continue
+        i = before[-1]
+        dev, kernel, _, _, args = ops[i][1]
+        first_home = _home(kernel)
+        first = _copy_walk(first_home, args) if first_home and first_home[1] is home[1] else None
+        if first is None:
+            continue
+        t1, to1, src, so, shape1, t_st1, src_st = first
+        if t1 is not t or to1 != to or src is t or src is dst or \
+                not _in_order(shape1, t_st1) or \
+                any(i < k < j for k in touches.get(id(src), ())) or \
+                any(i < h < j for h in hosts) or \
+                not _dead_after(t, j, touches, frees, hosts, i):
+            continue
+        walk = _common_walk(shape1, src_st, shape2, dst_st)
+        if walk is None:
+            continue
+        shape, (s_st, d_st) = collapse(walk[0], [walk[1], walk[2]])
+        if len(shape) > MAX_DIMS:
+            continue
+        ops[j] = ("launch", (dev,) + copy_launch(dev, home[1], dst, do, src, so, shape, d_st,
+                                                 s_st))
+        dropped.add(i)
+        touches[id(t)] = [k for k in touches[id(t)] if k not in (i, j)]
+        touches[id(src)] = sorted(set(touches[id(src)]) - {i} | {j})
     return _without(ops, frees, dropped)
 
 

@@ -40,7 +40,7 @@ from ..runtime.device import Device, devices
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import get_kernel, grid, vec_width
 from .elementwise import ENTRIES, PROGRAMS
-from .epilogue import buffer_uses, fold_copies, relu_epilogues
+from .epilogue import buffer_uses, fold_copies, fold_copy_chains, relu_epilogues
 
 MAX_BUFFERS = 24            # kernel arguments stay far below every device's limit
 FLOATS = (dtypes.float32, dtypes.float64)
@@ -224,6 +224,7 @@ def fuse(ops, dead, frees):
     relus into the launch before them (clgrad/kernels/epilogue.py), which go first. Returns the
     list with each fusable run replaced by one launch, its numbers baked in and its results
     stored only where something after the run reads them or a live tensor holds them."""
+    ops, frees = fold_copy_chains(ops, frees)
     ops, frees = fold_copies(ops, frees, _spec)
     ops, frees = relu_epilogues(ops, frees, _spec)
     last_use = {b: uses[-1] for b, uses in buffer_uses(ops)[0].items()}
