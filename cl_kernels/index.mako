@@ -14,6 +14,33 @@
 ##   scatter_add:  the same with dst += src * alpha, atomically, so duplicates add up
 <%namespace name="c" file="common.mako"/>
 ${c.prelude([dt])}
+% if lines:
+<% W = c.attr.width(dt); VT = f"CAT({dt.ct}, {W})" %>
+/* index_add along a dim by lines: dst[o, idx[n], i] += alpha * src[o, n, i] for n = 0 .. N - 1
+   in order, for lines contiguous across the dim in both tensors and inner a multiple of ${W}.
+   A work-item owns ${W} neighbouring lines (one vector: PoCL does not vectorise across
+   work-items whose body is a loop) and walks the N indices itself, so that duplicate indices
+   add up without atomics and in index order (as torch's CPU index_add). Programs of their own
+   (index.py's INDEX_LINES), CPU code paths. Indices are clamped as index_terms clamps them. */
+__kernel void index_add_lines_v(${c.ptr(dt)} dst, long dof, long d_so, long d_sv,
+                                ${c.cptr(dt)} src, long sof, long s_so, long s_sn,
+                                __global const long *idx, long iof, long i_sn, long V,
+                                long outer, long inner, long N, ${dt.ct} alpha)
+{
+    long gid = get_global_id(0), nv = inner / ${W};
+    if (gid >= outer * nv) return;
+    long o = gid / nv, i = (gid % nv) * ${W};
+    long d0 = dof + o * d_so + i, s0 = sof + o * s_so + i;
+    for (long n = 0; n < N; ++n) {
+        long v = idx[iof + n * i_sn];
+        v = v < 0 ? v + V : v;
+        long d = d0 + (v < 0 ? 0 : v >= V ? V - 1 : v) * d_sv;
+        ${VT} a = ${c.vload(dt, "(src + s0 + n * s_sn)", "0", W)};
+        ${VT} b = ${c.vload(dt, "(dst + d)", "0", W)};
+        ${c.vstore(dt, "(dst + d)", "0", "b + alpha * a", W)};
+    }
+}
+% else:
 % if dt.ct in ("double", "long"):
 /* 64-bit accumulation needs 64-bit atomics; the host does not launch scatter_add without them */
 #if defined(cl_khr_int64_base_atomics)
@@ -301,4 +328,5 @@ __kernel void class_targets(__global const long *t, long to, long n, long ignore
     safe[i] = keep ? v : 0;
     ${c.store(dt, "w", "i", "(%s)(keep ? 1 : 0)" % dt.ct)};
 }
+% endif
 % endif

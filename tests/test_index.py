@@ -582,6 +582,78 @@ def test_scatters_every_dtype(device):
                                                   reduce="add").tolist() == [0.0, 3.0]
 
 
+def _index_add_kernels(f):
+    from clgrad.runtime import kernels
+    names = []
+    kernels.launch_hooks.append(lambda d, k, *a: names.append(k.function_name))
+    try:
+        out = f()
+    finally:
+        kernels.launch_hooks.pop()
+    return out, [n for n in names if n in ("index_add_lines_v", "scatter_add")]
+
+
+def test_index_add_by_lines_every_dtype(device, code_paths):
+    """index_add along a dim whose lines are contiguous rows (an embedding's backward): on CPU
+    paths a work-item per vector of lines walks the index, no atomics, summing in index order,
+    so float results equal numpy's np.add.at (also in index order) bit for bit: duplicates,
+    alpha, a destination and source that are views at an offset."""
+    from clgrad.kernels.index import LINES_DTYPES, LINES_PER_UNIT
+    rng = np.random.default_rng(11)
+    cols = 4 * LINES_PER_UNIT * device.compute_units * device.vec
+    idx = np.array([3, 0, 2, 3, 1, 3, 0, 4])
+    for dt in [d for d in LINES_DTYPES if device.has_fp64 or d is not clgrad.float64]:
+        base = random_array((2, 6, cols), dt, rng)
+        src = random_array((2, 9, cols), dt, rng)[:, 1:]
+        alpha = 1 if dt.kind != "f" else 0.5
+        x, s = make(base, dt, device), make(src, dt, device)
+
+        def run():
+            y = x.clone()
+            y[:, 1:].index_add_(1, clgrad.tensor(idx, device=device), s, alpha=alpha)
+            return y
+        got, launched = _index_add_kernels(run)
+        assert launched == (["index_add_lines_v"] if device.cpu_paths else ["scatter_add"])
+        want = to_np(x).copy()
+        np.add.at(want[:, 1:], (slice(None), idx), (to_np(s) * alpha).astype(want.dtype))
+        if dt in (clgrad.float16, clgrad.bfloat16):     # rounded at every add
+            assert_close(got, want, dt)
+        elif device.cpu_paths or dt.kind != "f":
+            np.testing.assert_array_equal(to_np(got), want)
+        else:
+            assert_close(got, want, dt)
+
+
+def test_embedding_backward_by_lines(device, code_paths):
+    """The gradient of an embedding: the sum of each row's output gradients, in token order
+    (bit for bit against np.add.at on CPU paths); too few lines, and lines that are not
+    contiguous, keep the atomic scatter."""
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(12)
+    w = clgrad.tensor(rng.standard_normal((7, 64)).astype(np.float32), device=device,
+                      requires_grad=True)
+    tokens = rng.integers(0, 7, (3, 40))
+    g = rng.standard_normal((3, 40, 64)).astype(np.float32)
+    out = F.embedding(clgrad.tensor(tokens, device=device), w)
+    _, launched = _index_add_kernels(
+        lambda: out.backward(clgrad.tensor(g, device=device)))
+    want = np.zeros((7, 64), np.float32)
+    np.add.at(want, tokens.reshape(-1), g.reshape(-1, 64))
+    if device.cpu_paths:
+        assert launched == ["index_add_lines_v"]
+        np.testing.assert_array_equal(w.grad.numpy(), want)
+    else:
+        assert_close(w.grad, want, clgrad.float32)
+    few = clgrad.zeros(4, 3, device=device)                     # 3 columns: atomics
+    _, launched = _index_add_kernels(lambda: few.index_add_(0, clgrad.tensor([1, 1]),
+                                                            clgrad.ones(2, 3, device=device)))
+    assert launched == ["scatter_add"] and few.tolist()[1] == [2.0] * 3
+    cols = clgrad.zeros(64, 4, device=device).t()               # lines not contiguous
+    _, launched = _index_add_kernels(lambda: cols.index_add_(0, clgrad.tensor([2, 2]),
+                                                             clgrad.ones(2, 64, device=device)))
+    assert launched == ["scatter_add"] and cols[2].tolist() == [2.0] * 64
+
+
 def test_inplace_scatters(device):
     x = clgrad.zeros(2, 3, device=device)
     v0 = x._version

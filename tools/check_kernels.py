@@ -467,6 +467,14 @@ def drive_index(dev, dt, rng):
     clgrad.nonzero(_t(dt, (200,), dev, rng, low=0))
     x.tril(); x.triu(1); x.t().tril(-1)
     x[idx[0, :3]]
+    # index_add by lines (CPU paths): duplicate rows, a row offset in both tensors, lines
+    # enough for its condition; duplicates must not race (a work-item owns its lines)
+    from clgrad.kernels.index import LINES_DTYPES, LINES_PER_UNIT
+    if dt in LINES_DTYPES and dev.cpu_paths:
+        cols = 2 * LINES_PER_UNIT * dev.compute_units * dev.vec
+        rows = clgrad.tensor([3, 0, 3, 1, 3], dtype=clgrad.int64, device=dev)
+        dst = clgrad.zeros((2, 5, cols), dtype=dt, device=dev)
+        dst[:, 1:].index_add_(1, rows, _t(dt, (2, 5, cols), dev, rng)[:, :5])
     if dt.kind == "f":                       # cross-entropy's targets, one ignored
         from clgrad.kernels.index import class_targets_raw
         class_targets_raw(clgrad.tensor([1, -100, 3], device=dev), -100, dt)
@@ -955,6 +963,8 @@ PATH_ONLY = [
                                   "path"),
     ("softmax", "softmax_causal_row", "gpu", "the causal scores' softmax by rows is a CPU path "
                                               "(GPUs add the mask)"),
+    ("index", "index_add_lines_v", "gpu", "index_add by lines is a CPU path (GPUs add "
+                                          "atomically)"),
     ("fft", "fft_local", "cpu", "the work-group-per-row FFT in local memory is a GPU path"),
 ]
 

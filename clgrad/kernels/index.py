@@ -9,7 +9,8 @@ Each launch walks an iteration shape: the data operands give their strides over 
 SLOTS index tensors ("slots") each add (its value, wrapped when negative) * mul to the data
 address. More index tensors than that are folded into one by the caller (ops/index.py).
 
-Accumulation uses atomics: integer atomic_add, and compare-and-swap loops for floats and for 16-
+Accumulation uses atomics (but index_add of contiguous rows on CPU code paths, by lines:
+index_add_lines_raw): integer atomic_add, and compare-and-swap loops for floats and for 16-
 and 8-bit types (on the 32-bit word that holds the element). 64-bit types need
 cl_khr_int64_base_atomics; on a device without it scatter_add is done on the host with numpy.
 
@@ -29,15 +30,21 @@ import pyopencl as cl
 from .. import dtypes
 from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
-from ..runtime.kernels import grid
+from ..runtime.kernels import grid, vec_width
 from ..runtime.recording import checked_read
 from ..tensor import empty_tensor, numel_of, real_view, upload
 from ._layout import (check_dims, collapse, expand_strides, launch_walk, pack8, pack8_right,
                       view_raw)
+from ._lines import line_grid
 from .copy import contiguous_raw, scalar_for
 
 SLOTS = 4               # index tensors one launch takes; more are folded into one by the caller
-INDEX = KernelFamily("index", lambda dt: dict(dt=dt, SLOTS=SLOTS), ALL_DTYPES)
+INDEX = KernelFamily("index", lambda dt: dict(dt=dt, SLOTS=SLOTS, lines=False), ALL_DTYPES)
+# index_add by lines (index_add_lines): programs of their own, so that the index programs every
+# indexing op and strided copy builds are not rebuilt for it
+LINES_DTYPES = [dt for dt in ALL_DTYPES if dt.kind in "fiu"]
+INDEX_LINES = KernelFamily("index", lambda dt: dict(dt=dt, SLOTS=SLOTS, lines=True),
+                           LINES_DTYPES, tag=lambda dt: dt.short + "_lines")
 _ZERO8 = pack8([])
 
 
@@ -115,6 +122,50 @@ def scatter_raw(dst, shape, strides, offset, src, src_strides, slots, accumulate
     else:
         _launch("scatter", dt, dev, shape, operands, slots)
     return dst
+
+
+# index_add by lines wants at least this many vectors of lines per compute unit; with fewer, a
+# few work-items walking a long index alone would be the launch
+LINES_PER_UNIT = 2
+
+
+def index_add_lines_raw(dst, dim, index, src, alpha=1):
+    """dst.index_add_(dim, index, src, alpha=alpha) by lines (cl_kernels/index.mako's
+    index_add_lines_v: a work-item per vector of lines across dim walks the whole index, no
+    atomics, sums in index order) where that is the way: CPU code paths, a real or integer
+    dtype, an int64 index (1-d), the dims before dim one stride in both tensors and those after
+    it contiguous in both, a multiple of the vector width, and enough lines. Returns whether it
+    ran (else the caller scatters). The index is checked already. An embedding's backward
+    (PoCL, 1024 rows of 128 floats into 65): 29 us against 470-730 by atomics.
+
+    >>> import clgrad
+    >>> d = clgrad.zeros(3, 64); s = clgrad.ones(4, 64)
+    >>> index_add_lines_raw(d, 0, clgrad.tensor([2, 0, 2, 2]), s), d[:, 0].tolist()
+    (True, [1.0, 0.0, 3.0])
+    """
+    dev, dt = dst._storage.device, dst._dtype
+    if not dev.cpu_paths or dt not in LINES_DTYPES or index._dtype is not dtypes.int64 or \
+            src._dtype is not dt or len(index._shape) != 1 or \
+            len(dst._shape) != len(src._shape) or not dst._shape:
+        return False
+    N = index._shape[0]
+    shape = dst._shape[:dim] + (N,) + dst._shape[dim + 1:]
+    sst = expand_strides(src, shape)
+    oshape, (d_so, s_so) = collapse(dst._shape[:dim], [dst._strides[:dim], sst[:dim]])
+    ishape, (d_si, s_si) = collapse(shape[dim + 1:], [dst._strides[dim + 1:], sst[dim + 1:]])
+    outer, inner, w = numel_of(oshape), numel_of(ishape), vec_width(dev, dt)
+    if len(oshape) > 1 or len(ishape) != 1 or d_si != [1] or s_si != [1] or inner % w or \
+            outer * inner // w < LINES_PER_UNIT * dev.compute_units:
+        return False
+    if N == 0 or outer == 0:
+        return True
+    d_so, s_so = (d_so[0], s_so[0]) if oshape else (0, 0)
+    # (line_grid: work-groups small enough for every core to take some)
+    INDEX_LINES.launch(dev, dt, "index_add_lines_v", line_grid(dev, outer * inner // w),
+                       dst._storage.buf, dst._offset, d_so, dst._strides[dim], src._storage.buf,
+                       src._offset, s_so, sst[dim], index, index._strides[0], dst._shape[dim],
+                       outer, inner, N, scalar_for(dt, alpha))
+    return True
 
 
 def combine_raw(dst, shape, strides, src, src_strides, slots, op):

@@ -12,10 +12,12 @@ data stride of the dim each one indexes; more slots than a kernel takes are fold
 (fit_slots, with elementwise ops).
 
 Accumulation (index_put_(accumulate=True), index_add, scatter_add, and the backward of every
-gather) uses atomics: integer atomic_add, and compare-and-swap loops for floats and for 16- and
-8-bit types (on the 32-bit word that holds the element). Sums of duplicates are therefore correct
-but, for floats, their rounding depends on the order the device runs them in, as with torch on
-CUDA. 64-bit types need cl_khr_int64_base_atomics; on a device without it, the sum is done on the
+gather) uses atomics, except index_add of contiguous rows on CPU code paths (an embedding's
+backward), which goes by lines, without atomics, summing in index order (kernels.index's
+index_add_lines_raw). The atomics are integer atomic_add, and compare-and-swap loops for floats
+and for 16- and 8-bit types (on the 32-bit word that holds the element). Sums of duplicates are
+therefore correct but, for floats, their rounding depends on the order the device runs them in,
+as with torch on CUDA. 64-bit types need cl_khr_int64_base_atomics; on a device without it, the sum is done on the
 host with numpy (download, np.add.at, upload), which is correct and slow.
 
 Index bounds are checked before a kernel runs, by a small kernel that raises a flag the host reads
@@ -24,7 +26,8 @@ its result depends on the data.
 """
 from .. import dtypes
 from ..autograd.op import Op
-from ..kernels.index import SLOTS, Slot, first_bad, gather_raw, nonzero_raw, scatter_raw
+from ..kernels.index import (SLOTS, Slot, first_bad, gather_raw, index_add_lines_raw,
+                             nonzero_raw, scatter_raw)
 from ..tensor import Tensor, contiguous_strides, empty_tensor, numel_of
 from . import views
 from ._base import (broadcast_shapes, cast_raw, contiguous_raw, copy_into, expand_strides,
@@ -99,6 +102,8 @@ def _along_dim(dst, dim, index, n):
 
 def _put_along(dst, dim, index, src, accumulate, alpha=1):
     """dst[..., index[j], ...] = (or +=) src[..., j, ...]: src may also be a 0-d value."""
+    if accumulate and index_add_lines_raw(dst, dim, index, src, alpha):
+        return dst
     d1, i1 = _vec(dst), _vec(index)
     shape, st, slot = _along_dim(d1, dim, i1, i1._shape[0])
     s1 = _vec(src)
