@@ -110,12 +110,18 @@ def pack8_right(values, fill=0):
     return pack8([fill] * (MAX_DIMS - len(values)) + list(values))
 
 
-def launch_walk(dev, kernel, n, cshape, *args):
-    """Launch a kernel that walks the collapsed iteration shape `cshape` (common.mako's walk):
-    each work-item takes a run of `chunk` elements on CPUs, one on GPUs. Tensors among `args`
-    expand to buffer and offset."""
+def walk_grid(dev, n):
+    """(global size, local size, chunk) of a walk over n elements (common.mako's walk): each
+    work-item takes a run of `chunk` elements on CPUs, one on GPUs."""
     chunk = 32 if dev.cpu_paths else 1
     gs, ls = grid(dev, -(-n // chunk))
+    return gs, ls, chunk
+
+
+def launch_walk(dev, kernel, n, cshape, *args):
+    """Launch a kernel that walks the collapsed iteration shape `cshape` (walk_grid). Tensors
+    among `args` expand to buffer and offset."""
+    gs, ls, chunk = walk_grid(dev, n)
     launch(dev, kernel, gs, ls, *cl_args(args), n, chunk, len(cshape), pack8_right(cshape, 1))
 
 

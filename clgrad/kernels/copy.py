@@ -14,7 +14,8 @@ from ..dtypes import ALL as ALL_DTYPES
 from ..runtime.family import KernelFamily
 from ..runtime.kernels import grid, vec_width
 from ..tensor import empty_tensor, numel_of, real_view
-from ._layout import check_dims, collapse, expand_strides, launch_walk, pack8_right, view_raw
+from ._layout import (check_dims, collapse, expand_strides, launch_walk, pack8_right, view_raw,
+                      walk_grid)
 
 # one program per destination dtype, holding the copies from every source dtype. Complex tensors
 # have no program of their own: they are copied as their real views (interleaved (re, im) pairs
@@ -159,8 +160,7 @@ def copy_launch(dev, dt, out, oo, x, xo, shape, ost, sst):
         return (COPY.kernel(dev, dt, "copy_r_" + s), gs, ls,
                 (out, oo, pack8_right(ost), x, xo, pack8_right(sst), len(shape),
                  pack8_right(shape, 1)))
-    chunk = 32 if dev.cpu_paths else 1             # as launch_walk
-    gs, ls = grid(dev, -(-n // chunk))
+    gs, ls, chunk = walk_grid(dev, n)
     return (COPY.kernel(dev, dt, "copy_s_" + s), gs, ls,
             (out, oo, pack8_right(ost), x, xo, pack8_right(sst), n, chunk, len(shape),
              pack8_right(shape, 1)))

@@ -52,6 +52,7 @@ import bisect
 import pyopencl as cl
 
 from .. import dtypes
+from ..tensor import is_contiguous_layout
 from . import conv, gemm
 from ._layout import MAX_DIMS, collapse
 from .copy import COPY, copy_launch
@@ -154,16 +155,6 @@ def _copy_walk(home, args):
     return args[0], args[1], args[3], args[4], unpack(shp), unpack(args[2]), unpack(args[5])
 
 
-def _in_order(shape, strides):
-    """Whether strides walk shape over one contiguous block in C order (size-1 dims aside)."""
-    step = 1
-    for n, st in zip(reversed(shape), reversed(strides)):
-        if n != 1 and st != step:
-            return False
-        step *= n
-    return True
-
-
 def _common_walk(shape1, st1, shape2, st2):
     """(shape, strides1, strides2): one walk over which two strided maps of the same C-order
     positions (shape1 / st1, shape2 / st2, one numel) give the same addresses; the dims of each
@@ -208,7 +199,7 @@ def fold_copy_chains(ops, frees):
             continue
         dst, do, t, to, shape2, dst_st, t_st2 = second
         before = [k for k in touches[id(t)] if k < j and k not in dropped]
-        if dst is t or not _in_order(shape2, t_st2) or not before or \
+        if dst is t or not is_contiguous_layout(shape2, t_st2) or not before or \
                 ops[before[-1]][0] != "launch":
             continue
         i = before[-1]
@@ -219,7 +210,7 @@ def fold_copy_chains(ops, frees):
             continue
         t1, to1, src, so, shape1, t_st1, src_st = first
         if t1 is not t or to1 != to or src is t or src is dst or \
-                not _in_order(shape1, t_st1) or \
+                not is_contiguous_layout(shape1, t_st1) or \
                 any(i < k < j for k in touches.get(id(src), ())) or \
                 any(i < h < j for h in hosts) or \
                 not _dead_after(t, j, touches, frees, hosts, i):

@@ -40,7 +40,7 @@ from .copy import contiguous_raw, scalar_for
 
 SLOTS = 4               # index tensors one launch takes; more are folded into one by the caller
 INDEX = KernelFamily("index", lambda dt: dict(dt=dt, SLOTS=SLOTS, lines=False), ALL_DTYPES)
-# index_add by lines (index_add_lines): programs of their own, so that the index programs every
+# index_add by lines (index_add_lines_v): programs of their own, so that the index programs every
 # indexing op and strided copy builds are not rebuilt for it
 LINES_DTYPES = [dt for dt in ALL_DTYPES if dt.kind in "fiu"]
 INDEX_LINES = KernelFamily("index", lambda dt: dict(dt=dt, SLOTS=SLOTS, lines=True),
@@ -136,7 +136,7 @@ def index_add_lines_raw(dst, dim, index, src, alpha=1):
     dtype, an int64 index (1-d), the dims before dim one stride in both tensors and those after
     it contiguous in both, a multiple of the vector width, and enough lines. Returns whether it
     ran (else the caller scatters). The index is checked already. An embedding's backward
-    (PoCL, 1024 rows of 128 floats into 65): 29 us against 470-730 by atomics.
+    (PoCL, 1024 rows of 128 floats into 65): 16.5 us against 438 by atomics.
 
     >>> import clgrad                    # index_add_ comes here first (by lines on CPU paths)
     >>> d = clgrad.zeros(3, 64); s = clgrad.ones(4, 64)
@@ -157,7 +157,7 @@ def index_add_lines_raw(dst, dim, index, src, alpha=1):
     if len(oshape) > 1 or len(ishape) != 1 or d_si != [1] or s_si != [1] or inner % w or \
             outer * inner // w < LINES_PER_UNIT * dev.compute_units:
         return False
-    if N == 0 or outer == 0:
+    if N == 0:
         return True
     d_so, s_so = (d_so[0], s_so[0]) if oshape else (0, 0)
     # (line_grid: work-groups small enough for every core to take some)

@@ -17,8 +17,8 @@ backward), which goes by lines, without atomics, summing in index order (kernels
 index_add_lines_raw). The atomics are integer atomic_add, and compare-and-swap loops for floats
 and for 16- and 8-bit types (on the 32-bit word that holds the element). Sums of duplicates are
 therefore correct but, for floats, their rounding depends on the order the device runs them in,
-as with torch on CUDA. 64-bit types need cl_khr_int64_base_atomics; on a device without it, the sum is done on the
-host with numpy (download, np.add.at, upload), which is correct and slow.
+as with torch on CUDA. 64-bit types need cl_khr_int64_base_atomics; on a device without it, the
+sum is done on the host with numpy (download, np.add.at, upload), which is correct and slow.
 
 Index bounds are checked before a kernel runs, by a small kernel that raises a flag the host reads
 back: one host sync per indexing op. nonzero (and so boolean masks) also syncs, since the size of
