@@ -278,7 +278,7 @@ def conv_stages(device, base):
     fwd += [dict(base, VW=vw) for vw in (2, 4, 8, 16)
             if vw != base.get("VW") and (vw < 16 or pocl_targets_avx512(device))]
     wgrad = [dict(base, MW=mw, TJ=tj) for mw, tj in
-             ((3, 4), (2, 6), (4, 2), (2, 4), (1, 8), (2, 2), (1, 4))]
+             ((3, 4), (2, 6), (3, 3), (4, 2), (2, 4), (1, 8), (2, 2), (1, 4))]
     wgrad += [dict(base, LX=lx) for lx in (1, 4, 16, 32)]
     return fwd, wgrad
 

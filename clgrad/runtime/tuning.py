@@ -59,6 +59,9 @@ SHIPPED_PATH = Path(__file__).resolve().parent / "tuning_db.json"
 # with the blocking measured on a 2-core Zen 5 EPYC (PoCL 3.1): the weight gradient of a 3x3
 # convolution 32 -> 64 on 32 x 32 x 32 x 32 with MW 4 x TJ 6 sums per work-item took about
 # 10.4-10.9 ms with its input gradient, against 12.4-12.6 with the generic 3 x 4.
+# "generic" on CPUs: MW 2 x TJ 6 sums (12 of the 16 AVX2 registers, with 2 gradient vectors and
+# one of the input; 3 x 4 spills and takes twice as long), measured on PoCL 3.0 on a 2-core Zen 4
+# EPYC (tools/bench_conv.py; tools/tune_gemm.py --conv searches around it).
 # The CPU values were measured on PoCL (see clgrad/kernels/conv.py); the GPU ones are a guess, no
 # GPU having been at hand to tune them, and no published figures exist for this template.
 DEFAULTS = {
@@ -81,7 +84,7 @@ DEFAULTS = {
         },
     },
     "conv": {
-        "cpu": {"generic": {"MR": 4, "NV": 3, "MW": 3, "TJ": 4, "LY": 8, "LX": 8},
+        "cpu": {"generic": {"MR": 4, "NV": 3, "MW": 2, "TJ": 6, "LY": 8, "LX": 8},
                 "avx512": {"MR": 6, "NV": 2, "MW": 4, "TJ": 6, "LY": 8, "LX": 8, "VW": 16}},
         "gpu": {"generic": {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 4, "LX": 16}},
     },
