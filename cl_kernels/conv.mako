@@ -256,28 +256,22 @@ __kernel void conv_wgrad_${sfx}(__global T *part, __global const T *gv, long go,
     const long rows = (long)(n1 - n0) * OH;
     int oh = 0;
     for (long row = 0; row < rows; ++row) {
-        for (int ow = 0; ow < full; ow += VW) {
+% for masked in (False, True):
+        ## the row's whole vectors, then its last, partial one with the lanes past OW masked
+<% ow = "full" if masked else "ow" %>\
+        ${"if (full < OW) {" if masked else "for (int ow = 0; ow < full; ow += VW) {"}
             VT gvec[MW];
 #pragma unroll
-            for (int i = 0; i < MW; ++i) gvec[i] = VLOAD(gp[i] + ow, 1);
+            for (int i = 0; i < MW; ++i) gvec[i] = VLOAD(gp[i] + ${ow}, 1);
 #pragma unroll
             for (int t = 0; t < TJ; ++t) {
-                const VT xv = VLOAD(xq[t] + ow * ${LS}, ${LS});
+<% xv = f"VLOAD(xq[t] + {ow} * {LS}, {LS})" %>\
+                const VT xv = ${f"select((VT)(0), {xv}, tail)" if masked else xv};
 #pragma unroll
                 for (int i = 0; i < MW; ++i) acc[i][t] = gvec[i] * xv + acc[i][t];
             }
         }
-        if (full < OW) {            /* the row's last, partial vector: lanes past OW masked */
-            VT gvec[MW];
-#pragma unroll
-            for (int i = 0; i < MW; ++i) gvec[i] = VLOAD(gp[i] + full, 1);
-#pragma unroll
-            for (int t = 0; t < TJ; ++t) {
-                const VT xv = select((VT)(0), VLOAD(xq[t] + full * ${LS}, ${LS}), tail);
-#pragma unroll
-                for (int i = 0; i < MW; ++i) acc[i][t] = gvec[i] * xv + acc[i][t];
-            }
-        }
+% endfor
         long gs = g_sh, xs = rowstep;
         if (++oh == OH) { oh = 0; gs += gnext; xs += xnext; }
 #pragma unroll
