@@ -127,6 +127,41 @@ def test_a_tensor_learning_rate_is_read_at_every_replay(device):
     _assert_same(*results)
 
 
+def test_refreshes_run_with_the_queue_open_where_bursts_are_gated(device, monkeypatch):
+    """Where a replay holds its bursts behind a user event (pip's PoCL 3.0, gates_bursts), the
+    optimizer's refresh runs with no gate held: it may read (a tensor learning rate), and a read
+    behind a gate would wait for the gate, which the replay releases only after it. (A float
+    learning rate here: the check must fail, not hang, should a gate be held.)"""
+    from clgrad.runtime import recording
+    monkeypatch.setattr(device, "gate_bursts", True)
+    held, taken = [], [0]
+    gates, release = recording._gates, recording._release
+
+    def counting_gates(gated, n):
+        made = gates(gated, n)
+        held.extend(made)
+        taken[0] += len(made)
+        return made
+
+    def counting_release(made):
+        for gate in made:
+            held.remove(gate)
+        release(made)
+    monkeypatch.setattr(recording, "_gates", counting_gates)
+    monkeypatch.setattr(recording, "_release", counting_release)
+    model = _mlp()
+    opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    refresh, at_refresh = opt._refresh, []
+    opt._refresh = lambda made: at_refresh.append(len(held)) or refresh(made)
+    run = clgrad.compile(classifier_step(model, opt))
+    for x, y in _data(5):
+        run(x, y)
+    clgrad.cl.synchronize()
+    assert run.stats["replays"] == 3
+    assert at_refresh == [0, 0, 0]
+    assert held == [] and taken[0] >= 3        # each replay's forward and backward was gated
+
+
 def test_a_replaced_state_runs_the_step_on_the_host_then_records_again(device):
     def between(i, opt):
         if i == 4:                         # state tensors replaced: the recorded ones are stale

@@ -3,9 +3,9 @@ kernels, for tools/bench_compile.py's steps.
 
 For each step: record it (clgrad.compile), then time `replay()` in the host thread's CPU time
 (time.thread_time, best of --rep; the device is idle before each), and time the replay's own
-kernel objects enqueued in a bare pyopencl loop, held behind a user event as the replay holds
-its bursts (only launches go behind it: a read behind one never returns on PoCL 3.1). What the
-replay adds to the bare loop is clgrad's work per replay (the index checks' flags, copies, an
+kernel objects enqueued in a bare pyopencl loop, held behind a user event where the replay holds
+its bursts behind one (pip's PoCL 3.0: `gates_bursts`; the event's own cost is not counted). What
+the replay adds to the bare loop is clgrad's work per replay (the index checks' flags, copies, an
 optimizer's refresh, the gates); the bare loop is what no replay can go below on this driver.
 
     python tools/bench_replay.py [--only "W3 Adam,GPT"] [--rep 15]
@@ -28,15 +28,15 @@ def launches_of(plan):
     """The (device, kernel, gsize, lsize) a replay of `plan` enqueues, in order."""
     out = []
     for fn, args in plan:
-        if fn is recording._enqueue_burst:
-            out.extend(args[1])
+        if fn is recording._enqueue_burst:        # launches, and copies and the like: dev None
+            out.extend(item for item in args[1] if item[0] is not None)
         elif fn is recording._refreshed_step:
             out.extend(launches_of(args[3]))
     return out
 
 
 def bare_loop(launches):
-    devices = {dev for dev, *_ in launches}
+    devices = {dev for dev, *_ in launches if dev.gate_bursts}
     gates = []
     for dev in devices:
         gate = cl.UserEvent(dev.context)

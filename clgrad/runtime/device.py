@@ -55,6 +55,7 @@ class Device:
         # thousands of times slower, so it is used only when asked for by name.
         self.is_simulator = "oclgrind" in f"{self.platform_name} {self.name}".lower()
         self.version = d.version.strip()
+        self.driver_version = d.driver_version.strip()
         # Why this device cannot build kernels on this machine (None when it can); such a device
         # is listed but never chosen by default.
         self.unusable = unusable_reason(self)
@@ -63,8 +64,8 @@ class Device:
         # launched with (0.1-0.4 s each), so launches keep one local size per kernel (grid).
         self.compiles_per_local_size = self.is_pocl
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
-        # that follow: bursts are held behind a user event (flush)
-        self.gate_bursts = self.is_pocl
+        # that follow: bursts are held behind a user event (flush) where that pays
+        self.gate_bursts = gates_bursts(self)
         self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
         self.has_fp16 = "cl_khr_fp16" in ext
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext
@@ -76,7 +77,6 @@ class Device:
         self.compute_units = d.max_compute_units
         self.global_mem_size = d.global_mem_size
         self.max_alloc = d.max_mem_alloc_size
-        self.driver_version = d.driver_version.strip()
         self.extensions = ext
         self.wg = min(256, self.max_work_group_size)
         self.torch_device = None          # its clgrad.device ("cpu", "cuda:K", "cl:N"), memoised
@@ -382,9 +382,35 @@ def explicit_avx512(dev):
     >>> any(explicit_avx512(d) for d in clgrad.cl.devices() if not d.is_pocl)
     False
     """
-    release = re.match(r"(\d+)\.(\d+)", dev.driver_version or "")
-    return dev.is_cpu and pocl_targets_avx512(dev) and release is not None and \
-        (int(release.group(1)), int(release.group(2))) >= (3, 1)
+    return dev.is_cpu and pocl_targets_avx512(dev) and pocl_release(dev) >= (3, 1)
+
+
+def pocl_release(dev):
+    """PoCL's release on `dev` as (major, minor), from its driver version; (0, 0) for other
+    drivers or a version that names none.
+
+    >>> import clgrad
+    >>> [pocl_release(d) for d in clgrad.cl.devices() if not d.is_pocl][:1] in ([], [(0, 0)])
+    True
+    """
+    release = re.match(r"(\d+)\.(\d+)", dev.driver_version or "") if dev.is_pocl else None
+    return (int(release.group(1)), int(release.group(2))) if release else (0, 0)
+
+
+def gates_bursts(dev):
+    """Whether a burst of launches on `dev` goes to its queue behind a user event, released once
+    the burst is enqueued (Device.flush, a replay's bursts): pip's PoCL 3.0, whose worker threads
+    start on a burst's first launch and then contend with the enqueues that follow (2-core Zen 4
+    EPYC: W4 eager 17.7 -> 16.7 us per op with the gate). PoCL 3.1 pays more for the gate than it
+    saves: on a 2-core Zen 5 EPYC (Debian's 3.1), opening it took 23-31 us, and a replay of W3's
+    step enqueued in 111 us gated against 86 ungated (thread time, best of 30); eager W4 3.40 ->
+    3.20 ms, the LSTM step 5.61 -> 5.32 ms without it (best of 10, in turns).
+
+    >>> import clgrad
+    >>> any(gates_bursts(d) for d in clgrad.cl.devices() if not d.is_pocl)
+    False
+    """
+    return dev.is_pocl and pocl_release(dev) < (3, 1)
 
 
 def unusable_reason(dev):

@@ -49,7 +49,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels as _kernels
-from .device import devices
+from .device import Device, devices
 from .memory import Storage
 
 # The recording capturing now (one at a time, in one thread), or None.
@@ -693,14 +693,25 @@ def _enqueue_kernel(device, kernel, gsize, lsize):
 
 
 def _bursts(plan, gated):
-    """The plan with each run of kernel launches made one step (_enqueue_burst)."""
+    """The plan with each run of device work made one step (_enqueue_burst): kernel launches,
+    copies and fills from buffer to buffer, and the optimizer steps among them whose own work is
+    all of that kind. Host calls and reads stay steps of their own."""
     out, run = [], []
     for fn, args in plan + [(None, None)]:
         if fn is _enqueue_kernel:
             run.append(args)
             continue
+        if fn is _enqueue_copy or fn is _enqueue_fill:
+            run.append((None, fn, args, None))
+            continue
         if fn is _refreshed_step:
-            args = args[:3] + (_bursts(args[3], gated),)
+            inner = _bursts(args[3], gated)
+            if all(f is _enqueue_burst for f, _ in inner):
+                items = [item for _, (_, burst) in inner for item in burst]
+                run.append((None, _refresh, args[:3], len(items)))
+                run.extend(items)
+                continue
+            args = args[:3] + (inner,)
         if run:
             out.append((_enqueue_burst, (gated, run)))
             run = []
@@ -709,31 +720,57 @@ def _bursts(plan, gated):
     return out
 
 
-def _enqueue_burst(gated, launches):
-    # PoCL's worker threads start on the first launch and then contend with the enqueues that
-    # follow (Device.flush): hold the burst behind a user event and release it whole. Only
-    # kernel launches go behind the gate: a read waits behind it on PoCL 3.1 (it never
-    # returns), and host work may wait for the queue.
+def _refresh():
+    """A marker in a burst: (None, _refresh, (recording, refresh, host), n) runs refresh() and,
+    should it fail, host work in place of the n items that follow (see _refreshed_step)."""
+
+
+def _gates(gated, n):
+    """Hold what `gated` devices' queues get next behind a user event each, if n items are to
+    come (Device.flush): PoCL's worker threads start on the first launch and then contend with
+    the enqueues that follow. Only device work goes behind a gate: a read waits behind it (it
+    never returns on PoCL 3.1), and host work may read."""
     gates = []
-    if len(launches) >= 8:
+    if n >= Device.GATE_MIN:
         for dev in gated:
             gate = cl.UserEvent(dev.context)
             cl.enqueue_barrier(dev._queue, wait_for=[gate])
             gates.append(gate)
+    return gates
+
+
+def _release(gates):
+    for gate in gates:
+        gate.set_status(cl.command_execution_status.COMPLETE)
+
+
+def _enqueue_burst(gated, items):
+    gates = _gates(gated, len(items))
     enqueue = cl.enqueue_nd_range_kernel
-    hooks = _kernels.launch_hooks
+    hooks = _kernels.launch_hooks   # the profiler and other observers see replayed launches too
+    skip = 0
     try:
-        if hooks:          # the profiler and other observers see replayed launches too
-            for dev, k, g, l in launches:
+        for i, (dev, k, g, l) in enumerate(items):
+            if skip:
+                skip -= 1
+            elif dev is not None:
                 evt = enqueue(dev._queue, k, g, l)
                 for hook in hooks:
                     hook(dev, k, g, l, (), evt)
-        else:
-            for dev, k, g, l in launches:
-                enqueue(dev._queue, k, g, l)
+            elif k is not _refresh:
+                k(*g)
+            else:
+                # an optimizer's refresh is host work (a tensor learning rate is read): the
+                # gate opens first, and closes again behind it
+                _release(gates)
+                rec, refresh, host = g
+                if not refresh():
+                    rec.stale = True            # see _refreshed_step
+                    _host(*host)
+                    skip = l
+                gates = _gates(gated, len(items) - i - 1 - skip)
     finally:
-        for gate in gates:
-            gate.set_status(cl.command_execution_status.COMPLETE)
+        _release(gates)
 
 
 def _queue(owner):
