@@ -162,6 +162,31 @@ def test_refreshes_run_with_the_queue_open_where_bursts_are_gated(device, monkey
     assert held == [] and taken[0] >= 3        # each replay's forward and backward was gated
 
 
+def test_an_error_in_a_gated_refresh_is_the_one_raised(device, monkeypatch):
+    """A refresh that raises inside a gated burst: its exception reaches the caller (the gate it
+    opened is not released a second time, which the driver would refuse), and the queue still
+    runs."""
+    monkeypatch.setattr(device, "gate_bursts", True)
+    model = _mlp()
+    opt = clgrad.optim.SGD(model.parameters(), lr=0.05)
+    refresh, calls = opt._refresh, [0]
+
+    def failing(made):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise ValueError("refresh failed on purpose")
+        return refresh(made)
+    opt._refresh = failing
+    run = clgrad.compile(classifier_step(model, opt))
+    data = _data(4)
+    for x, y in data[:3]:                  # eager, record, replay (refresh call 1)
+        run(x, y)
+    with pytest.raises(ValueError, match="on purpose"):
+        run(*data[3])
+    clgrad.cl.synchronize()
+    assert np.isfinite(model[0].weight.detach().numpy()).all()
+
+
 def test_a_replaced_state_runs_the_step_on_the_host_then_records_again(device):
     def between(i, opt):
         if i == 4:                         # state tensors replaced: the recorded ones are stale

@@ -763,6 +763,7 @@ def _enqueue_burst(gated, items):
                 # an optimizer's refresh is host work (a tensor learning rate is read): the
                 # gate opens first, and closes again behind it
                 _release(gates)
+                gates = []
                 rec, refresh, host = g
                 if not refresh():
                     rec.stale = True            # see _refreshed_step
