@@ -135,7 +135,7 @@ def test_refreshes_run_with_the_queue_open_where_bursts_are_gated(device, monkey
     from clgrad.runtime import recording
     monkeypatch.setattr(device, "gate_bursts", True)
     held, taken = [], [0]
-    gates, release = recording._gates, recording._release
+    gates, release = recording.gate_queues, recording.open_gates
 
     def counting_gates(gated, n):
         made = gates(gated, n)
@@ -147,8 +147,8 @@ def test_refreshes_run_with_the_queue_open_where_bursts_are_gated(device, monkey
         for gate in made:
             held.remove(gate)
         release(made)
-    monkeypatch.setattr(recording, "_gates", counting_gates)
-    monkeypatch.setattr(recording, "_release", counting_release)
+    monkeypatch.setattr(recording, "gate_queues", counting_gates)
+    monkeypatch.setattr(recording, "open_gates", counting_release)
     model = _mlp()
     opt = clgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     refresh, at_refresh = opt._refresh, []

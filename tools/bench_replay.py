@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clgrad  # noqa: E402
 from bench_compile import CASES  # noqa: E402
 from clgrad.runtime import recording  # noqa: E402
+from clgrad.runtime.device import gate_queues, open_gates  # noqa: E402
 
 
 def launches_of(plan):
@@ -36,20 +37,14 @@ def launches_of(plan):
 
 
 def bare_loop(launches):
-    devices = {dev for dev, *_ in launches if dev.gate_bursts}
-    gates = []
-    for dev in devices:
-        gate = cl.UserEvent(dev.context)
-        cl.enqueue_barrier(dev._queue, wait_for=[gate])
-        gates.append(gate)
+    gates = gate_queues({dev for dev, *_ in launches if dev.gate_bursts}, len(launches))
     t = time.thread_time()
     try:
         for dev, k, g, l in launches:
             cl.enqueue_nd_range_kernel(dev._queue, k, g, l)
         return time.thread_time() - t
     finally:
-        for gate in gates:
-            gate.set_status(cl.command_execution_status.COMPLETE)
+        open_gates(gates)
 
 
 def replay_time(rec):

@@ -166,20 +166,13 @@ class Device:
                 except Exception as err:
                     fused, failed = items, err
                 pending.extendleft(reversed(fused))
-            gate = None
-            if self.gate_bursts and len(pending) >= self.GATE_MIN:
-                # PoCL's worker threads start on the first launch of a burst and then contend
-                # with the enqueues that follow (about 3-6 us each instead of 2): hold the burst
-                # behind a user event and release it whole.
-                gate = cl.UserEvent(self.context)
-                cl.enqueue_barrier(q, wait_for=[gate])
+            gates = gate_queues((self,) if self.gate_bursts else (), len(pending))
             try:
                 while pending:
                     kernel, gsize, lsize, args = pending.popleft()
                     kernel(q, gsize, lsize, *args)
             finally:
-                if gate is not None:
-                    gate.set_status(cl.command_execution_status.COMPLETE)
+                open_gates(gates)
         if failed is not None:
             warnings.warn(f"clgrad: held-back launches on {self} not fused: {failed!r}",
                           RuntimeWarning)
@@ -411,6 +404,34 @@ def gates_bursts(dev):
     False
     """
     return dev.is_pocl and pocl_release(dev) < (3, 1)
+
+
+def gate_queues(devices, n):
+    """Hold what the queues of `devices` get next behind a user event each, if a burst of n
+    items (n >= Device.GATE_MIN) is to come; the events, for open_gates. PoCL's worker threads
+    start on a burst's first launch and then contend with the enqueues that follow (about 3-6 us
+    each instead of 2 on pip's PoCL 3.0); held, the burst is released whole. Only device work
+    goes behind a gate: a read waits behind it (on PoCL 3.1 it never returns), and host work may
+    read. Callers pass the devices whose `gate_bursts` holds.
+
+    >>> import clgrad
+    >>> gates = gate_queues([clgrad.runtime.default_device()], 8)
+    >>> open_gates(gates); len(gates)
+    1
+    """
+    gates = []
+    if n >= Device.GATE_MIN:
+        for dev in devices:
+            gate = cl.UserEvent(dev.context)
+            cl.enqueue_barrier(dev._queue, wait_for=[gate])
+            gates.append(gate)
+    return gates
+
+
+def open_gates(gates):
+    """Release what gate_queues held (each event once)."""
+    for gate in gates:
+        gate.set_status(cl.command_execution_status.COMPLETE)
 
 
 def unusable_reason(dev):

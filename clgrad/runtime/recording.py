@@ -49,7 +49,7 @@ import numpy as np
 import pyopencl as cl
 
 from . import kernels as _kernels
-from .device import Device, devices
+from .device import devices, gate_queues, open_gates
 from .memory import Storage
 
 # The recording capturing now (one at a time, in one thread), or None.
@@ -725,27 +725,9 @@ def _refresh():
     should it fail, host work in place of the n items that follow (see _refreshed_step)."""
 
 
-def _gates(gated, n):
-    """Hold what `gated` devices' queues get next behind a user event each, if n items are to
-    come (Device.flush): PoCL's worker threads start on the first launch and then contend with
-    the enqueues that follow. Only device work goes behind a gate: a read waits behind it (it
-    never returns on PoCL 3.1), and host work may read."""
-    gates = []
-    if n >= Device.GATE_MIN:
-        for dev in gated:
-            gate = cl.UserEvent(dev.context)
-            cl.enqueue_barrier(dev._queue, wait_for=[gate])
-            gates.append(gate)
-    return gates
-
-
-def _release(gates):
-    for gate in gates:
-        gate.set_status(cl.command_execution_status.COMPLETE)
-
-
 def _enqueue_burst(gated, items):
-    gates = _gates(gated, len(items))
+    # held behind a user event on the devices whose bursts are (gate_queues, Device.flush)
+    gates = gate_queues(gated, len(items))
     enqueue = cl.enqueue_nd_range_kernel
     hooks = _kernels.launch_hooks   # the profiler and other observers see replayed launches too
     skip = 0
@@ -762,16 +744,16 @@ def _enqueue_burst(gated, items):
             else:
                 # an optimizer's refresh is host work (a tensor learning rate is read): the
                 # gate opens first, and closes again behind it
-                _release(gates)
+                open_gates(gates)
                 gates = []
                 rec, refresh, host = g
                 if not refresh():
                     rec.stale = True            # see _refreshed_step
                     _host(*host)
                     skip = l
-                gates = _gates(gated, len(items) - i - 1 - skip)
+                gates = gate_queues(gated, len(items) - i - 1 - skip)
     finally:
-        _release(gates)
+        open_gates(gates)
 
 
 def _queue(owner):
