@@ -5,9 +5,12 @@
 #   tools/run_on_nvidia.sh STEP...         # on the GPU machine, with .whl/ beside the checkout
 #
 # STEPs: devices (what OpenCL sees), bench (tools/bench_compile.py against torch on CUDA),
-# kernels (tools/bench.py's kernel table), suite (the whole test suite on the GPU). Each step's
-# output goes to $OUT/<step>.txt (OUT defaults to /tmp/clgrad-nvidia); a step that fails does not
-# stop the next. Each step has a time limit (BENCH_TIMEOUT, default 240 s; SUITE_TIMEOUT, 420 s);
+# kernels (tools/bench.py's kernel table), suite (the whole test suite on the GPU), compiled (the
+# model tests compiled, as CI runs them: .ci/compiled_tests.sh), replay (tools/bench_replay.py:
+# a replay's host time per launch against the driver's). Each step's output goes to
+# $OUT/<step>.txt (OUT defaults to /tmp/clgrad-nvidia); a step that fails does not stop the
+# next. Each step has a time limit (BENCH_TIMEOUT, default 240 s; SUITE_TIMEOUT, 420 s, also the
+# compiled step's);
 # BENCH_ARGS (default --quick) go to the bench, e.g. BENCH_ARGS="--only GPT" for best of 10.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +60,11 @@ for step in "$@"; do
     kernels) timeout 120 python3 tools/bench.py --quick --only kernels > "$OUT/kernels.txt" 2>&1 ;;
     suite)   timeout -s INT "${SUITE_TIMEOUT:-420}" python3 -m pytest -n "$(nproc)" -rfE \
                > "$OUT/suite.txt" 2>&1 ;;
+    compiled) ( source .ci/compiled_tests.sh
+                PYTHON=python3 PYTEST_ARGS="-n $(nproc) -rfE" \
+                  timeout -s INT "${SUITE_TIMEOUT:-420}" bash -c "$(declare -f compiled_tests); compiled_tests"
+              ) > "$OUT/compiled.txt" 2>&1 ;;
+    replay)  timeout 120 python3 tools/bench_replay.py > "$OUT/replay.txt" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "    exit $? (at ${SECONDS}s)"; tail -3 "$OUT/$step.txt" 2>/dev/null
