@@ -29,6 +29,12 @@ def out_dtype(e, dt, bool_dt):
     return bool_dt if e.out == "bool" else dt.real if e.out == "real" else dt
 %>
 ${c.prelude([dt])}
+## No multiply and add contracted into an fma, within an op's expression or across ops: a fused
+## chain of ops (fused.mako, which includes this file) must compute the bits each op's own
+## kernel computes, and NVIDIA's compiler contracts across statements wherever contraction is on
+## (a multiply of one op and the add of the next: seen on an H200, driver 580), so the only
+## setting both can share is off. numpy does not contract either.
+#pragma OPENCL FP_CONTRACT OFF
 ## ---- per-context macros: vector (v) or scalar (s) ---------------------------------------------
 <%def name="begin_ctx(ctx)">
 <% CT = dt.ct; MT = mask_type(dt) %>

@@ -19,9 +19,8 @@ CT = dt.ct
 W = c.attr.width(dt)
 VT = f"CAT({CT}, {W})"
 %>
-## No multiply of one op and add of the next become one fma (NVIDIA's compiler contracts across
-## statements): each op contracts only within its own expression, as its unfused kernel may.
-#pragma OPENCL FP_CONTRACT OFF
+## Contraction is off (elementwise.mako says why): no multiply of one op and add of the next
+## become one fma, and each op's expression rounds as its own kernel's does.
 ## one pass of the chain: T is the type of a value (vector or scalar); load(b) and store(b, v)
 ## read and write buffer b at this pass's index
 <%def name="chain_body(chain, T, load, store, indent)">
@@ -31,7 +30,6 @@ ${indent}const ${T} ${var} = ${load(b)};
 % for var, expr, names, values in chain.ops:
 ${indent}${T} ${var};
 ${indent}{
-#pragma OPENCL FP_CONTRACT ON
 % for nm, v in zip(names, values):
 % if nm.startswith("p"):
 ${indent}    const ${CT} ${nm} = ${v};

@@ -294,6 +294,24 @@ def test_fmod_family_exact_on_whole_vectors(device):
                 assert np.array_equal(to_np(op(x, d)), ref(a, d).astype(dt.np)), (op, dt, d)
 
 
+def test_no_multiply_and_add_contracted_into_an_fma(device):
+    """An op's kernel rounds each product before it adds (FP_CONTRACT off, elementwise.mako), as
+    numpy does, so that a fused chain of ops can compute the same bits (NVIDIA's compiler would
+    contract the multiply of one op and the add of the next). addcmul's x + v * y * z and
+    lerp's x + w * (y - x) on 1001 elements (vectors and a tail), float32 and float64."""
+    rng = np.random.default_rng(1)
+    x, y, z = (rng.standard_normal(1001) for _ in range(3))
+    w = rng.uniform(0, 0.5, 1001)
+    for dt in float_dtypes(device):
+        if dt not in (clgrad.float32, clgrad.float64):
+            continue
+        xs, ys, zs, ws = (a.astype(dt.np) for a in (x, y, z, w))
+        tx, ty, tz, tw = (clgrad.tensor(a, dtype=dt, device=device) for a in (xs, ys, zs, ws))
+        v = dt.np.type(0.75)
+        assert np.array_equal(to_np(clgrad.addcmul(tx, ty, tz, value=0.75)), xs + v * ys * zs), dt
+        assert np.array_equal(to_np(clgrad.lerp(tx, ty, tw)), xs + ws * (ys - xs)), dt
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(1, 3), min_size=0, max_size=3),
        st.lists(st.integers(1, 3), min_size=0, max_size=3), st.data())
