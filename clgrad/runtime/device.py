@@ -66,6 +66,12 @@ class Device:
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
         # that follow: bursts are held behind a user event (flush) where that pays
         self.gate_bursts = gates_bursts(self)
+        # OpenCL lets float32 division and sqrt be 2.5 and 3 ulp off unless a build asks for
+        # correct rounding, and NVIDIA's compiler takes the licence (x / 5 an ulp off numpy's on
+        # an H200); torch's CUDA kernels round correctly. Asked for where the device can round so
+        # and is not a CPU (CPU implementations round correctly already)
+        self.asks_rounded_divide = not self.is_cpu and bool(
+            d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
         self.has_fp64 = "cl_khr_fp64" in ext or d.double_fp_config != 0
         self.has_fp16 = "cl_khr_fp16" in ext
         self.has_int64_atomics = "cl_khr_int64_base_atomics" in ext

@@ -290,8 +290,9 @@ class Program:
 
     def options_for(self, device):
         native = " -DNATIVE_VLOADS=1" if device.native_vloads else ""
+        rounded = " -cl-fp32-correctly-rounded-divide-sqrt" if device.asks_rounded_divide else ""
         return (f"-DVEC={device.vec} -DVEC8={device.vec8} -DREDUCE_BLOCKED={int(device.cpu_paths)}"
-                f"{native} {self.options}").strip()
+                f"{native}{rounded} {self.options}").strip()
 
     def unit_key(self, device, name):
         """Which unit compiles kernel `name` on `device`: the kernel alone (its name), or the whole
