@@ -10,6 +10,7 @@ import os
 import warnings
 
 from . import _format, _legacy, dtypes
+from .kernels import index as index_kernels
 from .tensor import Tensor
 
 __all__ = ["get_num_threads", "set_num_threads", "get_num_interop_threads",
@@ -181,11 +182,13 @@ _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
-    """Record torch's determinism setting (read back by are_deterministic_algorithms_enabled and
-    get_deterministic_debug_mode). clgrad does not switch implementations: reductions, GEMM and
-    convolutions always run in one fixed order, but float accumulation through scatter_add,
-    index_add, index_put(accumulate=True), bincount and the backward of gather and indexing uses
-    atomic adds, whose order (and so the last bits) can vary between runs.
+    """torch's determinism setting (read back by are_deterministic_algorithms_enabled and
+    get_deterministic_debug_mode). Reductions, GEMM and convolutions always run in one fixed
+    order. When on, index_add of contiguous rows (an embedding's backward) sums in index order
+    on every device, as it does on CPU code paths, where a GPU's would add atomically; other float
+    accumulation (scatter_add, index_put(accumulate=True), bincount, the backward of gather and
+    of other indexing) still uses atomic adds, whose order (and so the last bits) can vary
+    between runs on a GPU.
 
     >>> import clgrad
     >>> clgrad.use_deterministic_algorithms(True); clgrad.are_deterministic_algorithms_enabled()
@@ -195,7 +198,12 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms(): argument 'mode' must be bool, not "
                         f"{type(mode).__name__}")
-    _settings["deterministic"] = 0 if not mode else 1 if warn_only else 2
+    _set_deterministic(0 if not mode else 1 if warn_only else 2)
+
+
+def _set_deterministic(level):
+    _settings["deterministic"] = level
+    index_kernels.deterministic = level != 0
 
 
 def are_deterministic_algorithms_enabled():
@@ -237,7 +245,7 @@ def set_deterministic_debug_mode(debug_mode):
                                f"{debug_mode}")
     else:
         raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
-    _settings["deterministic"] = debug_mode
+    _set_deterministic(debug_mode)
 
 
 def get_deterministic_debug_mode():

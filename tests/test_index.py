@@ -654,6 +654,33 @@ def test_embedding_backward_by_lines(device, code_paths):
     assert launched == ["scatter_add"] and cols[2].tolist() == [2.0] * 64
 
 
+def test_deterministic_algorithms_sum_embedding_gradients_in_token_order(device, code_paths):
+    """Under use_deterministic_algorithms(True) an embedding's backward goes by lines on GPU
+    paths too, and with few lines (16 columns): bit for bit np.add.at's sums in token order, the
+    same bits on every run. Off again, GPU paths scatter with atomics."""
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(13)
+    tokens = rng.integers(0, 5, (4, 30))
+    g = rng.standard_normal((4, 30, 16)).astype(np.float32)
+    want = np.zeros((5, 16), np.float32)
+    np.add.at(want, tokens.reshape(-1), g.reshape(-1, 16))
+
+    def grad():
+        w = clgrad.zeros(5, 16, device=device, requires_grad=True)
+        out = F.embedding(clgrad.tensor(tokens, device=device), w)
+        out.backward(clgrad.tensor(g, device=device))
+        return w.grad
+    clgrad.use_deterministic_algorithms(True)
+    try:
+        got, launched = _index_add_kernels(grad)
+    finally:
+        clgrad.use_deterministic_algorithms(False)
+    assert launched == ["index_add_lines_v"]
+    np.testing.assert_array_equal(got.numpy(), want)
+    if not device.cpu_paths:
+        assert _index_add_kernels(grad)[1] == ["scatter_add"]
+
+
 def test_inplace_scatters(device):
     x = clgrad.zeros(2, 3, device=device)
     v0 = x._version

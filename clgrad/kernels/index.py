@@ -127,12 +127,17 @@ def scatter_raw(dst, shape, strides, offset, src, src_strides, slots, accumulate
 # index_add by lines wants at least this many vectors of lines per compute unit; with fewer, a
 # few work-items walking a long index alone would be the launch
 LINES_PER_UNIT = 2
+# Set by clgrad.use_deterministic_algorithms: index_add of contiguous rows goes by lines (sums in
+# index order: the same bits on every run) on every code path and however few the lines, where
+# it would otherwise scatter with atomic adds, whose order (and so the last bits) can vary on a GPU
+deterministic = False
 
 
 def index_add_lines_raw(dst, dim, index, src, alpha=1):
     """dst.index_add_(dim, index, src, alpha=alpha) by lines (cl_kernels/index.mako's
     index_add_lines_v: a work-item per vector of lines across dim walks the whole index, no
-    atomics, sums in index order) where that is the way: CPU code paths, a real or integer
+    atomics, sums in index order) where that is the way: CPU code paths (any path under
+    use_deterministic_algorithms, however few the lines), a real or integer
     dtype, an int64 index (1-d), the dims before dim one stride in both tensors and those after
     it contiguous in both, a multiple of the vector width, and enough lines. Returns whether it
     ran (else the caller scatters). The index is checked already. An embedding's backward
@@ -144,7 +149,7 @@ def index_add_lines_raw(dst, dim, index, src, alpha=1):
     [1.0, 0.0, 3.0]
     """
     dev, dt = dst._storage.device, dst._dtype
-    if not dev.cpu_paths or dt not in LINES_DTYPES or index._dtype is not dtypes.int64 or \
+    if not (dev.cpu_paths or deterministic) or dt not in LINES_DTYPES or index._dtype is not dtypes.int64 or \
             src._dtype is not dt or len(index._shape) != 1 or \
             len(dst._shape) != len(src._shape) or not dst._shape:
         return False
@@ -155,7 +160,7 @@ def index_add_lines_raw(dst, dim, index, src, alpha=1):
     ishape, (d_si, s_si) = collapse(shape[dim + 1:], [dst._strides[dim + 1:], sst[dim + 1:]])
     outer, inner, w = numel_of(oshape), numel_of(ishape), vec_width(dev, dt)
     if len(oshape) > 1 or len(ishape) != 1 or d_si != [1] or s_si != [1] or inner % w or \
-            outer * inner // w < LINES_PER_UNIT * dev.compute_units:
+            (outer * inner // w < LINES_PER_UNIT * dev.compute_units and not deterministic):
         return False
     if N == 0:
         return True
