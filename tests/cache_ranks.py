@@ -56,5 +56,6 @@ work()
 stats = kernels.BUILD_STATS
 # an entry that exists but does not load is one another process had not finished writing
 assert stats["rejected_binary"] == 0, f"rank {rank}: {stats['rejected_binary']} damaged entries"
-print(f"RANK {rank} OK built={stats['built_from_source']} loaded={stats['loaded_binary']}",
+print(f"RANK {rank} OK built={stats['built_from_source']} loaded={stats['loaded_binary']} "
+      f"retried={stats['retried_builds']}",
       flush=True)

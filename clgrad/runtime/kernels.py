@@ -233,9 +233,10 @@ def split_kernels(source):
 
 ALL_PROGRAMS = []          # every Program rendered at import, for the prebuild and dump tools
 # rejected_binary: cached entries that would not load (another driver's, or damaged) and were
-# rebuilt from source.
+# rebuilt from source. retried_builds: builds that failed and were tried again
+# (Device.races_in_build_cache).
 BUILD_STATS = {"built_from_source": 0, "loaded_binary": 0, "rejected_binary": 0,
-               "build_seconds": 0.0}
+               "retried_builds": 0, "build_seconds": 0.0}
 _build_lock = threading.Lock()
 
 
@@ -367,6 +368,10 @@ def build_log(prog, device):
         return ""
 
 
+# builds tried again on a device whose build cache races (Device.races_in_build_cache)
+BUILD_RETRIES = 3
+
+
 def build_unit(device, unit, options):
     """Compile `unit` for `device`: from a saved binary when there is one, else from source (and
     save the binary). pyopencl's own build wrapper is bypassed on purpose: its cache would keep a
@@ -386,11 +391,16 @@ def build_unit(device, unit, options):
             return prog
         except Exception:    # stale or foreign binary: rebuild from source
             BUILD_STATS["rejected_binary"] += 1
-    prog = cl._cl._Program(device.context, unit.source)
-    try:
-        prog._build(options=options.encode(), devices=[device.cl_device])
-    except cl.Error:
-        raise KernelBuildError(unit, device, build_log(prog, device), options) from None
+    for attempt in range(1 + BUILD_RETRIES * device.races_in_build_cache):
+        prog = cl._cl._Program(device.context, unit.source)
+        try:
+            prog._build(options=options.encode(), devices=[device.cl_device])
+            break
+        except cl.Error:
+            if attempt == BUILD_RETRIES * device.races_in_build_cache:
+                raise KernelBuildError(unit, device, build_log(prog, device), options) from None
+            BUILD_STATS["retried_builds"] += 1
+            time.sleep(0.05 * (attempt + 1))
     BUILD_STATS["built_from_source"] += 1
     BUILD_STATS["build_seconds"] += time.perf_counter() - t0
     if path is not None:
