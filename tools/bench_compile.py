@@ -16,7 +16,10 @@ the step's kernel launches, the host time per launch of a replay (best of 10; no
 that reads a value, which waits for the device), and the record time (the first compiled call
 that records; its kernels are built already by the warm-up).
 
-    python tools/bench_compile.py [--quick] [--only W3,GPT] [--no-torch-compile]
+With --kernels, each row is followed by the profiler's table of one compiled step's kernels by
+device time (on a GPU, where its own time is most of a compiled step: docs/implementations.md).
+
+    python tools/bench_compile.py [--quick] [--only W3,GPT] [--no-torch-compile] [--kernels]
 """
 import argparse
 import os
@@ -179,7 +182,18 @@ def launches_of(step):
     return n[0]
 
 
-def run(names, rep, torch_compile):
+def kernel_table(cstep, rows=10):
+    """The kernels of one compiled step by device time (the profiler's table; PoCL's device times
+    overlap and overstate on a CPU, a GPU's are the kernels' own)."""
+    from clgrad.autograd import profiler
+    cl_sync()
+    with profiler.profile(use_device="cl") as prof:
+        cstep()
+        cl_sync()
+    return prof.key_averages().table(sort_by="self_device_time_total", row_limit=rows)
+
+
+def run(names, rep, torch_compile, kernels=False):
     steady_malloc()
     try:
         import torch
@@ -249,6 +263,8 @@ def run(names, rep, torch_compile):
               f"{row[10]:8.2f}")
         if var.why_eager:
             print(f"  {name}: not replayed: {var.why_eager}")
+        if kernels:
+            print(kernel_table(cstep))
     return rows
 
 
@@ -266,9 +282,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="3 rounds instead of 10")
     ap.add_argument("--only", default=",".join(CASES), help="comma-separated case names")
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--kernels", action="store_true",
+                    help="after each step's row, its compiled step's kernels by device time")
     args = ap.parse_args()
     run([n.strip() for n in args.only.split(",")], 3 if args.quick else 10,
-        not args.no_torch_compile)
+        not args.no_torch_compile, args.kernels)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 # the driver's). Each step's output goes to $OUT/<step>.txt (OUT defaults to /tmp/clgrad-nvidia);
 # a step that fails does not stop the next. Each step has a time limit (BENCH_TIMEOUT, default
 # 240 s; SUITE_TIMEOUT, 420 s, also the compiled step's); BENCH_ARGS (default --quick) go to the
-# bench, e.g. BENCH_ARGS="--only GPT" for best of 10.
+# bench, e.g. BENCH_ARGS="--only GPT" for best of 10, "--quick --kernels" for each compiled
+# step's kernels by device time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/clgrad-nvidia}
