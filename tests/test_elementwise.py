@@ -312,6 +312,28 @@ def test_no_multiply_and_add_contracted_into_an_fma(device):
         assert np.array_equal(to_np(clgrad.lerp(tx, ty, tw)), xs + ws * (ys - xs)), dt
 
 
+def test_builds_that_ask_for_correctly_rounded_division(device, monkeypatch):
+    """A GPU build asks for -cl-fp32-correctly-rounded-divide-sqrt where the device can round so
+    (NVIDIA's OpenCL divides within 2.5 ulp otherwise); asked for here on a device that reports
+    the capability, the builds take the option and x / 7 and sqrt are IEEE's, bit for bit."""
+    import pyopencl as cl
+    from clgrad.kernels.elementwise import FAMILIES
+    if not device.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+        pytest.skip(f"{device.name} cannot round float32 division correctly")
+    a = np.arange(1, 4097, dtype=np.float32) / np.float32(3) + np.float32(0.1)
+    monkeypatch.setattr(device, "asks_rounded_divide", True)
+    device.set_code_paths(cpu=device.cpu_paths)          # drops the kernels built so far
+    try:
+        assert "-cl-fp32-correctly-rounded-divide-sqrt" in \
+            next(iter(FAMILIES[1]._programs.values())).options_for(device)
+        x = clgrad.tensor(a, device=device)
+        assert np.array_equal(to_np(x / 7), a / np.float32(7))
+        assert np.array_equal(to_np(x.sqrt()), np.sqrt(a))
+    finally:
+        monkeypatch.undo()
+        device.set_code_paths(cpu=device.cpu_paths)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(1, 3), min_size=0, max_size=3),
        st.lists(st.integers(1, 3), min_size=0, max_size=3), st.data())
