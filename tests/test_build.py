@@ -93,6 +93,51 @@ def test_units_compile_and_run(device):
         p.unit("three")
 
 
+def test_a_build_that_fails_without_a_diagnostic_is_tried_again(device, monkeypatch):
+    """On a device whose build cache races (PoCL 3.1: a build fails now and then, with no
+    diagnostic, when processes build one kernel at once), such a failure is built again and the
+    kernel runs; a failure whose log has a compiler diagnostic is reported at once."""
+    from clgrad.runtime import kernels
+    real, builds = cl._cl._Program, []
+
+    class FailsFirst:                      # the driver's program, whose first build fails
+        def __init__(self, *args):
+            self.prog = real(*args)
+
+        def _build(self, **kw):
+            builds.append(self)
+            if len(builds) == 1:
+                raise cl.Error("build failed")
+            self.prog._build(**kw)
+
+        def get_build_info(self, *args):
+            return self.log
+
+        def __getattr__(self, name):
+            return getattr(self.prog, name)
+    monkeypatch.setattr(device, "races_in_build_cache", True)
+    before = kernels.BUILD_STATS["retried_builds"]
+    src = "__kernel void k(__global float *x) { x[get_global_id(0)] += 2; }"
+    x = clgrad.ones(4, device=device)
+    for log, retried in (("Device X failed to build the program\n", 1),
+                         ("x.cl:1:5: error: use of undeclared identifier\n", 0)):
+        builds.clear()
+        FailsFirst.log = log
+        unit = Program("demo", f"retry{retried}", src).unit(None)
+        with monkeypatch.context() as m:
+            m.setattr(kernels.cl._cl, "_Program", FailsFirst)
+            m.setattr(kernels, "_binary_path", lambda *a: None)     # built, not loaded
+            if retried:
+                prog = kernels.build_unit(device, unit, "")
+            else:
+                with pytest.raises(kernels.KernelBuildError, match="undeclared"):
+                    kernels.build_unit(device, unit, "")
+        assert len(builds) == 1 + retried
+    cl.Kernel(prog.prog, "k")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [3.0] * 4
+    assert kernels.BUILD_STATS["retried_builds"] == before + 1
+
+
 def test_a_kernel_missing_from_a_built_program_says_so(device):
     """A program that builds without a kernel its source defines (here the build options leave it
     out; a driver that drops one fails the same way) raises with the kernel, the unit, what was

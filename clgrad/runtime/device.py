@@ -65,8 +65,8 @@ class Device:
         self.compiles_per_local_size = self.is_pocl
         # PoCL 3.1's kernel cache races: processes building one kernel at once on an empty cache
         # (four MPI ranks at start) fail now and then, with no log ("failed to build the
-        # program"; 1 run in 3 of tests/cache_ranks.py on Debian's PoCL 3.1); a build that fails
-        # is tried again there before it is reported
+        # program" and no diagnostic; 1 run in 3 of tests/cache_ranks.py on Debian's PoCL 3.1):
+        # such a build is tried again there before it is reported
         self.races_in_build_cache = self.is_pocl
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
         # that follow: bursts are held behind a user event (flush) where that pays

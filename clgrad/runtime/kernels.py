@@ -368,7 +368,8 @@ def build_log(prog, device):
         return ""
 
 
-# builds tried again on a device whose build cache races (Device.races_in_build_cache)
+# builds tried again, if they fail with no compiler diagnostic, on a device whose build cache
+# races (Device.races_in_build_cache)
 BUILD_RETRIES = 3
 
 
@@ -391,16 +392,20 @@ def build_unit(device, unit, options):
             return prog
         except Exception:    # stale or foreign binary: rebuild from source
             BUILD_STATS["rejected_binary"] += 1
-    for attempt in range(1 + BUILD_RETRIES * device.races_in_build_cache):
+    attempt = 0
+    while True:
         prog = cl._cl._Program(device.context, unit.source)
         try:
             prog._build(options=options.encode(), devices=[device.cl_device])
             break
         except cl.Error:
-            if attempt == BUILD_RETRIES * device.races_in_build_cache:
-                raise KernelBuildError(unit, device, build_log(prog, device), options) from None
-            BUILD_STATS["retried_builds"] += 1
-            time.sleep(0.05 * (attempt + 1))
+            log = build_log(prog, device)
+            # a log with a compiler diagnostic is the source's fault: no retry
+            if not device.races_in_build_cache or attempt == BUILD_RETRIES or "error:" in log:
+                raise KernelBuildError(unit, device, log, options) from None
+        attempt += 1
+        BUILD_STATS["retried_builds"] += 1
+        time.sleep(0.05 * attempt)
     BUILD_STATS["built_from_source"] += 1
     BUILD_STATS["build_seconds"] += time.perf_counter() - t0
     if path is not None:
