@@ -58,7 +58,12 @@ SHIPPED_PATH = Path(__file__).resolve().parent / "tuning_db.json"
 # "avx512" is PoCL compiling for an AVX-512 target (device.pocl_targets_avx512): 16-float vectors,
 # with the blocking measured on a 2-core Zen 5 EPYC (PoCL 3.1): the weight gradient of a 3x3
 # convolution 32 -> 64 on 32 x 32 x 32 x 32 with MW 4 x TJ 6 sums per work-item took about
-# 10.4-10.9 ms with its input gradient, against 12.4-12.6 with the generic 3 x 4.
+# 10.4-10.9 ms with its input gradient, against 12.4-12.6 with the generic 3 x 4 (and 3.3-3.5 ms
+# alone against 3.7-5.3 for 3 x 8, 5 x 5, 6 x 4, 4 x 7); its forward and input gradient with
+# MR 8 x NV 2 outputs (8 x 32 floats) 2.6 + 2.8 ms, against 2.7 + 3.3 with 6 x 2 (whose 11 and 6
+# blocks of 64 and 32 channels compute 66 and 36), 2.9 + 3.1 with 12 x 2, 3.2-3.3 each with
+# 8 x 3 and 4 x 4 (2026-12-04: each configuration set with clgrad.kernels.conv.set_config, the
+# configurations in turns, best of 12 calls; tools/tune_gemm.py --conv searches the same space).
 # "generic" on CPUs: MW 2 x TJ 6 sums (12 of the 16 AVX2 registers, with 2 gradient vectors and
 # one of the input; 3 x 4 spills and takes twice as long), measured on PoCL 3.0 on a 2-core Zen 4
 # EPYC (tools/bench_conv.py; tools/tune_gemm.py --conv searches around it).
@@ -85,7 +90,7 @@ DEFAULTS = {
     },
     "conv": {
         "cpu": {"generic": {"MR": 4, "NV": 3, "MW": 2, "TJ": 6, "LY": 8, "LX": 8},
-                "avx512": {"MR": 6, "NV": 2, "MW": 4, "TJ": 6, "LY": 8, "LX": 8, "VW": 16}},
+                "avx512": {"MR": 8, "NV": 2, "MW": 4, "TJ": 6, "LY": 8, "LX": 8, "VW": 16}},
         "gpu": {"generic": {"MR": 4, "NV": 1, "MW": 2, "TJ": 2, "LY": 4, "LX": 16}},
     },
 }
