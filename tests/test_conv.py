@@ -137,7 +137,17 @@ CONV2D = [
     (2, 3, 4, 5, 5, 5, 1, 0, 1, 1),            # kernel as large as the input
     (1, 2, 3, 4, 6, 3, 3, 3, 1, 1),            # more padding than kernel, stride 3
     (1, 2, 30, 33, 35, 3, 1, 1, 1, 1),         # several blocks of output channels and pixels
+    (2, 3, 5, 6, 16, 3, 1, 1, 1, 1),           # rows of whole tiles (8 or 16 lanes): by rows
+    (1, 3, 9, 5, 32, 3, 1, 1, 1, 1),           # (32 lanes: PoCL's AVX-512 blocking)
 ]
+
+
+def test_stride_1_outputs_are_walked_flat_or_by_rows_whichever_computes_less():
+    # (rows, lanes per row, ...): 7 x 9 outputs in tiles of 8 lanes: flat over rows of 11 (80
+    # lanes) rather than 7 rows of 16; 6 x 16 by rows (96 lanes, flat would be 112)
+    cfg = {"NV": 2}
+    assert conv_kernels._fwd_geometry(cfg, 4, 7, 9, 11, 1, 1)[:2] == (1, 77)
+    assert conv_kernels._fwd_geometry(cfg, 4, 6, 16, 18, 1, 1)[:2] == (6, 16)
 
 
 @pytest.mark.parametrize("case", CONV2D)

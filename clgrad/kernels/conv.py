@@ -172,10 +172,19 @@ def _pack_raw(w, offset, strides, G, Cog, Cig, KH, KW, R):
 
 def _fwd_geometry(cfg, vw, OH, OW, Wq, sh, sw):
     """How conv_fwd walks the output: stride-1 convolutions flat over a virtual image Wq wide
-    (one virtual row of OH * Wq lanes), strided ones row by row. Returns (rows, lanes per row,
-    wrap, rowstep, lane stride, tiles per row)."""
+    (one virtual row of OH * Wq lanes) where that computes fewer lanes than row by row, the
+    others row by row. Returns (rows, lanes per row, wrap, rowstep, lane stride, tiles per row).
+
+    >>> g = {"NV": 2}                   # tiles of 32 lanes
+    >>> _fwd_geometry(g, 16, 32, 20, 22, 1, 1)[:2], _fwd_geometry(g, 16, 32, 32, 34, 1, 1)[:2]
+    ((1, 704), (32, 32))
+    """
     nr = cfg["NV"] * vw
-    if sh == 1 and sw == 1:
+    # Flat, rows of OW = 20 in tiles of 32 lanes waste 2 lanes each instead of 12; by
+    # rows, OW = 32 computes no pad columns and every vector lies in one row, stored whole, not
+    # lane by lane: PoCL, Zen 5, 3x3 32 -> 64 channels on 32 x 32: 2.43 ms against 2.71 flat
+    # (and a relu gradient folded into the store costs nothing by rows, 1.2 ms flat)
+    if sh == 1 and sw == 1 and _ceil(OH * Wq, nr) < OH * _ceil(OW, nr):
         VR, VL, wrap, rowstep = 1, OH * Wq, Wq, 0
     else:
         VR, VL, wrap, rowstep = OH, OW, 1 << 30, sh * Wq
