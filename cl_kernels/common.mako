@@ -73,17 +73,32 @@ ${bf16_vectors(w, operators_only(dts))}
 % endfor
 </%def>
 
-## EPI(v) / EPIV(v): what a product kernel (gemm.mako, conv.mako) stores for value v (of type T, or
-## its vector type VT): v itself, or with EPI_RELU (the build a recording makes,
-## clgrad/kernels/epilogue.py) the relu of v as the elementwise table computes it (NaN and -0.0
-## kept)
+## EPI(v, i) / EPIV(v, i): what a product kernel (gemm.mako, conv.mako) stores for value v (of
+## type T, or its vector type VT) at element i of its output buffer (the first of VW for EPIV): v
+## itself, or in the builds a recording makes (clgrad/kernels/epilogue.py) the elementwise op it
+## folds in, as the table computes it:
+##   EPI_RELU  relu(v) (NaN and -0.0 kept);
+##   EPI_MASK  threshold_backward(v, m) = m > 0 ? v : 0, with m element i + EPI_D of the extra
+##             argument EPI_M (a relu's output; a NaN there gives 0), read with the template's
+##             EPI_VLOAD(p) (VW elements at p) for vectors.
 <%def name="epilogue_macros()">
-#ifdef EPI_RELU
-#define EPI(v) ((v) < (T)0 ? (T)0 : (v))
-#define EPIV(v) select((v), (VT)(0), (v) < (VT)(0))
+#if defined(EPI_RELU)
+#define EPI(v, i) ((v) < (T)0 ? (T)0 : (v))
+#define EPIV(v, i) select((v), (VT)(0), (v) < (VT)(0))
+#elif defined(EPI_MASK)
+#define EPI(v, i) (EPI_M[(i) + EPI_D] > (T)0 ? (v) : (T)0)
+#define EPIV(v, i) select((VT)(0), (v), EPI_VLOAD(EPI_M + (i) + EPI_D) > (VT)(0))
 #else
-#define EPI(v) (v)
-#define EPIV(v) (v)
+#define EPI(v, i) (v)
+#define EPIV(v, i) (v)
+#endif
+</%def>
+
+## the end of a product kernel's parameter list: the EPI_MASK build's extra arguments (on lines
+## of their own: clgrad.runtime.kernels.parse_signatures reads the #ifdef)
+<%def name="epilogue_args()">
+#ifdef EPI_MASK
+    , __global const T *EPI_M, long EPI_D
 #endif
 </%def>
 

@@ -13,10 +13,12 @@
 ##                its pixel vectors straight from xp: for tap (ci, kh, kw) the NR pixels of a
 ##                block are NR consecutive elements of xp (stride-1 convolutions) instead of an
 ##                im2col copy nine times the input's size plus its packed copy.
-##                With stride 1 the output rows are walked "flat": pixel q of a virtual image of
-##                width Wq reads xp at q + tap offset, so one block spans row ends; the columns
+##                With stride 1 the output rows may be walked "flat": pixel q of a virtual image
+##                of width Wq reads xp at q + tap offset, so one block spans row ends; the columns
 ##                ow >= OW of that virtual image are computed and thrown away (2 of 34 for a
-##                3x3 kernel on 32 columns). Strided convolutions walk each row separately.
+##                3x3 kernel on 32 columns), and a vector across a row end is stored lane by
+##                lane. conv.py walks flat only where that computes fewer lanes than walking each
+##                row separately (rows of 30 in tiles of 32), as strided convolutions always do.
 ##   conv_wgrad_* dW[g][co][ci, kh, kw] = sum over (n, oh, ow) of
 ##                    gv[n, g*Cog + co, oh, ow] * xp[n, g*Cig + ci, oh*sh + kh*dh, ow*sw + kw*dw]
 ##                each work-item keeps MW (output channels) x TJ (taps) sums, vectors along ow
@@ -48,6 +50,7 @@ ${c.bf16_vectors("VW", c.attr.operators_only([dt]))}
 #endif
 % endif
 ${c.epilogue_macros()}
+#define EPI_VLOAD(p) CAT(vload, VW)(0, p)
 % if T == "double":
 #define IVT CAT(long, VW)
 % else:
@@ -143,7 +146,8 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
                         __global const T *xp, long xo, long plane, int Wq,
                         __global const T *wp, ${c.cptr(dt)} bias, long bo, long bs, int has_bias,
                         int Cig, int Cog, int G, int KH, int KW, int dh, int dw, int OH, int OW,
-                        int VL, int tiles, int ntiles, int wrap, long rowstep, int sw, int MB)
+                        int VL, int tiles, int ntiles, int wrap, long rowstep, int sw,
+                        int MB${c.epilogue_args()})
 {
     const int t = get_global_id(0), mb = get_global_id(1), ng = get_global_id(2);
     const int r = t / tiles, q0 = (t - r * tiles) * NR;
@@ -194,11 +198,13 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
             for (int i = 0; i < rows; ++i) {
                 const long o = obase + i * o_sc + oh * o_sh + ow;
 % if dt.cl == dt.ct:
+                union { VT v; T s[VW]; } r_;
+                r_.v = EPIV(u[i].v + (VT)(b[i]), o);
 #pragma unroll
                 for (int e = 0; e < VW; ++e)
-                    ${c.store(dt, "out", "o + e", "EPI(u[i].s[e] + b[i])")};
+                    ${c.store(dt, "out", "o + e", "r_.s[e]")};
 % else:
-                ${c.vstore(dt, "out + o", "0", "EPIV(u[i].v + (VT)(b[i]))", "VW")};
+                ${c.vstore(dt, "out + o", "0", "EPIV(u[i].v + (VT)(b[i]), o)", "VW")};
 % endif
             }
             ow += VW;
@@ -209,7 +215,7 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
             if (q0 + j * VW + e < VL && oh < OH && ow < OW) {
                 const long o = obase + oh * o_sh + ow * o_sw;
                 for (int i = 0; i < rows; ++i)
-                    ${c.store(dt, "out", "o + i * o_sc", "EPI(u[i].s[e] + b[i])")};
+                    ${c.store(dt, "out", "o + i * o_sc", "EPI(u[i].s[e] + b[i], o + i * o_sc)")};
             }
             if (++ow == wrap) { ow = 0; ++oh; }
         }

@@ -80,15 +80,16 @@ ${c.bf16_vectors("VW", c.attr.operators_only([dt]))}
 <%def name="out_args()">${c.ptr(dt)} C, long co, long c_sb, long ldc,</%def>
 <%def name="tail_args()">
     ${c.cptr(dt)} D, long dof, long d_sb, long d_sm, long d_sn,
-    int M, int N, int K, ${T} alpha, ${T} beta</%def>
+    int M, int N, int K, ${T} alpha, ${T} beta${c.epilogue_args()}</%def>
 
 ${c.epilogue_macros()}
+#define EPI_VLOAD(p) VLOAD(p)
 
 ## store element (m, n) of batch b of C from accumulator value `acc`
 <%def name="epilogue(acc)">{
         ${T} v_ = alpha * (${acc});
         if (beta != 0) v_ += beta * ${c.load(dt, "D", "dof + b * d_sb + m * d_sm + n * d_sn")};
-        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "EPI(v_)")};
+        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "EPI(v_, co + b * c_sb + m * ldc + n)")};
     }</%def>
 
 ## gemm_small's vectors: VEC (VEC8 for 8-byte types) elements, loaded one by one
@@ -434,7 +435,8 @@ ${packed_body(True, gru_bwd_store)}
                 VT v_ = alpha * acc[i][j];
                 const long dn = dof + b * d_sb + m * d_sm + n0 + j * VW;
                 if (beta != 0) v_ += beta * ${vload_c("D + dn")};
-                ${vstore_c("C + co + b * c_sb + m * ldc + n0 + j * VW", "EPIV(v_)")};
+                const long cn = co + b * c_sb + m * ldc + n0 + j * VW;
+                ${vstore_c("C + cn", "EPIV(v_, cn)")};
                 continue;
             }
             union { VT v; ${T} s[VW]; } u;

@@ -1,14 +1,15 @@
-"""What a recording folds into the launch before it (clgrad/kernels/epilogue.py): a relu into the
-GEMM or convolution whose result it reads (the product stores the relu, bit for bit what the two
-launches store, inf and NaN included, on both code paths of every device; where the product's
-result is read again, or the dtype is a half type, the relu stays a launch of its own), and the
-copy back of an in-place op that autograd ran out of place."""
+"""What a recording folds into the launch before it (clgrad/kernels/epilogue.py): a relu, or a
+relu's gradient, into the GEMM or convolution whose result it reads (the product stores the
+relu, bit for bit what the two launches store, inf and NaN included, on both code paths of every
+device; where the product's result is read again, or the dtype is a half type, the relu stays a
+launch of its own), and the copy back of an in-place op that autograd ran out of place."""
 import numpy as np
 import pytest
 
 import clgrad
 import clgrad.nn as nn
 import clgrad.nn.functional as F
+from clgrad.ops.elementwise import threshold_backward
 from clgrad.runtime.recording import Recording
 from helpers import classifier_step
 
@@ -117,6 +118,79 @@ def test_compiled_convolutional_training_matches_eager_bit_for_bit(device):
         nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
         nn.Flatten(), nn.Linear(512, 16), nn.ReLU(), nn.Linear(16, 5)), seed=2)
     assert not [n for n in names if n.startswith("relu")]
+    # the second convolution's input gradient stores the first relu's gradient itself
+    assert names.count("threshold_backward_c_tt") < 3, names
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_relu_gradient_folds_into_the_product_bit_for_bit(code_paths, device, kind):
+    """threshold_backward(product, m) (a relu's gradient, m its output): the product stores
+    m > 0 ? v : 0 itself, inf and NaN in both v and m included, also when replayed."""
+    rng = np.random.default_rng(5)
+    for dt in _dtypes(device):
+        layer = _layer(kind, dt)
+        x = _input(rng, SHAPES[kind], dt)
+        with clgrad.no_grad():
+            m = _input(rng, tuple(layer(x).shape), dt)
+            with Recording() as rec:
+                y = threshold_backward(layer(x), m)
+            assert "threshold_backward_c_tt" not in _names(rec), (kind, dt, _names(rec))
+            np.testing.assert_array_equal(_bits(y), _bits(threshold_backward(layer(x), m)))
+            x.copy_(_input(rng, SHAPES[kind], dt))
+            m.copy_(_input(rng, tuple(m.shape), dt))
+            rec.replay()
+            np.testing.assert_array_equal(_bits(y), _bits(threshold_backward(layer(x), m)))
+            assert np.isnan(y.numpy()).any() and (y.numpy() == 0).any()
+
+
+def test_a_relu_gradient_whose_operands_change_in_between_stays(device):
+    """The relu's output m changes after the product and so does the product's input: folded
+    at either launch, one of the two would read the wrong values, so both launches stay."""
+    lin = _layer("linear", clgrad.float32)
+    x, m = clgrad.randn(9, 37), clgrad.randn(9, 20)
+    with clgrad.no_grad():
+        def f():
+            p = lin(x)
+            x[0] = 1.0                  # fills, not elementwise ops that would join a chain
+            m[0] = -1.0
+            return threshold_backward(p, m)
+        with Recording() as rec:
+            y = f()
+        assert "threshold_backward_c_tt" in _names(rec)
+        x.copy_(clgrad.randn(9, 37))
+        x0 = x.clone()
+        rec.replay()
+        m[0] = -1.0
+        ref = threshold_backward(lin(x0), m)
+    np.testing.assert_array_equal(y.numpy(), ref.numpy())
+
+
+def test_a_relu_gradient_read_after_its_mask_changed_moves_the_product(device):
+    """m changes between the product and the relu's gradient, the product's inputs do not:
+    the product runs where the relu's gradient ran, reading m as it was then."""
+    lin = _layer("linear", clgrad.float32)
+    x, m = clgrad.randn(9, 37), clgrad.randn(9, 20)
+    with clgrad.no_grad():
+        def f():
+            p = lin(x)
+            m[0] = -1.0
+            return threshold_backward(p, m)
+        with Recording() as rec:
+            y = f()
+        assert "threshold_backward_c_tt" not in _names(rec)
+        m.copy_(clgrad.randn(9, 20))
+        rec.replay()
+        m[0] = -1.0
+        ref = threshold_backward(lin(x), m)
+    np.testing.assert_array_equal(y.numpy(), ref.numpy())
+
+
+def test_compiled_mlp_training_folds_its_relu_gradient(device):
+    """The first layer's weight gradient reads the relu's output before the relu's gradient
+    does (a read, not a write): the gradient still folds, and training agrees bit for bit."""
+    names = _trained_alike(lambda: nn.Sequential(
+        nn.Flatten(), nn.Linear(192, 64), nn.ReLU(), nn.Linear(64, 5)), seed=1)
+    assert not [n for n in names if n.startswith(("relu", "threshold"))], names
 
 
 def _trained_alike(make_model, seed):

@@ -542,13 +542,17 @@ def drive_gemm(dev, dt, rng):
 
 
 def _relu_folded(products, dt):
-    """The products' relus recorded and replayed: the EPI_RELU builds a recording folds a relu
-    into (clgrad/kernels/epilogue.py; float32 and float64 only)."""
+    """The products' relus, and relu gradients of them, recorded and replayed: the EPI_RELU and
+    EPI_MASK builds a recording folds them into (clgrad/kernels/epilogue.py; float32 and float64
+    only)."""
+    from clgrad.ops.elementwise import threshold_backward
     from clgrad.runtime.recording import Recording
     if dt.kind != "f" or dt.itemsize < 4:
         return
+    masks = [y.sin() for y in products()]          # relu outputs (any values) of their shapes
     with Recording() as rec:
         kept = [y.relu() for y in products()]
+        kept += [threshold_backward(y, m) for y, m in zip(products(), masks)]
     rec.replay()
     for d, k, gs, ls, args in rec.kernels:      # once more through the noted kernels
         k(d.queue, gs, ls, *args)
@@ -918,9 +922,9 @@ UNREACHABLE = [
 
 
 def _gemm_expected(prog):
-    """The kernels of a gemm program that its configuration compiles in (of an EPI_RELU build:
-    the products drive_gemm's relus fold into)."""
-    if "-DEPI_RELU" in prog.options:
+    """The kernels of a gemm program that its configuration compiles in (of an EPI_RELU or
+    EPI_MASK build: the products drive_gemm's relus fold into)."""
+    if any(f"-DEPI_{k}" in prog.options for k in ("RELU", "MASK")):
         if "-DNJ=" in prog.options:
             return {"gemm_lanes", "gemm_lanes_db"}
         if "-DMR=" in prog.options:
@@ -973,7 +977,7 @@ def expected_kernels(prog, path=None):
     names = set(prog.signatures)
     if prog.family == "gemm":
         names &= _gemm_expected(prog)
-    elif prog.family == "conv" and "-DEPI_RELU" in prog.options:
+    elif prog.family == "conv" and any(f"-DEPI_{k}" in prog.options for k in ("RELU", "MASK")):
         names &= {"conv_fwd_1"}                # drive_conv's relus fold into stride-1 ones
     skipped = {}
     for fam, name, applies, why in UNREACHABLE:

@@ -1,8 +1,8 @@
-"""Launches a recording folds into the launch before them: a relu into the product (GEMM or
-convolution) whose result only it reads, a copy into the elementwise op whose result it copies
-(an in-place op under autograd runs out of place, then copies its result back), and a copy into
-the copy that wrote its source. The passes run when a capture ends, before `fused.fuse` joins
-runs of elementwise launches.
+"""Launches a recording folds into the launch before them: a relu, or a relu's gradient, into the
+product (GEMM or convolution) whose result only it reads, a copy into the elementwise op whose
+result it copies (an in-place op under autograd runs out of place, then copies its result back),
+and a copy into the copy that wrote its source. The passes run when a capture ends, before
+`fused.fuse` joins runs of elementwise launches.
 
 **Copies of copies** (`fold_copy_chains`, first). A reshape that cannot be a view copies into a
 fresh contiguous tensor, which another copy then moves on: the gradient of attention's head
@@ -22,20 +22,30 @@ then read before it is written, by the work-item that writes it), not a broadcas
 another view. The op's values are unchanged, so are the stored ones.
 
 **Relu epilogues** (`relu_epilogues`). For each launch of a kernel a family lists in its
-EPILOGUE_KERNELS (gemm.py, conv.py), the relu after it folds in when
+EPILOGUE_KERNELS (gemm.py, conv.py), the relu after it, or the relu's gradient
+(`threshold_backward(product, m)`, m the relu's output: backward through a ReLU of a network
+whose next layer's input gradient is the product), folds in when
 
 - the launch writes its output as one contiguous block (the family's `written_block`);
 - the next work that touches that buffer is the elementwise table's contiguous relu
-  (`relu_c_t`) over exactly that block, in float32 or float64;
+  (`relu_c_t`) or relu gradient (`threshold_backward_c_tt`, m walked) over exactly that block,
+  in float32 or float64;
 - nothing reads the block after the relu: the relu works in place, or the block's tensor is
   freed before anything touches its buffer again (a later tensor in the same buffer is written
   before it is read), with no host work in between;
-- nothing touches the relu's output between the two launches, and the product does not read it.
+- the product can run at one of the two places: at its own, if nothing touches the relu's
+  output between the two launches and nothing writes m there (the first layer's weight
+  gradient reading m is a read); or at the relu's, if nothing writes the product's operands
+  between the two launches (the pool may hand the relu's output a packed panel the product
+  read and that was freed since), with no host work in between;
+- the product does not read the relu's output, and m is neither the product's output nor the
+  relu's.
 
-The product is then launched from its family's EPI_RELU build of the same kernel, with the
-relu's output as its own. The stored values are the relu's bit for bit: the template applies the
-table's comparison to the very float the product stored. Half types are left alone (a value
-rounded after the relu could be a +0.0 where the relu keeps a -0.0).
+The product is then launched from its family's EPI_RELU or EPI_MASK build of the same kernel
+(the latter with m as two extra arguments), with the relu's output as its own. The stored values
+are the relu's bit for bit: the template applies the table's comparison to the very float the
+product stored. Half types are left alone (a value rounded after the relu could be a +0.0 where
+the relu keeps a -0.0).
 
 >>> import clgrad
 >>> from clgrad.runtime.recording import Recording
@@ -239,12 +249,13 @@ def _without(ops, frees, dropped):
             {b: [shift(p) for p in ps] for b, ps in frees.items()})
 
 
-def _folding_kernel(family, dev, variant, name, options):
-    """Kernel `name` of the family's EPI_RELU build beside the one built with `options` (its
-    program named after that one's, plus "_relu")."""
-    opts = f"{options} -DEPI_RELU".strip()
+def _folding_kernel(family, dev, variant, name, options, fold):
+    """Kernel `name` of the family's build with `fold` ("RELU", "MASK") in its epilogue, beside
+    the one built with `options` (its program named after that one's, plus the fold's name)."""
+    opts = f"{options} -DEPI_{fold}".strip()
     base = family.program(variant, options).variant
-    family.program(variant, opts, tag=(base.split("_", 1)[1] + "_" if "_" in base else "") + "relu")
+    family.program(variant, opts,
+                   tag=(base.split("_", 1)[1] + "_" if "_" in base else "") + fold.lower())
     return family.kernel(dev, variant, name, opts)
 
 
@@ -259,12 +270,28 @@ def _touched(kind, payload):
     return []
 
 
+# kernels that copy an operand into a layout of their own (a convolution's padded input, a
+# GEMM's packed panels): they write their first argument alone
+_PACKS = frozenset(("pad", "pack_w", "pack_a", "pack_a_rows", "pack_b", "pack_b_gates"))
+
+
+def _reads_only(op, buf, spec):
+    """Whether op only reads `buf`: a launch of a kernel that writes its first argument alone
+    (a product, a copy, a pack, an elementwise table kernel), with buf not that one (the weight
+    gradient's product reads a relu's output before the relu's gradient does)."""
+    if op[0] != "launch":
+        return False
+    kernel, args = op[1][1], op[1][4]
+    return args[0] is not buf and (kernel.function_name in _PACKS or _home(kernel) is not None
+                                   or spec(kernel) is not None)
+
+
 def relu_epilogues(ops, frees, spec):
     """ops: a recording's (kind, payload) list; frees: id(buffer) -> the positions in ops at
     which a tensor holding that buffer was freed (the number of ops recorded by then); spec:
-    fused._spec. Returns (ops with each foldable relu folded into its product, see above; frees
-    renumbered for them)."""
-    relu = ENTRIES["relu"]
+    fused._spec. Returns (ops with each foldable relu or relu gradient folded into its product,
+    see above; frees renumbered for them)."""
+    folds = {ENTRIES["relu"]: ("t", "RELU"), ENTRIES["threshold_backward"]: ("tt", "MASK")}
     touches, hosts = buffer_uses(ops)
     ops = list(ops)
     dropped = set()
@@ -273,7 +300,7 @@ def relu_epilogues(ops, frees, spec):
             continue
         dev, kernel, gsize, lsize, args = payload
         home = _home(kernel)
-        if home is None or home[4] is None or home[1] not in FLOATS:
+        if home is None or home[4] is None or home[1] not in FLOATS or "-DEPI_" in home[3]:
             continue
         family, variant, name, options, written = home
         block = written(args, gsize)
@@ -286,18 +313,38 @@ def relu_epilogues(ops, frees, spec):
         j = later[0]
         _, rk, _, _, rargs = ops[j][1]
         s = spec(rk)
-        if s is None or s[0] is not relu or s[2] != "t" or s[1] is not variant or \
-                rargs[2] is not out or (rargs[3], rargs[-1]) != block or rargs[4] != 1:
+        fold = s and folds.get(s[0])
+        if fold is None or s[2] != fold[0] or s[1] is not variant or rargs[2] is not out or \
+                (rargs[3], rargs[-1]) != block or rargs[4] != 1:
             continue
         res = rargs[0]
+        m, mo = (rargs[5], rargs[6]) if fold[1] == "MASK" else (None, 0)
+        if m is not None and (rargs[7] != 1 or m is out or m is res):
+            continue                # the relu's output m must be walked, and no output
+
+        def unchanged(b):           # nothing writes buffer b between the two launches
+            return all(_reads_only(ops[k], b, spec) for k in touches.get(id(b), ()) if i < k < j)
+        # The folded product runs where the product ran (its result's buffer, and the mask it
+        # now reads early, untouched until the relu's launch) or else where the relu ran (the
+        # product's operands unchanged until then: a packed panel freed in between may be what
+        # the pool hands the relu's result)
+        inputs = [a for a in args[1:] if isinstance(a, cl.MemoryObjectHolder)]
+        if (res is out or not any(i < k < j for k in touches.get(id(res), ()))) and \
+                (m is None or unchanged(m)):
+            at = i
+        elif not any(i < h < j for h in hosts) and all(unchanged(b) for b in inputs):
+            at = j
+        else:
+            continue
         if not (res is out and rargs[1] == block[0]):     # not in place
-            if any(i < k < j for k in touches.get(id(res), ())) or \
-                    any(a is res for a in args) or \
-                    not _dead_after(out, j, touches, frees, hosts, i):
+            if any(a is res for a in args) or not _dead_after(out, j, touches, frees, hosts, i):
                 continue
-        k = _folding_kernel(family, dev, variant, name, options)
-        ops[i] = ("launch", (dev, k, gsize, lsize, (res, rargs[1]) + tuple(args[2:])))
-        dropped.add(j)
-        touches.setdefault(id(res), []).append(i)
-        touches[id(res)].sort()
+        extra = (m, mo - rargs[1]) if m is not None else ()    # EPI_D: element -> its mask
+        k = _folding_kernel(family, dev, variant, name, options, fold[1])
+        ops[at] = ("launch", (dev, k, gsize, lsize, (res, rargs[1]) + tuple(args[2:]) + extra))
+        dropped.add(j if at == i else i)
+        for b in [res, m] if at == i else inputs:
+            if b is not None:
+                uses = touches.setdefault(id(b), [])
+                uses[:] = sorted(set(uses) - {i} | {at})
     return _without(ops, frees, dropped)

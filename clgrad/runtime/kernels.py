@@ -121,13 +121,35 @@ _SCALAR_TYPES = {
 _SIG = re.compile(r"\b(?:__)?kernel\s+(?:__attribute__\s*\(\(.*?\)\)\s*)?void\s+(\w+)\s*\(([^)]*)\)", re.S)
 
 
-def parse_signatures(source):
-    """{kernel name: [numpy dtype or None per argument]} read from the source; None marks a
-    buffer or local-memory argument."""
+def _active_lines(text, defined):
+    """text without the lines an #ifdef / #ifndef / #else / #endif of its own leaves out when
+    the macros in `defined` (and no others) are defined."""
+    kept, stack = [], []
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] in ("#ifdef", "#ifndef"):
+            stack.append((words[1] in defined) == (words[0] == "#ifdef"))
+        elif words and words[0] == "#else":
+            stack[-1] = not stack[-1]
+        elif words and words[0] == "#endif":
+            stack.pop()
+        elif all(stack):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def parse_signatures(source, defined=()):
+    r"""{kernel name: [numpy dtype or None per argument]} read from the source; None marks a
+    buffer or local-memory argument. An argument list may hold #ifdef / #ifndef blocks of the
+    macros in `defined` (a build's -D options): the extra arguments of a kernel's build.
+
+    >>> parse_signatures("__kernel void k(int n\n#ifdef X\n, long m\n#endif\n) {}", {"X"})
+    {'k': [<class 'numpy.int32'>, <class 'numpy.int64'>]}
+    """
     sigs = {}
     for name, args in _SIG.findall(source):
         types = []
-        for arg in args.split(","):
+        for arg in _active_lines(args, defined).split(","):
             arg = arg.strip()
             if not arg:
                 continue
@@ -286,8 +308,10 @@ class Program:
     # took ~0.3 s of every `import clgrad`
     @functools.cached_property
     def signatures(self):
-        """{kernel name: [numpy type, or None for a buffer or local memory, per argument]}."""
-        return parse_signatures(self.source)
+        """{kernel name: [numpy type, or None for a buffer or local memory, per argument]}, of
+        the build with this program's options."""
+        defined = {o[2:].split("=")[0] for o in self.options.split() if o.startswith("-D")}
+        return parse_signatures(self.source, defined)
 
     def options_for(self, device):
         native = " -DNATIVE_VLOADS=1" if device.native_vloads else ""
