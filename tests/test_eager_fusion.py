@@ -180,6 +180,33 @@ def test_a_structure_is_fused_once_it_would_have_saved_hot_launches(device, fusi
         (saved, fusion.bursts, [str(w.message) for w in caught], dict(fused._hot))
 
 
+def test_training_steps_that_never_wait_meet_the_same_runs_every_step(device, fusion):
+    """Steps of 37 chained ops and their backward (not a multiple of a burst's 64 launches)
+    with no read or sync between them: each backward pass starts a burst, so the steps' bursts,
+    hence their runs, are the same from step to step, and no new fused kernel is built once the
+    first steps' are (drifting along the launches, the runs were new for hundreds of steps)."""
+    v = clgrad.linspace(0, 1, 16).requires_grad_()
+
+    def step():
+        v.grad = None
+        y = v
+        for _ in range(37):
+            y = y * 1.0001 + 0.0001
+        y.sum().backward()
+
+    def built():
+        return sum(type(p) is tuple for p in fused._hot.values())
+
+    def steps(n):
+        for _ in range(n):
+            step()
+    fusion(lambda: steps(12))
+    first = built()
+    fusion(lambda: steps(40))
+    assert first > 0 and built() == first, (first, built(), fusion.bursts[-8:])
+    np.testing.assert_allclose(v.grad.numpy(), np.full(16, 1.0001 ** 37), rtol=1e-5)
+
+
 def test_a_collection_inside_a_run_makes_it_another_structure(device, fusion, monkeypatch):
     """Why the fixture turns the collector off: blocks freed by a collection in the middle of a
     run go to the top of the pool's bin, the next result lands in one of them, and the run's
