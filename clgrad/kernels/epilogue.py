@@ -329,10 +329,11 @@ def relu_epilogues(ops, frees, spec):
         # product's operands unchanged until then: a packed panel freed in between may be what
         # the pool hands the relu's result)
         inputs = [a for a in args[1:] if isinstance(a, cl.MemoryObjectHolder)]
+        no_host = not any(i < h < j for h in hosts)     # (host work could write anything)
         if (res is out or not any(i < k < j for k in touches.get(id(res), ()))) and \
-                (m is None or unchanged(m)):
+                (m is None or (no_host and unchanged(m))):
             at = i
-        elif not any(i < h < j for h in hosts) and all(unchanged(b) for b in inputs):
+        elif no_host and all(unchanged(b) for b in inputs):
             at = j
         else:
             continue
