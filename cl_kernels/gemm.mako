@@ -89,7 +89,8 @@ ${c.epilogue_macros()}
 <%def name="epilogue(acc)">{
         ${T} v_ = alpha * (${acc});
         if (beta != 0) v_ += beta * ${c.load(dt, "D", "dof + b * d_sb + m * d_sm + n * d_sn")};
-        ${c.store(dt, "C", "co + b * c_sb + m * ldc + n", "EPI(v_, co + b * c_sb + m * ldc + n)")};
+        const long cn_ = co + b * c_sb + m * ldc + n;
+        ${c.store(dt, "C", "cn_", "EPI(v_, cn_)")};
     }</%def>
 
 ## gemm_small's vectors: VEC (VEC8 for 8-byte types) elements, loaded one by one

@@ -371,6 +371,8 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
 
 # ---- a relu folded into the store (a recording's pass, clgrad/kernels/epilogue.py) -------------
 EPILOGUE_KERNELS = ("conv_fwd_1", "conv_fwd_s")
+# kernels that copy an operand into a layout of their own: they write their first argument alone
+PACK_KERNELS = ("pad", "pack_w")
 
 
 def written_block(args, gsize):

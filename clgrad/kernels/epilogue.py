@@ -270,9 +270,9 @@ def _touched(kind, payload):
     return []
 
 
-# kernels that copy an operand into a layout of their own (a convolution's padded input, a
-# GEMM's packed panels): they write their first argument alone
-_PACKS = frozenset(("pad", "pack_w", "pack_a", "pack_a_rows", "pack_b", "pack_b_gates"))
+# the families' kernels that copy an operand into a layout of their own (a convolution's padded
+# input, a GEMM's packed panels): they write their first argument alone
+_PACKS = frozenset(conv.PACK_KERNELS + gemm.PACK_KERNELS)
 
 
 def _reads_only(op, buf, spec):

@@ -334,6 +334,8 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
 # into relu(value).
 EPILOGUE_KERNELS = ("gemm_small", "gemm_packed", "gemm_packed_da", "gemm_lanes", "gemm_lanes_db",
                     "gemm_tiled")
+# kernels that copy an operand into a layout of their own: they write their first argument alone
+PACK_KERNELS = ("pack_a", "pack_a_rows", "pack_b", "pack_b_gates")
 
 
 def written_block(args, gsize):
