@@ -2,8 +2,10 @@
 synthetic kernel (n work-groups of one work-item, each a fixed run of independent float16 FMAs,
 about 0.5 us on a Zen 5 core), in order on one queue as a replay enqueues them, timed per launch
 (wall clock, best of 10 chains of 200), with the device's own worker threads and, on PoCL, again
-in a child process with one (POCL_MAX_PTHREAD_COUNT=1). The ratio one / all is what the other
-threads add at that size: 1.0 means the kernel ran on one core.
+in a child process with one (POCL_MAX_PTHREAD_COUNT=1), and as two chains of half the length on
+two queues, enqueued in turns. The ratio one / all is what the other threads add at that size:
+1.0 means the kernel ran on one core; the two queues' column is what a second independent chain
+of the same kernels gets.
 
 PoCL's pthread workers sleep on a condition variable whenever no command is ready, and an
 in-order queue readies each command only when the one before it completes: every launch wakes
