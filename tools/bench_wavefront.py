@@ -1,10 +1,12 @@
-"""What a wavefront over an LSTM's layers would save (a design not built yet; see
-docs/implementations.md, "Small kernels run on one core under PoCL"): the forward of a 2-layer
-LSTM (tools/bench_compile.py's: T=32, batch 16, 64 -> 128) run layer by layer on one queue, as
-clgrad runs it, against a wavefront on two queues, where layer 1 computes chunk c of the steps
-(its input projection of the chunk, then the chunk's steps) on a second queue while layer 0 runs
-chunk c + 1. Both use the fused step kernels (clgrad.kernels.rnn.LSTMSteps) and the GEMM; their
-outputs are compared bit for bit. ms per forward, best of --rounds, the forms timed in turns.
+"""What a wavefront over an LSTM's layers on two queues would save.
+
+A design not built yet (see docs/implementations.md, "Small kernels run on one core under PoCL"):
+the forward of a 2-layer LSTM (tools/bench_compile.py's: T=32, batch 16, 64 -> 128) run layer by
+layer on one queue, as clgrad runs it, against a wavefront on two queues, where layer 1 computes
+chunk c of the steps (its input projection of the chunk, then the chunk's steps) on a second queue
+while layer 0 runs chunk c + 1. Both use the fused step kernels (clgrad.kernels.rnn.LSTMSteps) and
+the GEMM; their outputs are compared bit for bit. ms per forward, best of --rounds, the forms timed
+in turns.
 
     python tools/bench_wavefront.py [--rounds 15] [--chunks 4,8,16]
 """

@@ -1,5 +1,6 @@
-"""From what size a kernel gets more than one core of a CPU device: chains of launches of one
-synthetic kernel (n work-groups of one work-item, each a fixed run of independent float16 FMAs,
+"""From what size a kernel gets more than one core of a CPU device.
+
+Chains of launches of one synthetic kernel (n work-groups of one work-item, each a fixed run of independent float16 FMAs,
 about 0.5 us on a Zen 5 core), in order on one queue as a replay enqueues them, timed per launch
 (wall clock, best of 10 chains of 200), with the device's own worker threads and, on PoCL, again
 in a child process with one (POCL_MAX_PTHREAD_COUNT=1), and as two chains of half the length on
