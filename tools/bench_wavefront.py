@@ -5,21 +5,22 @@ the forward of a 2-layer LSTM (tools/bench_compile.py's: T=32, batch 16, 64 -> 1
 layer on one queue, as clgrad runs it, against a wavefront on two queues, where layer 1 computes
 chunk c of the steps (its input projection of the chunk, then the chunk's steps) on a second queue
 while layer 0 runs chunk c + 1. Both use the fused step kernels (clgrad.kernels.rnn.LSTMSteps) and
-the GEMM; their outputs are compared bit for bit. ms per forward, best of --rounds, the forms timed
-in turns.
+the GEMM; their outputs are compared bit for bit. ms per forward, best of --rounds rounds of 3, the
+forms timed in turns (bench_compile.interleaved).
 
     python tools/bench_wavefront.py [--rounds 15] [--chunks 4,8,16]
 """
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 import pyopencl as cl
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clgrad  # noqa: E402
+from bench_compile import interleaved  # noqa: E402
 from clgrad.kernels.rnn import LSTMSteps  # noqa: E402
 from clgrad.ops._base import view_raw  # noqa: E402
 from clgrad.ops.linalg import gemm  # noqa: E402
@@ -109,15 +110,10 @@ def main():
         if not np.array_equal(layers.out[1].numpy(), ref):
             raise SystemExit(f"the wavefront's outputs (chunks of {c}) differ from layer by layer")
         forms[f"wavefront, chunks of {c}"] = lambda c=c: layers.wavefront(c)
-    best = {k: float("inf") for k in forms}
-    for r in range(args.rounds):
-        for k in (list(forms) if r % 2 == 0 else list(forms)[::-1]):
-            t = time.perf_counter()
-            forms[k]()
-            best[k] = min(best[k], time.perf_counter() - t)
     dev = layers.dev
+    best = interleaved({k: (fn, dev.synchronize) for k, fn in forms.items()}, args.rounds)
     print(f"cl:{dev.index} {dev.name}: 2-layer LSTM forward, T={T}, batch {B}, {IN} -> {H}; "
-          f"ms, best of {args.rounds} in turns (outputs equal bit for bit)")
+          f"ms, best of {args.rounds} rounds of 3 in turns (outputs equal bit for bit)")
     base = best["layer by layer"]
     for k, v in best.items():
         print(f"  {k:24} {v * 1e3:7.3f}  {v / base:5.2f}")

@@ -1,12 +1,12 @@
 """From what size a kernel gets more than one core of a CPU device.
 
-Chains of launches of one synthetic kernel (n work-groups of one work-item, each a fixed run of independent float16 FMAs,
-about 0.5 us on a Zen 5 core), in order on one queue as a replay enqueues them, timed per launch
-(wall clock, best of 10 chains of 200), with the device's own worker threads and, on PoCL, again
-in a child process with one (POCL_MAX_PTHREAD_COUNT=1), and as two chains of half the length on
-two queues, enqueued in turns. The ratio one / all is what the other threads add at that size:
-1.0 means the kernel ran on one core; the two queues' column is what a second independent chain
-of the same kernels gets.
+Chains of launches of one synthetic kernel (n work-groups of one work-item, each a fixed run of
+independent float16 FMAs, about 0.5 us on a Zen 5 core), in order on one queue as a replay enqueues
+them, timed per launch (wall clock, best of 10 chains of 200), with the device's own worker threads
+and, on PoCL, again in a child process with one (POCL_MAX_PTHREAD_COUNT=1), and as two chains of
+half the length on two queues, enqueued in turns. The ratio one / all is what the other threads add
+at that size: 1.0 means the kernel ran on one core; the two queues' column is what a second
+independent chain of the same kernels gets.
 
 PoCL's pthread workers sleep on a condition variable whenever no command is ready, and an
 in-order queue readies each command only when the one before it completes: every launch wakes
@@ -42,9 +42,10 @@ SOURCE = """__kernel void work(__global float16 *b, int iters) {
 ITERS = 500
 
 
-def per_launch(sizes, chain=200, rounds=10):
+def per_launch(sizes, chain=200, rounds=10, two_queues=True):
     """{n: (best us per launch of one chain of n-work-group launches, the same for two chains of
-    half the length on two queues, enqueued in turns)} on the default device."""
+    half the length on two queues, enqueued in turns, or None without two_queues)} on the
+    default device."""
     dev = clgrad.runtime.default_device()
     queues = [dev.queue, cl.CommandQueue(dev.context, dev.cl_device)]
     size = 64 * (16 + max(sizes))
@@ -60,8 +61,8 @@ def per_launch(sizes, chain=200, rounds=10):
         bufs.append(buf)
     out = {}
     for n in sizes:
-        times = []
-        for chains in (1, 2):
+        times = [None, None]
+        for chains in ((1, 2) if two_queues else (1,)):
             for _ in range(20):                 # the kernel's first runs (its build on PoCL)
                 for q, k in zip(queues[:chains], kernels):
                     cl.enqueue_nd_range_kernel(q, k, (n,), (1,))
@@ -76,7 +77,7 @@ def per_launch(sizes, chain=200, rounds=10):
                 for q in queues:
                     q.finish()
                 best = min(best, (time.perf_counter() - t) / chain * 1e6)
-            times.append(best)
+            times[chains - 1] = best
         out[n] = tuple(times)
     return out
 
@@ -92,7 +93,7 @@ def main():
         os.environ["CLGRAD_DEVICE"] = args.device
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.child:                              # one line of numbers for the parent
-        print(" ".join(f"{v[0]:.3f}" for v in per_launch(sizes).values()))
+        print(" ".join(f"{v[0]:.3f}" for v in per_launch(sizes, two_queues=False).values()))
         return
     dev = clgrad.runtime.default_device()
     print(f"cl:{dev.index} {dev.name} ({dev.platform_name}), {dev.compute_units} compute "
