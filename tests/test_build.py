@@ -93,6 +93,53 @@ def test_units_compile_and_run(device):
         p.unit("three")
 
 
+def test_builds_on_a_racing_build_cache_hold_a_lock_across_processes(device, monkeypatch,
+                                                                     tmp_path):
+    """On a device whose build cache races, a unit is built while holding an exclusive file lock
+    (kernels.build_lock) in the cache directory's locks/, which another process (here another open
+    file of the same lock) cannot take until the build is done; elsewhere nothing is locked."""
+    fcntl = pytest.importorskip("fcntl")
+    from clgrad.runtime import kernels
+    real, held = cl._cl._Program, []
+
+    def lock_is_held():
+        files = list((tmp_path / "locks").glob("build-*.lock"))
+        if not files:
+            return False
+        assert len(files) == 1, files
+        with open(files[0]) as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return False
+
+    class Watched:                         # the driver's program, asked at its build
+        def __init__(self, *args):
+            self.prog = real(*args)
+
+        def _build(self, **kw):
+            held.append(lock_is_held())
+            self.prog._build(**kw)
+
+        def __getattr__(self, name):
+            return getattr(self.prog, name)
+    x = clgrad.ones(4, device=device)
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    src = "__kernel void k(__global float *x) { x[get_global_id(0)] += 3; }"
+    for races in (True, False):
+        monkeypatch.setattr(device, "races_in_build_cache", races)
+        held.clear()
+        with monkeypatch.context() as m:
+            m.setattr(kernels.cl._cl, "_Program", Watched)
+            prog = kernels.build_unit(device, Program("demo", f"lock{races}", src).unit(None), "")
+        assert held and all(h == races for h in held), held
+        assert not lock_is_held()                          # released once built
+    cl.Kernel(prog.prog, "k")(device.queue, (4,), None, x._storage.buf)
+    assert x.tolist() == [4.0] * 4
+
+
 def test_a_build_that_fails_without_a_diagnostic_is_tried_again(device, monkeypatch):
     """On a device whose build cache races (PoCL 3.1: a build fails now and then, with no
     diagnostic, when processes build one kernel at once), such a failure is built again and the

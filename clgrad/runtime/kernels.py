@@ -9,6 +9,7 @@ that the next process loads them instead of compiling (keyed by the unit's sourc
 device, driver and clgrad version). Kernel objects are memoised per device, and each kernel's
 scalar argument types are declared once, read off its signature in the rendered source.
 """
+import contextlib
 import functools
 import hashlib
 import os
@@ -17,6 +18,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+try:
+    import fcntl
+except ImportError:            # Windows: builds are not locked across processes (build_lock)
+    fcntl = None
 
 import numpy as np
 import mako
@@ -397,6 +402,39 @@ def build_log(prog, device):
 BUILD_RETRIES = 3
 
 
+# lock files of builds across processes (build_lock): a unit takes the slot its digest picks,
+# so that the files stay few and two units rarely wait on each other
+BUILD_LOCK_SLOTS = 64
+
+
+@contextlib.contextmanager
+def build_lock(device, unit, options):
+    """Held around a unit's build on a device whose build cache races (Device.races_in_build_cache):
+    an exclusive file lock, so that processes that build the same unit at once (MPI ranks on an
+    empty cache) build it one after the other, and those after the first find it in the caches.
+    A retry (build_unit) covers a failed build in that race; the lock also covers a crash inside
+    the driver, which no retry can (one in five cold CI runs lost a rank so). Elsewhere, and where
+    no lock file can be made, nothing is locked.
+
+    >>> class Dev: races_in_build_cache = False
+    >>> with build_lock(Dev(), None, ""): pass
+    """
+    if not device.races_in_build_cache or fcntl is None:
+        yield
+        return
+    base = cache_dir() or Path(tempfile.gettempdir()) / f"clgrad-{os.getuid()}"
+    slot = int(hashlib.sha256((unit.digest + options).encode()).hexdigest(), 16) % BUILD_LOCK_SLOTS
+    try:
+        (base / "locks").mkdir(parents=True, exist_ok=True)
+        f = open(base / "locks" / f"build-{slot:02d}.lock", "a")
+    except OSError:              # a read-only home: build unlocked, as before there were locks
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)       # released when f closes
+        yield
+
+
 def build_unit(device, unit, options):
     """Compile `unit` for `device`: from a saved binary when there is one, else from source (and
     save the binary). pyopencl's own build wrapper is bypassed on purpose: its cache would keep a
@@ -405,6 +443,11 @@ def build_unit(device, unit, options):
     KernelBuildError with the log and the source."""
     if device.unusable:
         raise NoDeviceError(f"cl:{device.index} cannot build kernels here: {device.unusable}")
+    with build_lock(device, unit, options):
+        return _build_unit(device, unit, options)
+
+
+def _build_unit(device, unit, options):
     t0 = time.perf_counter()
     path = _binary_path(device, unit, options)
     if path is not None and path.exists():
