@@ -38,6 +38,9 @@ class Device:
         # The queue records device times only while a profiler asks for them (set_profiling)
         self._queue = cl.CommandQueue(self.context, cl_device)
         self._profiling_users = 0
+        # a second in-order queue, and the one in use while on it (runtime/side_queue.py)
+        self._side_queue = None
+        self._on_side = None
         # Tiny kernel launches wait here and go to the queue in bursts (see defer()).
         self._deferred = collections.deque()
         self._defer_lock = threading.Lock()
@@ -68,6 +71,11 @@ class Device:
         # program" and no diagnostic; 1 run in 3 of tests/cache_ranks.py on Debian's PoCL 3.1):
         # such a build is tried again there before it is reported
         self.races_in_build_cache = self.is_pocl
+        # PoCL's CPU workers sleep whenever no command is ready, and an in-order queue readies
+        # the next command only once the one before is done: a kernel of less than ~30 us of
+        # work runs on one core (tools/bench_workers.py). Replays move work that nothing needs
+        # soon to a second queue there (runtime/side_queue.py)
+        self.small_kernels_use_one_core = self.is_pocl and self.is_cpu
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
         # that follow: bursts are held behind a user event (flush) where that pays
         self.gate_bursts = gates_bursts(self)

@@ -47,6 +47,8 @@ class MemoryPool:
         self.max_alloc = max_alloc
         self.cap = None                    # set by set_per_process_memory_fraction
         self.recorder = None               # the capturing Recording (runtime/recording.py)
+        self.holding = None                # frees held back while a side queue may still use
+        #                                    them (runtime/side_queue.py), or None
         self._bins = {}                    # rounded size -> [cl.Buffer]
         self._pending = []                 # freed (buffer, size) not yet put in their bin
         self._lock = threading.Lock()
@@ -90,6 +92,10 @@ class MemoryPool:
         # triggers the garbage collector): a list append is atomic, so no lock is taken here;
         # the next alloc (or a statistics read) files the block. During a capture the block
         # goes to the recording's own bins (runtime/recording.py): a replay may still write it.
+        held = self.holding
+        if held is not None:
+            held.append((buf, size))
+            return
         rec = self.recorder
         if rec is not None:
             rec.free(self, buf, size)

@@ -51,6 +51,7 @@ import pyopencl as cl
 from . import kernels as _kernels
 from .device import devices, gate_queues, open_gates
 from .memory import Storage
+from .side_queue import SideQueue, enqueue_wait
 
 # The recording capturing now (one at a time, in one thread), or None.
 active = None
@@ -317,6 +318,7 @@ class Recording:
         self.stale = False          # a refreshed step fell back to host work (see valid())
         self.launches = 0
         self.capturing = False
+        self.two_queues = False     # whether work went to a side queue (runtime/side_queue.py)
         # item_reads(frame) -> bool: whether a Tensor.item() called (through clgrad's own frames)
         # from `frame` may become part of the recording (read_item); None: none may
         self.item_reads = None
@@ -362,6 +364,9 @@ class Recording:
 
     def _on_launch(self, device, kernel, gsize, lsize, args, event):
         if not self.paused:
+            if device._on_side is not None:          # replayed on the side queue too
+                device = device._on_side
+                self.two_queues = True
             self._ops.append(("launch", (device, kernel, gsize, lsize, args)))
 
     def _on_copy(self, queue, dest, src, **kw):
@@ -462,13 +467,16 @@ class Recording:
         marks = self._marks = {id(m): (gen, delta) for m, gen, delta in self._offsets}
         launches = 0
         ops = self._ops
-        if self.fuse and self.fuser is not None:
+        # (the passes reorder by one queue's order)
+        if self.fuse and self.fuser is not None and not self.two_queues:
             # (lists of the bins: a collection here may free blocks into them, new sizes too)
             ops = self.fuser(ops, {id(b) for _, bufs in self._bins_now() for b in bufs},
                              self._frees)
         # a device's queue may be replaced between replays (Device.set_profiling): copies, fills
         # and reads are enqueued on their device's queue of the moment, as launches are
         owners = {d._queue.int_ptr: d for d in devices()}
+        owners.update((d._side_queue._queue.int_ptr, d._side_queue) for d in devices()
+                      if d._side_queue is not None)
 
         def plan_of(ops):
             nonlocal launches
@@ -497,6 +505,8 @@ class Recording:
                         h = live[1]
                         h.kernel, h.types = k, tuple(sig[h.first:h.first + len(h.values)])
                     plan.append((_enqueue_kernel, (device, k, gsize, lsize)))
+                    if device.__class__ is SideQueue:
+                        device = device.device
                     self.kernels.append((device, kernel, gsize, lsize, args))
                     self._devices.add(device)
                     launches += 1
@@ -528,6 +538,8 @@ class Recording:
                     used[id(mem)] = mem
                     plan.append((_enqueue_fill, (self._fill, owners.get(queue.int_ptr, queue),
                                                  mem, pattern, offset, size)))
+                elif kind == "wait":                 # see side_queue.queue_wait
+                    plan.append((enqueue_wait, payload))
                 elif kind == "item":
                     used[id(payload[1])] = payload[1]
                     plan.append((ItemRead.read, (payload[2],)))
@@ -701,7 +713,7 @@ def _bursts(plan, gated):
         if fn is _enqueue_kernel:
             run.append(args)
             continue
-        if fn is _enqueue_copy or fn is _enqueue_fill:
+        if fn is _enqueue_copy or fn is _enqueue_fill or fn is enqueue_wait:
             run.append((None, fn, args, None))
             continue
         if fn is _refreshed_step:
@@ -738,7 +750,7 @@ def _enqueue_burst(gated, items):
             elif dev is not None:
                 evt = enqueue(dev._queue, k, g, l)
                 for hook in hooks:
-                    hook(dev, k, g, l, (), evt)
+                    hook(dev.device if dev.__class__ is SideQueue else dev, k, g, l, (), evt)
             elif k is not _refresh:
                 k(*g)
             else:

@@ -1,0 +1,102 @@
+"""A device's second in-order queue, for ops that run two chains of small kernels at once.
+
+On PoCL a kernel of less than ~30 us of work runs on one core: the worker threads sleep whenever
+no command is ready, and an in-order queue readies a command only once the one before it is done
+(docs/implementations.md, "Small kernels run on one core under PoCL"). An op that has two such
+chains to run, independent for a while (the layers of a stacked LSTM as a wavefront: layer 1 on
+chunk c of the steps while layer 0 runs chunk c + 1), gives the second core work by putting one
+of them on a second queue of the same device:
+
+    queue_wait(side, dev)              # the side queue starts after what dev's queue holds
+    with on_side_queue(dev) as side:   # launches, copies and fills in here go to the side queue
+        ...
+    queue_wait(dev, side)              # and dev's queue goes on only after the side's work
+
+The op orders the queues itself: every stretch on the side queue starts with the side queue
+waiting for the main one, and the op ends with the main queue waiting for the side one. From the
+first stretch on the side queue until the main queue waits for the side one, the device's pool
+holds back what is freed (MemoryPool.holding): a buffer that a side kernel still uses must not
+go to the main queue's next allocation. A recording (runtime/recording.py) notes on which queue
+each launch went and each wait, and replays them so.
+
+    >>> import clgrad
+    >>> dev = clgrad.runtime.default_device()
+    >>> x = clgrad.ones(4)
+    >>> side = side_queue(dev)
+    >>> queue_wait(side, dev)
+    >>> with on_side_queue(dev):
+    ...     y = x * 2
+    >>> queue_wait(dev, side)
+    >>> y.tolist()
+    [2.0, 2.0, 2.0, 2.0]
+"""
+import contextlib
+
+import pyopencl as cl
+
+
+class SideQueue:
+    """A device's second in-order queue, made with its main queue's properties (so that the
+    profiler's events carry device times on it too). It stands where a recording's plan names a
+    device (`_queue`); `device` is the device it belongs to."""
+
+    def __init__(self, device):
+        self.device = device
+        self._queue = cl.CommandQueue(device.context, device.cl_device,
+                                      properties=device._queue.properties)
+
+    def __repr__(self):
+        return f"<side queue of {self.device}>"
+
+
+def side_queue(device):
+    """The device's SideQueue, made on first use and made again when the main queue's
+    properties changed (Device.set_profiling)."""
+    side = device._side_queue
+    if side is None or side._queue.properties != device._queue.properties:
+        if side is not None:
+            side._queue.finish()
+        side = device._side_queue = SideQueue(device)
+    return side
+
+
+@contextlib.contextmanager
+def on_side_queue(device):
+    """Within it, the device's work (launches, copies, fills) goes to its side queue; yields the
+    SideQueue. Not for host reads: order the queues with queue_wait first."""
+    side = side_queue(device)
+    if device._on_side is not None:
+        raise RuntimeError(f"on_side_queue({device}): already on the side queue")
+    main = device.queue                  # (launches held back go to the main queue first)
+    if device.pool.holding is None:
+        device.pool.holding = []
+    device._queue, device._on_side = side._queue, side
+    try:
+        yield side
+    finally:
+        device.queue                     # those held back in here go to the side queue
+        device._queue, device._on_side = main, None
+
+
+def queue_wait(waiter, waited):
+    """Make the queue of `waiter` wait for all that the queue of `waited` holds now (each a
+    Device, meaning its main queue, or a SideQueue): a marker on one, a barrier on the other."""
+    from .recording import active
+    for owner in (waiter, waited):
+        dev = owner.device if owner.__class__ is SideQueue else owner
+        if dev._on_side is not None:
+            raise RuntimeError("queue_wait: call it outside on_side_queue")
+        dev.queue                        # launches held back go first
+    enqueue_wait(waiter, waited)
+    if active is not None and not active.paused:
+        active._ops.append(("wait", (waiter, waited)))
+        active.two_queues = True
+    if waited.__class__ is SideQueue and waiter is waited.device:
+        pool = waiter.pool               # the side queue's work is behind the main queue's now
+        held, pool.holding = pool.holding, None
+        for buf, size in held or ():
+            pool.free(buf, size)
+
+
+def enqueue_wait(waiter, waited):
+    cl.enqueue_barrier(waiter._queue, wait_for=[cl.enqueue_marker(waited._queue)])
