@@ -135,6 +135,100 @@ def _composed(proj, w_hh, h0, c0, reverse):
     return stack(outs, 0), h, c
 
 
+def lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout, dh_n, dc_n, need_dw):
+    """(dgates [T, B, 4H], dW_hh or None, dh0, dc0) of an LSTM layer run by LSTMLayer's forward,
+    from what it kept (out, cs, act: each step's h, c and gates) and the gradients of its
+    outputs (dout [T, B, H], dh_n, dc_n; each may be None)."""
+    dev, dt = out._storage.device, out._dtype
+    T, B, G = act._shape
+    H = G // 4
+    dout = contiguous_raw(dout) if dout is not None else None
+    dgates = empty_tensor((T, B, G), dt, dev)
+    w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
+    cache = {}
+    dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
+    dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
+    order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
+    fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
+    pw = fused.pack_backward(w_hh) if fused else None
+    for n, t in enumerate(order):
+        last = n == T - 1                    # the first step run forward: c_prev is c0
+        prev = order[n + 1] if not last else None
+        c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
+        dcp = empty_tensor((B, H), dt, dev)
+        if fused and n:     # dh = dgates of the step after times W_hh, in the same kernel
+            fused.backward(B, H, dgates, order[n - 1] * B * G, pw, dout, t * B * H, dc[0],
+                           act, t * B * G, c_prev, cpo, cs, t * B * H, t * B * G, dcp)
+        else:
+            if n:
+                dh = (gemm(_batch(dgates, order[n - 1] * B * G, B, G), w, b_cache=cache),
+                      0)
+            lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc,
+                         act, t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
+        dc = (dcp, 0)
+    if T:
+        dh = (gemm(_batch(dgates, order[-1] * B * G, B, G), w, b_cache=cache), 0)
+    dw = _weight_grad(dgates, out, h0, reverse) if need_dw else None
+    dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
+        full_raw((B, H), 0, dt, dev)
+    dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
+    return dgates, dw, dh0, dc0
+
+
+class LSTMRun:
+    """One LSTM layer's forward, run a range of steps at a time: its buffers (out, cs, act: each
+    step's h, c and gates, [T, B, H] / [T, B, 4H]), W_hh packed once, and the state it is at.
+    `like` gives the dtype and device.
+
+    >>> import clgrad
+    >>> run = LSTMRun(clgrad.zeros(8, 2), clgrad.zeros(1, 2), clgrad.ones(1, 2), 3, clgrad.zeros(1))
+    >>> run.steps(range(3), clgrad.zeros(3, 1, 8))
+    >>> [round(v, 4) for v in run.finals()[1].flatten().tolist()]
+    [0.125, 0.125]
+    """
+
+    def __init__(self, w_hh, h0, c0, T, like):
+        dev, dt = like._storage.device, like._dtype
+        G, H = w_hh._shape
+        B = h0._shape[0]
+        self.B, self.H = B, H
+        self.out = empty_tensor((T, B, H), dt, dev)
+        self.cs = empty_tensor((T, B, H), dt, dev)
+        self.act = empty_tensor((T, B, G), dt, dev)
+        self.w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]),
+                            w_hh._offset)
+        self.cache = {}
+        self.fused = LSTMSteps.for_layer(like, H) if B else None
+        self.pw = self.fused.pack_forward(w_hh) if self.fused else None
+        self.state = (h0, 0, c0, 0)            # h, its offset, c, its offset
+
+    def steps(self, ts, proj, first=0):
+        """Run steps ts (in that order); proj holds the input projection of steps first on."""
+        B, H = self.B, self.H
+        G = 4 * H
+        fused, out, cs, act = self.fused, self.out, self.cs, self.act
+        h, ho, c, co = self.state
+        for t in ts:
+            po = (t - first) * B * G
+            if fused:
+                fused.forward(B, H, h, ho, self.pw, proj, po, c, co, out, t * B * H, cs,
+                              t * B * H, act, t * B * G)
+            else:
+                gates = gemm(_batch(h, ho, B, H), self.w_t, _batch(proj, po, B, G), 1,
+                             b_cache=self.cache)
+                lstm_fwd_raw(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act,
+                             t * B * G)
+            h, ho, c, co = out, t * B * H, cs, t * B * H
+        self.state = (h, ho, c, co)
+
+    def finals(self):
+        """Contiguous copies of the last step's h and c ([B, H])."""
+        h, ho, c, co = self.state
+        B, H = self.B, self.H
+        return (contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho)),
+                contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co)))
+
+
 class LSTMLayer(Op):
     """out [T, B, H], h_T, c_T of an LSTM layer in one direction; proj [T, B, 4H] is the input
     projection of every step with both biases, w_hh [4H, H], h0 and c0 [B, H]."""
@@ -144,29 +238,10 @@ class LSTMLayer(Op):
     @staticmethod
     def forward(ctx, proj, w_hh, h0, c0, reverse):
         proj, h0, c0 = contiguous_raw(proj), contiguous_raw(h0), contiguous_raw(c0)
-        dev, dt = proj._storage.device, proj._dtype
-        T, B, G = proj._shape
-        H = G // 4
-        out = empty_tensor((T, B, H), dt, dev)
-        cs = empty_tensor((T, B, H), dt, dev)
-        act = empty_tensor((T, B, G), dt, dev)
-        w_t = view_raw(w_hh, (1, H, G), (0, w_hh._strides[1], w_hh._strides[0]), w_hh._offset)
-        cache = {}
-        fused = LSTMSteps.for_layer(proj, H) if B else None
-        pw = fused.pack_forward(w_hh) if fused else None
-        h, ho, c, co = h0, 0, c0, 0
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            if fused:
-                fused.forward(B, H, h, ho, pw, proj, t * B * G, c, co, out, t * B * H, cs,
-                              t * B * H, act, t * B * G)
-            else:
-                gates = gemm(_batch(h, ho, B, H), w_t, _batch(proj, t * B * G, B, G), 1,
-                             b_cache=cache)
-                lstm_fwd_raw(B, H, gates, 0, c, co, out, t * B * H, cs, t * B * H, act,
-                             t * B * G)
-            h, ho, c, co = out, t * B * H, cs, t * B * H
-        h_n = contiguous_raw(view_raw(h, (B, H), (H, 1), h._offset + ho))
-        c_n = contiguous_raw(view_raw(c, (B, H), (H, 1), c._offset + co))
+        run = LSTMRun(w_hh, h0, c0, proj._shape[0], proj)
+        run.steps(range(proj._shape[0] - 1, -1, -1) if reverse else range(proj._shape[0]), proj)
+        out, cs, act = run.out, run.cs, run.act
+        h_n, c_n = run.finals()
         ctx.reverse = reverse
         ctx.save_for_backward(proj, w_hh, h0, c0)
         ctx.internal = (out, cs, act)
@@ -182,39 +257,8 @@ class LSTMLayer(Op):
                 outs = _composed(proj, w_hh, h0, c0, reverse)
             return (*recorded_grads(ins, outs, (dout, dh_n, dc_n)), None)
         out, cs, act = ctx.internal
-        dev, dt = proj._storage.device, proj._dtype
-        T, B, G = proj._shape
-        H = G // 4
-        dout = contiguous_raw(dout) if dout is not None else None
-        dgates = empty_tensor((T, B, G), dt, dev)
-        w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
-        cache = {}
-        dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
-        dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
-        order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
-        fused = LSTMSteps.for_layer(proj, H) if B and T > 1 else None
-        pw = fused.pack_backward(w_hh) if fused else None
-        for n, t in enumerate(order):
-            last = n == T - 1                    # the first step run forward: c_prev is c0
-            prev = order[n + 1] if not last else None
-            c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
-            dcp = empty_tensor((B, H), dt, dev)
-            if fused and n:     # dh = dgates of the step after times W_hh, in the same kernel
-                fused.backward(B, H, dgates, order[n - 1] * B * G, pw, dout, t * B * H, dc[0],
-                               act, t * B * G, c_prev, cpo, cs, t * B * H, t * B * G, dcp)
-            else:
-                if n:
-                    dh = (gemm(_batch(dgates, order[n - 1] * B * G, B, G), w, b_cache=cache),
-                          0)
-                lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc,
-                             act, t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
-            dc = (dcp, 0)
-        if T:
-            dh = (gemm(_batch(dgates, order[-1] * B * G, B, G), w, b_cache=cache), 0)
-        dw = _weight_grad(dgates, out, h0, reverse) if ctx.needs_input_grad[1] else None
-        dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
-            full_raw((B, H), 0, dt, dev)
-        dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
+        dgates, dw, dh0, dc0 = lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout,
+                                                dh_n, dc_n, ctx.needs_input_grad[1])
         return dgates, dw, dh0, dc0, None
 
 
