@@ -278,6 +278,32 @@ def _lstm_layer(g, args, outs):
             g.node("Squeeze", [yc, g.ints([0])])]
 
 
+def _lstm_stack(g, args, outs):
+    """clgrad's stacked LSTM (ops/lstm_stack.py) as one ONNX LSTM per layer: weights and both
+    biases with their gates reordered from torch's (i, f, g, o) to ONNX's (i, o, f, c)."""
+    x, h0, c0, *weights = args
+    H = weights[1].shape[1]
+    order = g.const(np.concatenate([np.arange(H) + k * H for k in (0, 3, 1, 2)]))
+
+    def gates(t):                          # t's rows in ONNX's gate order, with a leading 1
+        return g.node("Unsqueeze", [g.node("Gather", [g.value(t), order], axis=0),
+                                    g.ints([0])])
+    seq, hs, cs = g.value(x), [], []
+    for layer in range(len(weights) // 4):
+        w_ih, w_hh, b_ih, b_hh = weights[4 * layer:4 * layer + 4]
+        b = g.node("Concat", [gates(b_ih), gates(b_hh)], axis=1)
+        at = g.const(np.array([layer]))
+        y, yh, yc = g.node("LSTM", [seq, gates(w_ih), gates(w_hh), b, "",
+                                    g.node("Gather", [g.value(h0), at], axis=0),
+                                    g.node("Gather", [g.value(c0), at], axis=0)],
+                           [g.fresh("lstm_y"), g.fresh("lstm_h"), g.fresh("lstm_c")],
+                           hidden_size=H, direction="forward")
+        seq = g.node("Squeeze", [y, g.ints([1])])
+        hs.append(yh)
+        cs.append(yc)
+    return [seq, g.node("Concat", hs, axis=0), g.node("Concat", cs, axis=0)]
+
+
 def _gru_layer(g, args, outs):
     """clgrad's fused GRU layer (input projection with b_ih made) as an ONNX GRU with
     linear_before_reset=1 (torch's form), gates reordered from torch's (r, z, n) to ONNX's
@@ -358,7 +384,7 @@ def _tri(upper):
 
 CONVERTERS = {
     "Where": _where, "Tril": _tri(0), "Triu": _tri(1),
-    "LSTMLayer": _lstm_layer, "GRULayer": _gru_layer, "RNNLayer": _rnn_layer, "FusedAttention": _fused_attention,
+    "LSTMLayer": _lstm_layer, "LSTMStack": _lstm_stack, "GRULayer": _gru_layer, "RNNLayer": _rnn_layer, "FusedAttention": _fused_attention,
     "Add": _binary("Add"), "Sub": _binary("Sub"), "Mul": _binary("Mul"),
     "Div": _binary("Div"), "Neg": _unary("Neg"), "Relu": _unary("Relu"),
     "Tanh": _unary("Tanh"), "Sigmoid": _unary("Sigmoid"), "Exp": _unary("Exp"),

@@ -13,6 +13,7 @@ import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
+from ...ops.lstm_stack import lstm_stack, uses_wavefront
 from ...ops.rnn_cell import gru_layer, lstm_layer, rnn_layer
 from ...ops.rnn_step import gru_step, lstm_step, rnn_step
 from ...tensor import Tensor
@@ -127,6 +128,14 @@ class RNNBase(Module):
         act = (lambda t: t.tanh()) if self.mode == "RNN_TANH" else (lambda t: t.relu())
         return rnn_step(act, x_proj, state, w_hh, b_hh)
 
+    def _stacks(self, x):
+        """Whether forward runs the layers as one wavefront (lstm_stack): an LSTM of two layers
+        or more, in one direction, with both biases, no proj_size and no dropout between its
+        layers, on a device where that pays (lstm_stack.uses_wavefront)."""
+        return (_FUSED and self.mode == "LSTM" and not self.bidirectional and self.bias and
+                not self.proj_size and not (self.dropout and self.training) and
+                uses_wavefront(x._storage.device, self.num_layers))
+
     def _run_sequence(self, x, state, layer, d):
         """One layer in one direction over a whole [T, B, F] sequence; returns the output
         [T, B, H_out] and the final state."""
@@ -236,7 +245,13 @@ class RNNBase(Module):
                     hx.unsqueeze(1)
         states = self._initial(hx, B, like, input.sorted_indices if packed else None)
         finals = [[] for _ in states]
-        if not packed and T:
+        h_n = None
+        if not packed and T and self._stacks(x):
+            # the layers as a wavefront over two queues (ops/lstm_stack.py)
+            weights = [w for layer in range(self.num_layers) for w in self._weights(layer, 0)[:4]]
+            seq, *h_n = lstm_stack(x, states[0], states[1], weights)
+            steps = None
+        elif not packed and T:
             # every sequence runs every step: the layers take whole [T, B, F] tensors
             seq = x
             for layer in range(self.num_layers):
@@ -268,7 +283,8 @@ class RNNBase(Module):
                      for t in range(len(batch_sizes))]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 steps = [F.dropout(s, self.dropout) for s in steps]
-        h_n = [stack(f, 0) for f in finals]
+        if h_n is None:
+            h_n = [stack(f, 0) for f in finals]
         if packed:
             if input.unsorted_indices is not None:
                 h_n = [h.index_select(1, input.unsorted_indices.to(h.device)) for h in h_n]

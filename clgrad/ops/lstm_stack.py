@@ -1,0 +1,197 @@
+"""A stack of LSTM layers run as a wavefront over two queues.
+
+nn.LSTM runs its layers one after the other: layer l's input projection is one GEMM over the
+whole sequence, then its T steps (ops/rnn_cell.py, LSTMLayer). Each step is a small kernel, and
+on PoCL a small kernel runs on one core (runtime/side_queue.py), so a layer's steps leave the
+other core idle. Here the layers run as a wavefront instead: the steps are cut into chunks, and
+layer l does chunk c (its input projection of those steps, one GEMM, then the steps) while layer
+l - 1 does chunk c + 1, the odd layers on the device's side queue. The kernels are the same as
+layer by layer; what changes is the order and the queue. The backward runs layer by layer
+(lstm_layer_grads, then the input projection's gradients), from the last layer down.
+
+Used by nn.LSTM where `uses_wavefront` holds: two layers or more, one direction, no proj_size,
+no dropout between layers in training, both biases, and a device whose small kernels run on one
+core (Device.small_kernels_use_one_core); `WAVEFRONT` forces it on or off.
+
+    >>> import clgrad
+    >>> L, T, B, F, H = 2, 3, 1, 2, 2
+    >>> weights = [clgrad.ones(*s) * 0.1 for _ in range(L)
+    ...            for s in ((4 * H, F if _ == 0 else H), (4 * H, H), (4 * H,), (4 * H,))]
+    >>> out, h_n, c_n = lstm_stack(clgrad.ones(T, B, F), clgrad.zeros(L, B, H),
+    ...                            clgrad.zeros(L, B, H), weights)
+    >>> out.shape, h_n.shape
+    (clgrad.Size([3, 1, 2]), clgrad.Size([2, 1, 2]))
+"""
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd.op import Op
+from ..kernels.gemm import gemm
+from ..runtime.side_queue import on_side_queue, queue_wait, side_queue
+from ..tensor import empty_tensor
+from ._base import contiguous_raw, copy_into, recorded_grads, view_raw
+from .join import stack
+from .rnn_cell import LSTMRun, _composed, lstm_layer_grads
+
+WAVEFRONT = None        # None: where uses_wavefront finds it pays; True / False: always / never
+
+
+def uses_wavefront(device, num_layers):
+    """Whether nn.LSTM's layers (one direction, no proj_size, no dropout between them) run as a
+    wavefront (lstm_stack) on `device`."""
+    if WAVEFRONT is not None:
+        return WAVEFRONT and num_layers > 1
+    return num_layers > 1 and device.small_kernels_use_one_core
+
+
+def chunk_steps(T):
+    """Steps per chunk of the wavefront: a quarter of the sequence, at least 8 (a chunk costs a
+    wait between the queues and a smaller projection GEMM; tools/bench_wavefront.py: chunks of
+    8 and 16 of 32 steps saved 20-25% of a 2-layer forward, chunks of 4 nothing)."""
+    return max(8, -(-T // 4))
+
+
+def _project(inp, row0, rows, w_ih, bias):
+    """inp[row0:row0 + rows] ([rows, K] of a contiguous [T * B, K]) @ w_ih^T + bias: a new
+    [1, rows, 4H] tensor."""
+    K = w_ih._shape[1]
+    G = w_ih._shape[0]
+    return gemm(view_raw(inp, (1, rows, K), (0, K, 1), inp._offset + row0 * K),
+                view_raw(w_ih, (1, K, G), (0, w_ih._strides[1], w_ih._strides[0]),
+                         w_ih._offset),
+                view_raw(bias, (1, rows, G), (0, 0, bias._strides[0]), bias._offset), 1)
+
+
+class LSTMStack(Op):
+    """(out [T, B, H] of the last layer, h_n [L, B, H], c_n [L, B, H]) of L LSTM layers over x
+    [T, B, F] from h0, c0 [L, B, H]; weights: w_ih, w_hh, b_ih, b_hh of each layer in turn."""
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, *weights):
+        x, h0, c0 = contiguous_raw(x), contiguous_raw(h0), contiguous_raw(c0)
+        dev, dt = x._storage.device, x._dtype
+        L = len(weights) // 4
+        T, B, F = x._shape
+        H = weights[1]._shape[1]
+        biases = [contiguous_raw(weights[4 * l + 2] + weights[4 * l + 3]) for l in range(L)]
+        runs = [LSTMRun(weights[4 * l + 1], view_raw(h0, (B, H), (H, 1), h0._offset + l * B * H),
+                        view_raw(c0, (B, H), (H, 1), c0._offset + l * B * H), T, x)
+                for l in range(L)]
+        ins = [x] + [r.out for r in runs[:-1]]          # each layer's input, [T, B, *]
+        side = side_queue(dev)
+        queues = [dev if l % 2 == 0 else side for l in range(L)]
+        held = []          # what the side queue uses, kept from the pool until the last wait
+        chunk = chunk_steps(T)
+        n = -(-T // chunk)
+        try:
+            for w in range(n + L - 1):
+                # the deeper layers first: a layer's wait for the one below then covers that
+                # layer's chunk c, and not the chunk c + 1 it is about to get
+                for l in range(L - 1, -1, -1):
+                    c = w - l
+                    if not 0 <= c < n:
+                        continue
+                    lo, hi = c * chunk, min(T, (c + 1) * chunk)
+                    if l and queues[l] is not queues[l - 1]:
+                        queue_wait(queues[l], queues[l - 1])
+                    if queues[l] is side:
+                        with on_side_queue(dev):
+                            proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
+                                            biases[l])
+                            runs[l].steps(range(lo, hi), proj, lo)
+                        held.append(proj)
+                    else:
+                        proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
+                                        biases[l])
+                        runs[l].steps(range(lo, hi), proj, lo)
+        finally:
+            queue_wait(dev, side)        # the main queue goes on after the side's work
+        del held
+        h_n = empty_tensor((L, B, H), dt, dev)
+        c_n = empty_tensor((L, B, H), dt, dev)
+        for l, run in enumerate(runs):
+            h, c = run.finals()
+            copy_into(view_raw(h_n, (B, H), (H, 1), l * B * H), h)
+            copy_into(view_raw(c_n, (B, H), (H, 1), l * B * H), c)
+        ctx.save_for_backward(x, h0, c0, *weights)
+        ctx.internal = [(r.out, r.cs, r.act) for r in runs]
+        return runs[-1].out, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, dout, dh_n, dc_n):
+        x, h0, c0, *weights = ctx.saved_tensors
+        L = len(weights) // 4
+        if is_grad_enabled():                    # create_graph: through the composed layers
+            ins = (x, h0, c0, *weights)
+            with enable_grad():
+                outs = _composed_stack(x, h0, c0, weights)
+            return tuple(recorded_grads(ins, outs, (dout, dh_n, dc_n)))
+        T, B, F = x._shape
+        H = weights[1]._shape[1]
+        dev, dt = x._storage.device, x._dtype
+        needs = ctx.needs_input_grad
+        dh_n, dc_n = (None if g is None else contiguous_raw(g) for g in (dh_n, dc_n))
+        grads = [None] * (3 + len(weights))
+        dh0 = empty_tensor((L, B, H), dt, dev) if needs[1] else None
+        dc0 = empty_tensor((L, B, H), dt, dev) if needs[2] else None
+        ins = [x] + [out for out, _, _ in ctx.internal[:-1]]
+        for l in range(L - 1, -1, -1):
+            w_ih, w_hh = weights[4 * l], weights[4 * l + 1]
+            out, cs, act = ctx.internal[l]
+            state = [None if s is None else view_raw(s, (B, H), (H, 1), s._offset + l * B * H)
+                     for s in (dh_n, dc_n)]
+            h0_l, c0_l = (view_raw(s, (B, H), (H, 1), s._offset + l * B * H) for s in (h0, c0))
+            dgates, dw_hh, dh0_l, dc0_l = lstm_layer_grads(
+                w_hh, contiguous_raw(h0_l), contiguous_raw(c0_l), False, out, cs, act, dout,
+                state[0], state[1], needs[3 + 4 * l + 1])
+            G = 4 * H
+            K = w_ih._shape[1]
+            rows = view_raw(dgates, (1, T * B, G), (0, G, 1), dgates._offset)
+            if l or needs[0]:                    # the gradient of the layer's input
+                dout = view_raw(gemm(rows, view_raw(w_ih, (1, G, K), (0,) + w_ih._strides,
+                                                    w_ih._offset)), (T, B, K), (B * K, K, 1), 0)
+            if needs[3 + 4 * l]:
+                inp = contiguous_raw(ins[l])
+                dw = gemm(view_raw(dgates, (1, G, T * B), (0, 1, G), dgates._offset),
+                          view_raw(inp, (1, T * B, K), (0, K, 1), inp._offset))
+                grads[3 + 4 * l] = view_raw(dw, (G, K), (K, 1), dw._offset)
+            grads[3 + 4 * l + 1] = dw_hh
+            if needs[3 + 4 * l + 2] or needs[3 + 4 * l + 3]:
+                db = _dgates_sum(dgates, T * B, G)
+                grads[3 + 4 * l + 2] = db if needs[3 + 4 * l + 2] else None
+                grads[3 + 4 * l + 3] = (db.clone() if needs[3 + 4 * l + 2] else db) \
+                    if needs[3 + 4 * l + 3] else None
+            for whole, part in ((dh0, dh0_l), (dc0, dc0_l)):
+                if whole is not None:
+                    copy_into(view_raw(whole, (B, H), (H, 1), l * B * H), part)
+        grads[0] = dout if needs[0] else None
+        grads[1], grads[2] = dh0, dc0
+        return tuple(grads)
+
+
+LSTMStack._backward_cls._handles_none = True
+
+
+def _dgates_sum(dgates, rows, G):
+    """The bias gradient: dgates [T, B, 4H] summed over steps and batch."""
+    return view_raw(dgates, (rows, G), (G, 1), dgates._offset).sum(0)
+
+
+def _composed_stack(x, h0, c0, weights):
+    """lstm_stack in clgrad ops (recorded): what create_graph differentiates."""
+    L = len(weights) // 4
+    seq, hs, cs = x, [], []
+    for l in range(L):
+        w_ih, w_hh, b_ih, b_hh = weights[4 * l:4 * l + 4]
+        T, B = seq.shape[0], seq.shape[1]
+        proj = (seq.reshape(T * B, seq.shape[2]).matmul(w_ih.t()) + (b_ih + b_hh)) \
+            .reshape(T, B, w_ih.shape[0])
+        seq, h, c = _composed(proj, w_hh, h0[l], c0[l], False)
+        hs.append(h)
+        cs.append(c)
+    return seq, stack(hs, 0), stack(cs, 0)
+
+
+def lstm_stack(x, h0, c0, weights):
+    """(out, h_n, c_n) of a stack of LSTM layers in one direction, as a wavefront (see the
+    module text): x [T, B, F], h0 and c0 [L, B, H], weights the w_ih [4H, F or H], w_hh [4H, H],
+    b_ih and b_hh [4H] of each layer in turn (gate order i, f, g, o, as torch's)."""
+    return LSTMStack.apply(x, h0, c0, *weights)
