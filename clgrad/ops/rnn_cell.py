@@ -135,44 +135,87 @@ def _composed(proj, w_hh, h0, c0, reverse):
     return stack(outs, 0), h, c
 
 
+class LSTMGrads:
+    """One LSTM layer's backward, from what LSTMRun kept (out, cs, act: each step's h, c and
+    gates) and the gradients of its final state (dh_n, dc_n; None for none): the steps run in
+    reverse a range at a time (`steps`), then `finish` gives the gradients.
+
+    >>> import clgrad
+    >>> run = LSTMRun(clgrad.zeros(8, 2), clgrad.zeros(1, 2), clgrad.zeros(1, 2), 3,
+    ...               clgrad.zeros(1))
+    >>> run.steps(range(3), clgrad.ones(3, 1, 8))
+    >>> g = LSTMGrads(clgrad.zeros(8, 2), clgrad.zeros(1, 2), clgrad.zeros(1, 2), False,
+    ...               run.out, run.cs, run.act, None, None)
+    >>> g.steps(3, clgrad.ones(3, 1, 2))
+    >>> [t.shape for t in g.finish(True)]
+    [clgrad.Size([3, 1, 8]), clgrad.Size([8, 2]), clgrad.Size([1, 2]), clgrad.Size([1, 2])]
+    """
+
+    def __init__(self, w_hh, h0, c0, reverse, out, cs, act, dh_n, dc_n):
+        dev, dt = out._storage.device, out._dtype
+        T, B, G = act._shape
+        H = G // 4
+        self.T, self.B, self.H = T, B, H
+        self.h0, self.c0, self.reverse = h0, c0, reverse
+        self.out, self.cs, self.act = out, cs, act
+        self.dgates = empty_tensor((T, B, G), dt, dev)
+        self.w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
+        self.cache = {}
+        self.dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
+        self.dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
+        self.order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
+        self.n = 0                                # steps done
+        self.fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
+        self.pw = self.fused.pack_backward(w_hh) if self.fused else None
+
+    def steps(self, count, dout, first=0):
+        """The next `count` steps of the backward; dout holds the gradient of the outputs of
+        steps first on ([steps, B, H], contiguous), or is None."""
+        T, B, H = self.T, self.B, self.H
+        G = 4 * H
+        order, fused, dgates = self.order, self.fused, self.dgates
+        act, cs, dc = self.act, self.cs, self.dc
+        for n in range(self.n, self.n + count):
+            t = order[n]
+            last = n == T - 1                    # the first step run forward: c_prev is c0
+            c_prev, cpo = (self.c0, 0) if last else (cs, order[n + 1] * B * H)
+            dcp = empty_tensor((B, H), dgates._dtype, dgates._storage.device)
+            douto = (t - first) * B * H
+            if fused and n:     # dh = dgates of the step after times W_hh, in the same kernel
+                fused.backward(B, H, dgates, order[n - 1] * B * G, self.pw, dout, douto, dc[0],
+                               act, t * B * G, c_prev, cpo, cs, t * B * H, t * B * G, dcp)
+            else:
+                if n:
+                    self.dh = (gemm(_batch(dgates, order[n - 1] * B * G, B, G), self.w,
+                                    b_cache=self.cache), 0)
+                lstm_bwd_raw(B, H, self.dh, (dout, douto) if dout is not None else None, dc,
+                             act, t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
+            dc = (dcp, 0)
+        self.dc = dc
+        self.n += count
+
+    def finish(self, need_dw):
+        """(dgates [T, B, 4H], dW_hh or None, dh0, dc0), once every step is done."""
+        T, B, H = self.T, self.B, self.H
+        dev, dt = self.dgates._storage.device, self.dgates._dtype
+        dh, dc = self.dh, self.dc
+        if T:
+            dh = (gemm(_batch(self.dgates, self.order[-1] * B * 4 * H, B, 4 * H), self.w,
+                       b_cache=self.cache), 0)
+        dw = _weight_grad(self.dgates, self.out, self.h0, self.reverse) if need_dw else None
+        dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
+            full_raw((B, H), 0, dt, dev)
+        dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
+        return self.dgates, dw, dh0, dc0
+
+
 def lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout, dh_n, dc_n, need_dw):
     """(dgates [T, B, 4H], dW_hh or None, dh0, dc0) of an LSTM layer run by LSTMLayer's forward,
-    from what it kept (out, cs, act: each step's h, c and gates) and the gradients of its
-    outputs (dout [T, B, H], dh_n, dc_n; each may be None)."""
-    dev, dt = out._storage.device, out._dtype
-    T, B, G = act._shape
-    H = G // 4
-    dout = contiguous_raw(dout) if dout is not None else None
-    dgates = empty_tensor((T, B, G), dt, dev)
-    w = view_raw(w_hh, (1, G, H), (0,) + w_hh._strides, w_hh._offset)
-    cache = {}
-    dh = (contiguous_raw(dh_n), 0) if dh_n is not None else None
-    dc = (contiguous_raw(dc_n), 0) if dc_n is not None else None
-    order = list(range(T)) if reverse else list(range(T - 1, -1, -1))
-    fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
-    pw = fused.pack_backward(w_hh) if fused else None
-    for n, t in enumerate(order):
-        last = n == T - 1                    # the first step run forward: c_prev is c0
-        prev = order[n + 1] if not last else None
-        c_prev, cpo = (c0, 0) if last else (cs, prev * B * H)
-        dcp = empty_tensor((B, H), dt, dev)
-        if fused and n:     # dh = dgates of the step after times W_hh, in the same kernel
-            fused.backward(B, H, dgates, order[n - 1] * B * G, pw, dout, t * B * H, dc[0],
-                           act, t * B * G, c_prev, cpo, cs, t * B * H, t * B * G, dcp)
-        else:
-            if n:
-                dh = (gemm(_batch(dgates, order[n - 1] * B * G, B, G), w, b_cache=cache),
-                      0)
-            lstm_bwd_raw(B, H, dh, (dout, t * B * H) if dout is not None else None, dc,
-                         act, t * B * G, c_prev, cpo, cs, t * B * H, dgates, t * B * G, dcp)
-        dc = (dcp, 0)
-    if T:
-        dh = (gemm(_batch(dgates, order[-1] * B * G, B, G), w, b_cache=cache), 0)
-    dw = _weight_grad(dgates, out, h0, reverse) if need_dw else None
-    dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
-        full_raw((B, H), 0, dt, dev)
-    dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
-    return dgates, dw, dh0, dc0
+    from what it kept (out, cs, act) and the gradients of its outputs (dout [T, B, H], dh_n,
+    dc_n; each may be None): LSTMGrads over all the steps at once."""
+    g = LSTMGrads(w_hh, h0, c0, reverse, out, cs, act, dh_n, dc_n)
+    g.steps(act._shape[0], contiguous_raw(dout) if dout is not None else None)
+    return g.finish(need_dw)
 
 
 class LSTMRun:
