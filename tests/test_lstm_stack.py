@@ -11,7 +11,8 @@ from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.ops import lstm_stack as stack_mod
 from clgrad.ops.lstm_stack import lstm_stack
 from clgrad.runtime.recording import Recording, _enqueue_burst
-from clgrad.runtime.side_queue import SideQueue, on_side_queue, queue_wait, side_queue
+from clgrad.runtime.side_queue import (SideQueue, join_side_queue, on_side_queue, queue_wait,
+                                       side_queue)
 from test_rnn import _np_layer
 
 
@@ -158,7 +159,7 @@ def test_side_queue_work_in_a_recording_replays_there(device):
         queue_wait(side, device)
         with on_side_queue(device):
             y.copy_(x * 2 + 1)
-        queue_wait(device, side)
+        join_side_queue(device)
         y.mul_(3)
     assert rec.two_queues and y.tolist() == [3.0, 9.0, 15.0, 21.0, 27.0, 33.0]
     x.add_(1)
@@ -168,21 +169,24 @@ def test_side_queue_work_in_a_recording_replays_there(device):
     assert any(it[0] is side for it in items)
 
 
-def test_pool_holds_back_frees_until_the_main_queue_waits_for_the_side(device):
-    """A buffer freed while the side queue may still use it is not handed out again before the
-    main queue waits for the side queue."""
+def test_pool_holds_back_frees_until_the_side_queue_joins(device):
+    """A buffer freed while either queue may still use it is not handed out again before
+    join_side_queue, a plain wait between the queues included."""
     side = side_queue(device)
     queue_wait(side, device)
     with on_side_queue(device):
         t = clgrad.ones(1 << 14, device=device) * 2
         buf = t._storage.buf
         del t
+    queue_wait(device, side)
     again = [clgrad.empty(1 << 14, device=device) for _ in range(4)]
     assert all(a._storage.buf is not buf for a in again)
-    queue_wait(device, side)
+    assert not any(b is buf for bins in device.pool._bins.values() for b in bins)
+    join_side_queue(device)
     assert device.pool.holding is None
-    del again
+    device.pool.settle()
+    assert any(b is buf for bins in device.pool._bins.values() for b in bins)
     with pytest.raises(RuntimeError, match="outside on_side_queue"):
         with on_side_queue(device):
             queue_wait(device, side)
-    queue_wait(device, side)
+    join_side_queue(device)

@@ -6,12 +6,15 @@ on PoCL a small kernel runs on one core (runtime/side_queue.py), so a layer's st
 other core idle. Here the layers run as a wavefront instead: the steps are cut into chunks, and
 layer l does chunk c (its input projection of those steps, one GEMM, then the steps) while layer
 l - 1 does chunk c + 1, the odd layers on the device's side queue. The kernels are the same as
-layer by layer; what changes is the order and the queue. The backward runs layer by layer
-(lstm_layer_grads, then the input projection's gradients), from the last layer down.
+layer by layer; what changes is the order and the queue. The backward runs the same way from the
+top layer down, in reverse time: layer l does chunk c (its steps, then the gradient of its input
+over those steps, which the layer below reads) while layer l + 1 does chunk c - 1; a layer's
+weight gradients follow its last chunk, beside the chains of the layers below.
 
 Used by nn.LSTM where `uses_wavefront` holds: two layers or more, one direction, no proj_size,
 no dropout between layers in training, both biases, and a device whose small kernels run on one
-core (Device.small_kernels_use_one_core); `WAVEFRONT` forces it on or off.
+core (Device.small_kernels_use_one_core); `WAVEFRONT` (CLGRAD_LSTM_WAVEFRONT=1 / 0) forces it on
+or off.
 
     >>> import clgrad
     >>> L, T, B, F, H = 2, 3, 1, 2, 2
@@ -22,16 +25,21 @@ core (Device.small_kernels_use_one_core); `WAVEFRONT` forces it on or off.
     >>> out.shape, h_n.shape
     (clgrad.Size([3, 1, 2]), clgrad.Size([2, 1, 2]))
 """
+import os
+from contextlib import nullcontext
+
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.op import Op
 from ..kernels.gemm import gemm
-from ..runtime.side_queue import on_side_queue, queue_wait, side_queue
+from ..runtime.side_queue import join_side_queue, on_side_queue, queue_wait, side_queue
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, recorded_grads, view_raw
 from .join import stack
-from .rnn_cell import LSTMRun, _composed, lstm_layer_grads
+from .rnn_cell import LSTMGrads, LSTMRun, _composed
 
-WAVEFRONT = None        # None: where uses_wavefront finds it pays; True / False: always / never
+# None: where uses_wavefront finds it pays; True / False: always / never (CLGRAD_LSTM_WAVEFRONT=1
+# or 0 sets it at import)
+WAVEFRONT = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_WAVEFRONT", ""))
 
 
 def uses_wavefront(device, num_layers):
@@ -78,7 +86,6 @@ class LSTMStack(Op):
         ins = [x] + [r.out for r in runs[:-1]]          # each layer's input, [T, B, *]
         side = side_queue(dev)
         queues = [dev if l % 2 == 0 else side for l in range(L)]
-        held = []          # what the side queue uses, kept from the pool until the last wait
         chunk = chunk_steps(T)
         n = -(-T // chunk)
         try:
@@ -97,14 +104,12 @@ class LSTMStack(Op):
                             proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
                                             biases[l])
                             runs[l].steps(range(lo, hi), proj, lo)
-                        held.append(proj)
                     else:
                         proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
                                         biases[l])
                         runs[l].steps(range(lo, hi), proj, lo)
         finally:
-            queue_wait(dev, side)        # the main queue goes on after the side's work
-        del held
+            join_side_queue(dev)         # the main queue goes on after the side's work
         h_n = empty_tensor((L, B, H), dt, dev)
         c_n = empty_tensor((L, B, H), dt, dev)
         for l, run in enumerate(runs):
@@ -129,50 +134,87 @@ class LSTMStack(Op):
         dev, dt = x._storage.device, x._dtype
         needs = ctx.needs_input_grad
         dh_n, dc_n = (None if g is None else contiguous_raw(g) for g in (dh_n, dc_n))
+
+        def at(t, l):                          # layer l's [B, H] of an [L, B, H] tensor
+            return None if t is None else view_raw(t, (B, H), (H, 1), t._offset + l * B * H)
+        layers = [LSTMGrads(weights[4 * l + 1], at(h0, l), at(c0, l), False, *ctx.internal[l],
+                            at(dh_n, l), at(dc_n, l)) for l in range(L)]
+        ins = [x] + [out for out, _, _ in ctx.internal[:-1]]     # each layer's input
+        side = side_queue(dev)
+        queues = [dev if l % 2 == 0 else side for l in range(L)]
+        chunk = chunk_steps(T)
+        n = -(-T // chunk)
+        top = contiguous_raw(dout) if dout is not None else None
+        below = [[None] * n for _ in range(L)]   # [l][k]: layer l's input gradient, chunk k
         grads = [None] * (3 + len(weights))
-        dh0 = empty_tensor((L, B, H), dt, dev) if needs[1] else None
-        dc0 = empty_tensor((L, B, H), dt, dev) if needs[2] else None
-        ins = [x] + [out for out, _, _ in ctx.internal[:-1]]
-        for l in range(L - 1, -1, -1):
-            w_ih, w_hh = weights[4 * l], weights[4 * l + 1]
-            out, cs, act = ctx.internal[l]
-            state = [None if s is None else view_raw(s, (B, H), (H, 1), s._offset + l * B * H)
-                     for s in (dh_n, dc_n)]
-            h0_l, c0_l = (view_raw(s, (B, H), (H, 1), s._offset + l * B * H) for s in (h0, c0))
-            dgates, dw_hh, dh0_l, dc0_l = lstm_layer_grads(
-                w_hh, contiguous_raw(h0_l), contiguous_raw(c0_l), False, out, cs, act, dout,
-                state[0], state[1], needs[3 + 4 * l + 1])
-            G = 4 * H
-            K = w_ih._shape[1]
-            rows = view_raw(dgates, (1, T * B, G), (0, G, 1), dgates._offset)
-            if l or needs[0]:                    # the gradient of the layer's input
-                dout = view_raw(gemm(rows, view_raw(w_ih, (1, G, K), (0,) + w_ih._strides,
-                                                    w_ih._offset)), (T, B, K), (B * K, K, 1), 0)
-            if needs[3 + 4 * l]:
-                inp = contiguous_raw(ins[l])
-                dw = gemm(view_raw(dgates, (1, G, T * B), (0, 1, G), dgates._offset),
-                          view_raw(inp, (1, T * B, K), (0, K, 1), inp._offset))
-                grads[3 + 4 * l] = view_raw(dw, (G, K), (K, 1), dw._offset)
-            grads[3 + 4 * l + 1] = dw_hh
-            if needs[3 + 4 * l + 2] or needs[3 + 4 * l + 3]:
-                db = _dgates_sum(dgates, T * B, G)
-                grads[3 + 4 * l + 2] = db if needs[3 + 4 * l + 2] else None
-                grads[3 + 4 * l + 3] = (db.clone() if needs[3 + 4 * l + 2] else db) \
-                    if needs[3 + 4 * l + 3] else None
-            for whole, part in ((dh0, dh0_l), (dc0, dc0_l)):
-                if whole is not None:
-                    copy_into(view_raw(whole, (B, H), (H, 1), l * B * H), part)
-        grads[0] = dout if needs[0] else None
-        grads[1], grads[2] = dh0, dc0
+        finals = [None] * L                      # per layer: (dh0, dc0)
+        queue_wait(side, dev)                    # the side queue starts after what is enqueued
+        try:
+            # the top layer leads, in reverse time: layer l does chunk k (from the end) while
+            # the layer above does chunk k + 1. The lower layers first within a wave: a layer's
+            # wait for the one above then covers that one's chunk k and not its chunk k + 1
+            for w in range(n + L - 1):
+                for l in range(L):
+                    k = w - (L - 1 - l)
+                    if not 0 <= k < n:
+                        continue
+                    if l < L - 1 and queues[l] is not queues[l + 1]:
+                        queue_wait(queues[l], queues[l + 1])
+                    lo, hi = max(0, T - (k + 1) * chunk), T - k * chunk
+                    with on_side_queue(dev) if queues[l] is side else nullcontext():
+                        g = layers[l]
+                        if l == L - 1:
+                            g.steps(hi - lo, top)
+                        else:
+                            g.steps(hi - lo, below[l + 1][k], lo)
+                        if l:                    # what the layer below needs of this chunk
+                            below[l][k] = _times_w_ih(g.dgates, lo * B, (hi - lo) * B,
+                                                      weights[4 * l])
+                        if k == n - 1:           # the layer's last chunk: its gradients
+                            finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
+        finally:
+            join_side_queue(dev)                 # the main queue goes on after the side's work
+        del below
+        for i, whole in enumerate((1, 2)):              # dh0, dc0
+            if needs[whole]:
+                grads[whole] = empty_tensor((L, B, H), dt, dev)
+                for l in range(L):
+                    copy_into(at(grads[whole], l), finals[l][i])
         return tuple(grads)
 
 
+def _times_w_ih(dgates, row0, rows, w_ih):
+    """dgates[row0:row0 + rows] ([rows, 4H] of [T * B, 4H]) @ w_ih: the gradient of a layer's
+    input over those rows, a new contiguous [1, rows, K] tensor."""
+    G, K = w_ih._shape
+    return gemm(view_raw(dgates, (1, rows, G), (0, G, 1), dgates._offset + row0 * G),
+                view_raw(w_ih, (1, G, K), (0,) + w_ih._strides, w_ih._offset))
+
+
+def _layer_grads(g, l, inp, weights, needs, grads):
+    """Layer l's gradients once its steps are done (LSTMGrads g): W_hh's, W_ih's and the biases'
+    into grads (the op's argument order), x's for layer 0; returns (dh0, dc0)."""
+    T, B, H = g.T, g.B, g.H
+    G = 4 * H
+    at = 3 + 4 * l                               # w_ih, w_hh, b_ih, b_hh in grads
+    dgates, grads[at + 1], dh0, dc0 = g.finish(needs[at + 1])
+    K = weights[at - 3]._shape[1]
+    if needs[at]:
+        inp = contiguous_raw(inp)
+        dw = gemm(view_raw(dgates, (1, G, T * B), (0, 1, G), dgates._offset),
+                  view_raw(inp, (1, T * B, K), (0, K, 1), inp._offset))
+        grads[at] = view_raw(dw, (G, K), (K, 1), dw._offset)
+    if needs[at + 2] or needs[at + 3]:
+        db = view_raw(dgates, (T * B, G), (G, 1), dgates._offset).sum(0)
+        grads[at + 2] = db if needs[at + 2] else None
+        grads[at + 3] = (db.clone() if needs[at + 2] else db) if needs[at + 3] else None
+    if l == 0 and needs[0]:
+        dx = _times_w_ih(dgates, 0, T * B, weights[0])
+        grads[0] = view_raw(dx, (T, B, K), (B * K, K, 1), dx._offset)
+    return dh0, dc0
+
+
 LSTMStack._backward_cls._handles_none = True
-
-
-def _dgates_sum(dgates, rows, G):
-    """The bias gradient: dgates [T, B, 4H] summed over steps and batch."""
-    return view_raw(dgates, (rows, G), (G, 1), dgates._offset).sum(0)
 
 
 def _composed_stack(x, h0, c0, weights):

@@ -10,14 +10,14 @@ of them on a second queue of the same device:
     queue_wait(side, dev)              # the side queue starts after what dev's queue holds
     with on_side_queue(dev) as side:   # launches, copies and fills in here go to the side queue
         ...
-    queue_wait(dev, side)              # and dev's queue goes on only after the side's work
+    join_side_queue(dev)               # and dev's queue goes on only after the side's work
 
-The op orders the queues itself: every stretch on the side queue starts with the side queue
-waiting for the main one, and the op ends with the main queue waiting for the side one. From the
-first stretch on the side queue until the main queue waits for the side one, the device's pool
-holds back what is freed (MemoryPool.holding): a buffer that a side kernel still uses must not
-go to the main queue's next allocation. A recording (runtime/recording.py) notes on which queue
-each launch went and each wait, and replays them so.
+The op orders the queues itself (queue_wait), starting with the side queue waiting for the main
+one: a buffer the pool hands out may have been freed by a tensor that queued kernels on the main
+queue still read. From the first stretch on the side queue until join_side_queue, the device's
+pool holds back every buffer freed (MemoryPool.holding), since either queue may still use it
+while the other could be handed it. A recording (runtime/recording.py) notes on which queue each
+launch went and each wait, and replays them so.
 
     >>> import clgrad
     >>> dev = clgrad.runtime.default_device()
@@ -26,7 +26,7 @@ each launch went and each wait, and replays them so.
     >>> queue_wait(side, dev)
     >>> with on_side_queue(dev):
     ...     y = x * 2
-    >>> queue_wait(dev, side)
+    >>> join_side_queue(dev)
     >>> y.tolist()
     [2.0, 2.0, 2.0, 2.0]
 """
@@ -63,7 +63,8 @@ def side_queue(device):
 @contextlib.contextmanager
 def on_side_queue(device):
     """Within it, the device's work (launches, copies, fills) goes to its side queue; yields the
-    SideQueue. Not for host reads: order the queues with queue_wait first."""
+    SideQueue. Not for host reads: order the queues with queue_wait first. The pool holds back
+    what is freed from the first of these until join_side_queue."""
     side = side_queue(device)
     if device._on_side is not None:
         raise RuntimeError(f"on_side_queue({device}): already on the side queue")
@@ -91,11 +92,16 @@ def queue_wait(waiter, waited):
     if active is not None and not active.paused:
         active._ops.append(("wait", (waiter, waited)))
         active.two_queues = True
-    if waited.__class__ is SideQueue and waiter is waited.device:
-        pool = waiter.pool               # the side queue's work is behind the main queue's now
-        held, pool.holding = pool.holding, None
-        for buf, size in held or ():
-            pool.free(buf, size)
+
+
+def join_side_queue(device):
+    """The end of an op's work on the side queue: the device's queue waits for the side one, and
+    the pool gets back what it held since (see the module text)."""
+    queue_wait(device, side_queue(device))
+    pool = device.pool
+    held, pool.holding = pool.holding, None
+    for buf, size in held or ():
+        pool.free(buf, size)
 
 
 def enqueue_wait(waiter, waited):
