@@ -111,6 +111,9 @@ def test_nn_lstm_takes_the_wavefront_only_where_it_applies(device, monkeypatch):
               nn.LSTM(3, 4, num_layers=2, dropout=0.5), nn.GRU(3, 4, num_layers=2)):
         assert not m.to(device)._stacks(x), m
     assert nn.LSTM(3, 4, num_layers=2, dropout=0.5).to(device).eval()._stacks(x)
+    with clgrad.autocast("cpu", dtype=clgrad.bfloat16):        # torch's casts: layer by layer
+        m = nn.LSTM(3, 4, num_layers=2).to(device)
+        assert not m._stacks(x) and m(x)[0].dtype == clgrad.bfloat16
     monkeypatch.setattr(device, "small_kernels_use_one_core", False)
     assert not nn.LSTM(3, 4, num_layers=2).to(device)._stacks(x)
 

@@ -210,6 +210,8 @@ def install():
     """Wrap every listed op of the clgrad namespace, Tensor and nn.functional (once)."""
     global _installed
     _installed = True
+    from ..ops import lstm_stack        # its wavefront keeps out of autocast regions
+    lstm_stack.autocast_on = lambda: is_autocast_enabled("cpu") or is_autocast_enabled("cuda")
     # function-level: the clgrad namespace, which imports this module
     import clgrad
     names = set()

@@ -42,6 +42,13 @@ from .rnn_cell import LSTMGrads, LSTMRun, _composed
 WAVEFRONT = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_WAVEFRONT", ""))
 
 
+def autocast_on():
+    """Whether an autocast region is on (nn.LSTM then runs layer by layer, whose ops autocast
+    casts as torch's). clgrad.amp replaces it when it installs: the ops layer does not import
+    amp, which sits above it."""
+    return False
+
+
 def uses_wavefront(device, num_layers):
     """Whether nn.LSTM's layers (one direction, no proj_size, no dropout between them) run as a
     wavefront (lstm_stack) on `device`."""

@@ -13,7 +13,7 @@ import math
 
 from ...ops.creation import empty, zeros
 from ...ops.join import cat, stack
-from ...ops.lstm_stack import lstm_stack, uses_wavefront
+from ...ops import lstm_stack as _stack
 from ...ops.rnn_cell import gru_layer, lstm_layer, rnn_layer
 from ...ops.rnn_step import gru_step, lstm_step, rnn_step
 from ...tensor import Tensor
@@ -131,10 +131,12 @@ class RNNBase(Module):
     def _stacks(self, x):
         """Whether forward runs the layers as one wavefront (lstm_stack): an LSTM of two layers
         or more, in one direction, with both biases, no proj_size and no dropout between its
-        layers, on a device where that pays (lstm_stack.uses_wavefront)."""
+        layers, outside autocast (whose casts the layers' own ops take), on a device where that
+        pays (lstm_stack.uses_wavefront)."""
         return (_FUSED and self.mode == "LSTM" and not self.bidirectional and self.bias and
                 not self.proj_size and not (self.dropout and self.training) and
-                uses_wavefront(x._storage.device, self.num_layers))
+                not _stack.autocast_on() and
+                _stack.uses_wavefront(x._storage.device, self.num_layers))
 
     def _run_sequence(self, x, state, layer, d):
         """One layer in one direction over a whole [T, B, F] sequence; returns the output
@@ -249,7 +251,7 @@ class RNNBase(Module):
         if not packed and T and self._stacks(x):
             # the layers as a wavefront over two queues (ops/lstm_stack.py)
             weights = [w for layer in range(self.num_layers) for w in self._weights(layer, 0)[:4]]
-            seq, *h_n = lstm_stack(x, states[0], states[1], weights)
+            seq, *h_n = _stack.lstm_stack(x, states[0], states[1], weights)
             steps = None
         elif not packed and T:
             # every sequence runs every step: the layers take whole [T, B, F] tensors
