@@ -257,7 +257,8 @@ def _table(events, sort_by, row_limit, name_width, shapes_width, header, top_lev
 
 
 # ---- recording -----------------------------------------------------------------------------------
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+# where a class name's words meet: LSTMStack -> lstm_stack, FusedAttention -> fused_attention
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _op_names = {}
 
 
