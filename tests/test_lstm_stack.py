@@ -11,8 +11,8 @@ from clgrad.autograd import gradcheck, gradgradcheck
 from clgrad.ops import lstm_stack as stack_mod
 from clgrad.ops.lstm_stack import lstm_stack
 from clgrad.runtime.recording import Recording, _enqueue_burst
-from clgrad.runtime.side_queue import (SideQueue, join_side_queue, on_side_queue, queue_wait,
-                                       side_queue)
+from clgrad.runtime.side_queue import (SideQueue, join_side_queue, mark, on_side_queue,
+                                       queue_wait, side_queue)
 from test_rnn import _np_layer
 
 
@@ -158,16 +158,24 @@ def test_side_queue_work_in_a_recording_replays_there(device):
     x = clgrad.arange(6, dtype=clgrad.float32, device=device)
     y = clgrad.zeros(6, device=device)
     side = side_queue(device)
+    z = clgrad.zeros(6, device=device)
     with Recording() as rec:
         queue_wait(side, device)
         with on_side_queue(device):
             y.copy_(x * 2 + 1)
-        join_side_queue(device)
+        done = mark(side)                  # the side queue's work so far, and no more
+        with on_side_queue(device):
+            z.copy_(x - 1)
+        queue_wait(device, done)
         y.mul_(3)
+        join_side_queue(device)
+        z.add_(y)
     assert rec.two_queues and y.tolist() == [3.0, 9.0, 15.0, 21.0, 27.0, 33.0]
+    assert z.tolist() == [2.0, 9.0, 16.0, 23.0, 30.0, 37.0]
     x.add_(1)
     rec.replay()
     assert y.tolist() == [9.0, 15.0, 21.0, 27.0, 33.0, 39.0]
+    assert z.tolist() == [9.0, 16.0, 23.0, 30.0, 37.0, 44.0]
     items = [it for fn, a in rec._plan if fn is _enqueue_burst for it in a[1]]
     assert any(it[0] is side for it in items)
 

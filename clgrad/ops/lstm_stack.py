@@ -31,7 +31,7 @@ from contextlib import nullcontext
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.op import Op
 from ..kernels.gemm import gemm
-from ..runtime.side_queue import join_side_queue, on_side_queue, queue_wait, side_queue
+from ..runtime.side_queue import join_side_queue, mark, on_side_queue, queue_wait, side_queue
 from ..tensor import empty_tensor
 from ._base import contiguous_raw, copy_into, recorded_grads, view_raw
 from .join import stack
@@ -95,17 +95,16 @@ class LSTMStack(Op):
         queues = [dev if l % 2 == 0 else side for l in range(L)]
         chunk = chunk_steps(T)
         n = -(-T // chunk)
+        done = [[None] * n for _ in range(L)]    # [l][c]: a Mark after layer l's chunk c
         try:
             for w in range(n + L - 1):
-                # the deeper layers first: a layer's wait for the one below then covers that
-                # layer's chunk c, and not the chunk c + 1 it is about to get
                 for l in range(L - 1, -1, -1):
                     c = w - l
                     if not 0 <= c < n:
                         continue
                     lo, hi = c * chunk, min(T, (c + 1) * chunk)
-                    if l and queues[l] is not queues[l - 1]:
-                        queue_wait(queues[l], queues[l - 1])
+                    if l:
+                        queue_wait(queues[l], done[l - 1][c])
                     if queues[l] is side:
                         with on_side_queue(dev):
                             proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
@@ -115,6 +114,8 @@ class LSTMStack(Op):
                         proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
                                         biases[l])
                         runs[l].steps(range(lo, hi), proj, lo)
+                    if l < L - 1:
+                        done[l][c] = mark(queues[l])
         finally:
             join_side_queue(dev)         # the main queue goes on after the side's work
         h_n = empty_tensor((L, B, H), dt, dev)
@@ -155,18 +156,18 @@ class LSTMStack(Op):
         below = [[None] * n for _ in range(L)]   # [l][k]: layer l's input gradient, chunk k
         grads = [None] * (3 + len(weights))
         finals = [None] * L                      # per layer: (dh0, dc0)
+        done = [[None] * n for _ in range(L)]    # [l][k]: a Mark after layer l's chunk k
         queue_wait(side, dev)                    # the side queue starts after what is enqueued
         try:
             # the top layer leads, in reverse time: layer l does chunk k (from the end) while
-            # the layer above does chunk k + 1. The lower layers first within a wave: a layer's
-            # wait for the one above then covers that one's chunk k and not its chunk k + 1
+            # the layer above does chunk k + 1
             for w in range(n + L - 1):
                 for l in range(L):
                     k = w - (L - 1 - l)
                     if not 0 <= k < n:
                         continue
-                    if l < L - 1 and queues[l] is not queues[l + 1]:
-                        queue_wait(queues[l], queues[l + 1])
+                    if l < L - 1:
+                        queue_wait(queues[l], done[l + 1][k])
                     lo, hi = max(0, T - (k + 1) * chunk), T - k * chunk
                     with on_side_queue(dev) if queues[l] is side else nullcontext():
                         g = layers[l]
@@ -179,6 +180,8 @@ class LSTMStack(Op):
                                                       weights[4 * l])
                         if k == n - 1:           # the layer's last chunk: its gradients
                             finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
+                    if l:
+                        done[l][k] = mark(queues[l])
         finally:
             join_side_queue(dev)                 # the main queue goes on after the side's work
         del below

@@ -73,8 +73,9 @@ class Device:
         self.races_in_build_cache = self.is_pocl
         # PoCL's CPU workers sleep whenever no command is ready, and an in-order queue readies
         # the next command only once the one before is done: a kernel of less than ~30 us of
-        # work runs on one core (tools/bench_workers.py). Replays move work that nothing needs
-        # soon to a second queue there (runtime/side_queue.py)
+        # work runs on one core (tools/bench_workers.py). nn.LSTM's layers run as a wavefront
+        # on two queues there (ops/lstm_stack.py); on Intel's CPU runtime that made the
+        # compiled LSTM step slower (tools/bench_compile.py, 1.09-1.11x torch against 0.88-0.94)
         self.small_kernels_use_one_core = self.is_pocl and self.is_cpu
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
         # that follow: bursts are held behind a user event (flush) where that pays

@@ -51,7 +51,7 @@ import pyopencl as cl
 from . import kernels as _kernels
 from .device import devices, gate_queues, open_gates
 from .memory import Storage
-from .side_queue import SideQueue, enqueue_wait
+from .side_queue import SideQueue, enqueue_mark, enqueue_wait
 
 # The recording capturing now (one at a time, in one thread), or None.
 active = None
@@ -540,6 +540,8 @@ class Recording:
                                                  mem, pattern, offset, size)))
                 elif kind == "wait":                 # see side_queue.queue_wait
                     plan.append((enqueue_wait, payload))
+                elif kind == "mark":                 # and side_queue.mark
+                    plan.append((enqueue_mark, (payload,)))
                 elif kind == "item":
                     used[id(payload[1])] = payload[1]
                     plan.append((ItemRead.read, (payload[2],)))
@@ -713,7 +715,8 @@ def _bursts(plan, gated):
         if fn is _enqueue_kernel:
             run.append(args)
             continue
-        if fn is _enqueue_copy or fn is _enqueue_fill or fn is enqueue_wait:
+        if fn is _enqueue_copy or fn is _enqueue_fill or fn is enqueue_wait or \
+                fn is enqueue_mark:
             run.append((None, fn, args, None))
             continue
         if fn is _refreshed_step:

@@ -12,8 +12,9 @@ of them on a second queue of the same device:
         ...
     join_side_queue(dev)               # and dev's queue goes on only after the side's work
 
-The op orders the queues itself (queue_wait), starting with the side queue waiting for the main
-one: a buffer the pool hands out may have been freed by a tensor that queued kernels on the main
+The op orders the queues itself: queue_wait(a, b) makes queue a wait for all that queue b holds
+now, queue_wait(a, mark(b)) for what b held when marked (a layer's chunk, not the next chunk
+enqueued since). It starts with the side queue waiting for the main one: a buffer the pool hands out may have been freed by a tensor that queued kernels on the main
 queue still read. From the first stretch on the side queue until join_side_queue, the device's
 pool holds back every buffer freed (MemoryPool.holding), since either queue may still use it
 while the other could be handed it. A recording (runtime/recording.py) notes on which queue each
@@ -79,19 +80,48 @@ def on_side_queue(device):
         device._queue, device._on_side = main, None
 
 
-def queue_wait(waiter, waited):
-    """Make the queue of `waiter` wait for all that the queue of `waited` holds now (each a
-    Device, meaning its main queue, or a SideQueue): a marker on one, a barrier on the other."""
+class Mark:
+    """A point in a queue's work (`mark`), for a queue_wait on just what came before it."""
+    __slots__ = ("owner", "event")
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.event = None               # the marker of the latest enqueue (replays enqueue anew)
+
+
+def _ready(owner, what):
+    dev = owner.device if owner.__class__ is SideQueue else owner
+    if dev._on_side is not None:
+        raise RuntimeError(f"{what}: call it outside on_side_queue")
+    dev.queue                            # launches held back go first
+
+
+def _note(op):
     from .recording import active
-    for owner in (waiter, waited):
-        dev = owner.device if owner.__class__ is SideQueue else owner
-        if dev._on_side is not None:
-            raise RuntimeError("queue_wait: call it outside on_side_queue")
-        dev.queue                        # launches held back go first
-    enqueue_wait(waiter, waited)
     if active is not None and not active.paused:
-        active._ops.append(("wait", (waiter, waited)))
+        active._ops.append(op)
         active.two_queues = True
+
+
+def mark(owner):
+    """A Mark after all that the queue of `owner` (a Device, meaning its main queue, or a
+    SideQueue) holds now: queue_wait(other, mark) waits for that much and no more, while
+    `owner` goes on with what it gets next."""
+    _ready(owner, "mark")
+    m = Mark(owner)
+    enqueue_mark(m)
+    _note(("mark", m))
+    return m
+
+
+def queue_wait(waiter, waited):
+    """Make the queue of `waiter` (a Device, meaning its main queue, or a SideQueue) wait for
+    all that the queue of `waited` holds now, or for a Mark: a barrier on `waiter`'s queue."""
+    _ready(waiter, "queue_wait")
+    if waited.__class__ is not Mark:
+        _ready(waited, "queue_wait")
+    enqueue_wait(waiter, waited)
+    _note(("wait", (waiter, waited)))
 
 
 def join_side_queue(device):
@@ -104,5 +134,10 @@ def join_side_queue(device):
         pool.free(buf, size)
 
 
+def enqueue_mark(m):
+    m.event = cl.enqueue_marker(m.owner._queue)
+
+
 def enqueue_wait(waiter, waited):
-    cl.enqueue_barrier(waiter._queue, wait_for=[cl.enqueue_marker(waited._queue)])
+    evt = waited.event if waited.__class__ is Mark else cl.enqueue_marker(waited._queue)
+    cl.enqueue_barrier(waiter._queue, wait_for=[evt])
