@@ -74,6 +74,25 @@ def chunk_steps(T):
     return max(8, -(-T // 4))
 
 
+def _wavefront(L, n, downward):
+    """(layer, chunk) of L layers in n chunks each, in the order the wavefront enqueues them: at
+    wave w the layer d layers behind the leading one (layer 0 going up, the top layer going
+    down) takes its chunk w - d, the layer farthest behind first.
+
+    >>> list(_wavefront(2, 2, False)), list(_wavefront(2, 2, True))
+    ([(0, 0), (1, 0), (0, 1), (1, 1)], [(1, 0), (0, 0), (1, 1), (0, 1)])
+    """
+    for w in range(n + L - 1):
+        for d in range(L - 1, -1, -1):
+            if 0 <= w - d < n:
+                yield (L - 1 - d if downward else d), w - d
+
+
+def _queue_of(dev, l):
+    """Where layer l runs: the even layers on the device's queue, the odd ones on the side's."""
+    return on_side_queue(dev) if l % 2 else nullcontext()
+
+
 def _project(inp, row0, rows, w_ih, bias):
     """inp[row0:row0 + rows] ([rows, K] of a contiguous [T * B, K]) @ w_ih^T + bias: a new
     [1, rows, 4H] tensor."""
@@ -107,25 +126,15 @@ class LSTMStack(Op):
         n = -(-T // chunk)
         done = [[None] * n for _ in range(L)]    # [l][c]: a Mark after layer l's chunk c
         try:
-            for w in range(n + L - 1):
-                for l in range(L - 1, -1, -1):
-                    c = w - l
-                    if not 0 <= c < n:
-                        continue
-                    lo, hi = c * chunk, min(T, (c + 1) * chunk)
-                    if l:
-                        queue_wait(queues[l], done[l - 1][c])
-                    if queues[l] is side:
-                        with on_side_queue(dev):
-                            proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
-                                            biases[l])
-                            runs[l].steps(range(lo, hi), proj, lo)
-                    else:
-                        proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l],
-                                        biases[l])
-                        runs[l].steps(range(lo, hi), proj, lo)
-                    if l < L - 1:
-                        done[l][c] = mark(queues[l])
+            for l, c in _wavefront(L, n, False):
+                lo, hi = c * chunk, min(T, (c + 1) * chunk)
+                if l:
+                    queue_wait(queues[l], done[l - 1][c])
+                with _queue_of(dev, l):
+                    proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l], biases[l])
+                    runs[l].steps(range(lo, hi), proj, lo)
+                if l < L - 1:
+                    done[l][c] = mark(queues[l])
         finally:
             join_side_queue(dev)         # the main queue goes on after the side's work
         h_n = empty_tensor((L, B, H), dt, dev)
@@ -171,27 +180,23 @@ class LSTMStack(Op):
         try:
             # the top layer leads, in reverse time: layer l does chunk k (from the end) while
             # the layer above does chunk k + 1
-            for w in range(n + L - 1):
-                for l in range(L):
-                    k = w - (L - 1 - l)
-                    if not 0 <= k < n:
-                        continue
-                    if l < L - 1:
-                        queue_wait(queues[l], done[l + 1][k])
-                    lo, hi = max(0, T - (k + 1) * chunk), T - k * chunk
-                    with on_side_queue(dev) if queues[l] is side else nullcontext():
-                        g = layers[l]
-                        if l == L - 1:
-                            g.steps(hi - lo, top)
-                        else:
-                            g.steps(hi - lo, below[l + 1][k], lo)
-                        if l:                    # what the layer below needs of this chunk
-                            below[l][k] = _times_w_ih(g.dgates, lo * B, (hi - lo) * B,
-                                                      weights[4 * l])
-                        if k == n - 1:           # the layer's last chunk: its gradients
-                            finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
-                    if l:
-                        done[l][k] = mark(queues[l])
+            for l, k in _wavefront(L, n, True):
+                if l < L - 1:
+                    queue_wait(queues[l], done[l + 1][k])
+                lo, hi = max(0, T - (k + 1) * chunk), T - k * chunk
+                with _queue_of(dev, l):
+                    g = layers[l]
+                    if l == L - 1:
+                        g.steps(hi - lo, top)
+                    else:
+                        g.steps(hi - lo, below[l + 1][k], lo)
+                    if l:                        # what the layer below needs of this chunk
+                        below[l][k] = _times_w_ih(g.dgates, lo * B, (hi - lo) * B,
+                                                  weights[4 * l])
+                    if k == n - 1:               # the layer's last chunk: its gradients
+                        finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
+                if l:
+                    done[l][k] = mark(queues[l])
         finally:
             join_side_queue(dev)                 # the main queue goes on after the side's work
         del below
