@@ -2,6 +2,9 @@
 (runtime/side_queue.py): against the numpy reference and the layer-by-layer path with the same
 weights, gradients by finite differences in float64, a compiled step's replays against eager,
 and the pool holding back what is freed while the side queue may still use it."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -178,6 +181,14 @@ def test_side_queue_work_in_a_recording_replays_there(device):
     assert z.tolist() == [9.0, 16.0, 23.0, 30.0, 37.0, 44.0]
     items = [it for fn, a in rec._plan if fn is _enqueue_burst for it in a[1]]
     assert any(it[0] is side for it in items)
+    # tools/bench_replay.py enqueues a recording's launches in a bare loop: side-queue ones too
+    # (it asked the SideQueue for the device's gate_bursts before)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools"))
+    import bench_replay
+    launches = bench_replay.launches_of(rec._plan)
+    assert any(dev is side for dev, *_ in launches)
+    assert bench_replay.bare_loop(launches) >= 0
+    clgrad.cl.synchronize()
 
 
 def test_pool_holds_back_frees_until_the_side_queue_joins(device):

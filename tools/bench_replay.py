@@ -37,7 +37,9 @@ def launches_of(plan):
 
 
 def bare_loop(launches):
-    gates = gate_queues({dev for dev, *_ in launches if dev.gate_bursts}, len(launches))
+    # a launch on a device's second queue names its SideQueue, whose `device` holds the gates
+    devices = {getattr(dev, "device", dev) for dev, *_ in launches}
+    gates = gate_queues({dev for dev in devices if dev.gate_bursts}, len(launches))
     t = time.thread_time()
     try:
         for dev, k, g, l in launches:
