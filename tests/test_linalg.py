@@ -139,6 +139,37 @@ def test_half_products_round_as_float32_products(device, monkeypatch, vw, direct
         gemm_kernels.set_config(device, prev)
 
 
+def test_gemm_a_cache_packs_a_once(device, kernel):
+    """gemm's a_cache: one a (column-major, as a recurrent layer's gate gradients transposed)
+    times two b, the second product from the first one's packed a where a kernel packs it; both
+    equal to numpy's and to the products made without the cache, bit for bit."""
+    from clgrad.runtime import kernels as kernel_runtime
+    rng = np.random.default_rng(8)
+    dt = clgrad.float32
+    a = data((70, 40), dt, rng)
+    bs = [data((40, n), dt, rng) for n in (33, 16)]
+    a3 = mk(a, dt, device, "transposed").unsqueeze(0)                  # column-major
+    cache, packs = {}, []
+
+    def hook(dev, k, *rest):
+        if k.function_name.startswith("pack_a"):
+            packs.append(k.function_name)
+    kernel_runtime.launch_hooks.append(hook)
+    try:
+        outs = []
+        for b in bs:
+            b3 = mk(b, dt, device).unsqueeze(0)
+            outs.append((gemm_kernels.gemm(a3, b3, a_cache=cache), gemm_kernels.gemm(a3, b3)))
+            clgrad.cl.synchronize()
+    finally:
+        kernel_runtime.launch_hooks.remove(hook)
+    for (cached, plain), b in zip(outs, bs):
+        check(cached[0], a.astype(np.float64) @ b, dt)
+        assert np.array_equal(to_np(cached), to_np(plain))
+    # packed: by the first product with the cache and by each without it, not by the second
+    assert len(packs) == (3 if cache else 0), packs
+
+
 def test_empty_products(device):
     z = clgrad.mm(clgrad.ones(0, 3), clgrad.ones(3, 4))
     assert z.shape == (0, 4)

@@ -236,14 +236,16 @@ def _small_local(dev, M, N):
     return 8, 8
 
 
-def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
+def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None, a_cache=None):
     """alpha * a @ b + beta * bias for a batch of matrices; not recorded by autograd.
 
     a is (Ba, M, K) and b is (Bb, K, N) with Ba and Bb each 1 or the batch size (a batch of one
     is broadcast); any strides. bias, read only when beta != 0, broadcasts to (batch, M, N).
     Returns a new contiguous (batch, M, N) tensor of a's dtype. b_cache, a dict the caller keeps
     for one unchanged b (a recurrent layer's weight, multiplied at every step), holds b's packed
-    panels after the first call, so that later calls skip packing it.
+    panels after the first call, so that later calls skip packing it; a_cache likewise for one
+    unchanged a multiplied by several b (a recurrent layer's gate gradients, transposed, by its
+    input and by its previous states: the weight gradients), where a is packed.
 
     >>> import clgrad
     >>> a = clgrad.tensor([[[1.0, 2.0]]]); b = clgrad.tensor([[[3.0], [4.0]]])
@@ -294,8 +296,11 @@ def gemm(a, b, bias=None, beta=0, alpha=1, b_cache=None):
     # loop would convert every element of A it reads, MR per step (PoCL, bfloat16 W3 MLP:
     # gemm_packed_da 3.9 ms against float32's 2.5)
     direct_a = lanes or (_direct_a(M, K, a._strides[2]) and cdt is dt)
-    if not direct_a:
+    pa = a_cache.get("packed") if a_cache is not None and not direct_a else None
+    if not direct_a and pa is None:
         pa = empty_tensor((pa_n, mb * K * mr), cdt, dev)
+        if a_cache is not None:
+            a_cache["packed"] = pa
         if a._strides[2] < a._strides[1]:        # rows along k: a stretch of each row
             GEMM.launch(dev, dt, "pack_a_rows", pack_along_k_geometry(dev, K, mb, pa_n),
                         pa._storage.buf, mb * K * mr, *aargs, M, K, options=opts)

@@ -105,9 +105,10 @@ def _order(T, reverse):
     return range(T - 1, -1, -1) if reverse else range(T)
 
 
-def _weight_grad(dg, out, h0, reverse):
+def _weight_grad(dg, out, h0, reverse, a_cache=None):
     """dW_hh = sum_t dg_t^T @ h_prev_t as ONE [G, T*B] @ [T*B, H] product, where dg [T, B, G]
-    is the gradient of every step's h_prev @ W_hh^T and h_prev runs h0, then out shifted."""
+    is the gradient of every step's h_prev @ W_hh^T and h_prev runs h0, then out shifted.
+    a_cache: gemm's, for dg^T packed once for this and the caller's dW_ih."""
     T, B, G = dg._shape
     H = out._shape[2]
     dev, dt = out._storage.device, out._dtype
@@ -120,7 +121,7 @@ def _weight_grad(dg, out, h0, reverse):
         src = (1 - rest) * B * H
         copy_into(view_raw(hp, ((T - 1) * B, H), (H, 1), rest * B * H),
                   view_raw(out, ((T - 1) * B, H), (H, 1), out._offset + src))
-    dw = gemm(_batch(dg, 0, G, T * B, 1, G), _batch(hp, 0, T * B, H))
+    dw = gemm(_batch(dg, 0, G, T * B, 1, G), _batch(hp, 0, T * B, H), a_cache=a_cache)
     return view_raw(dw, (G, H), (H, 1), dw._offset)
 
 
@@ -194,15 +195,17 @@ class LSTMGrads:
         self.dc = dc
         self.n += count
 
-    def finish(self, need_dw):
-        """(dgates [T, B, 4H], dW_hh or None, dh0, dc0), once every step is done."""
+    def finish(self, need_dw, a_cache=None):
+        """(dgates [T, B, 4H], dW_hh or None, dh0, dc0), once every step is done; a_cache (a
+        dict) keeps dgates^T packed for the caller's dW_ih (gemm's a_cache)."""
         T, B, H = self.T, self.B, self.H
         dev, dt = self.dgates._storage.device, self.dgates._dtype
         dh, dc = self.dh, self.dc
         if T:
             dh = (gemm(_batch(self.dgates, self.order[-1] * B * 4 * H, B, 4 * H), self.w,
                        b_cache=self.cache), 0)
-        dw = _weight_grad(self.dgates, self.out, self.h0, self.reverse) if need_dw else None
+        dw = _weight_grad(self.dgates, self.out, self.h0, self.reverse, a_cache) \
+            if need_dw else None
         dh0 = view_raw(dh[0], (B, H), (H, 1), dh[0]._offset) if dh is not None else \
             full_raw((B, H), 0, dt, dev)
         dc0 = dc[0] if dc is not None else full_raw((B, H), 0, dt, dev)
