@@ -5,11 +5,13 @@ whole sequence, then its T steps (ops/rnn_cell.py, LSTMLayer). Each step is a sm
 on PoCL a small kernel runs on one core (runtime/side_queue.py), so a layer's steps leave the
 other core idle. Here the layers run as a wavefront instead: the steps are cut into chunks, and
 layer l does chunk c (its input projection of those steps, one GEMM, then the steps) while layer
-l - 1 does chunk c + 1, the odd layers on the device's side queue. The kernels are the same as
-layer by layer; what changes is the order and the queue. The backward runs the same way from the
-top layer down, in reverse time: layer l does chunk c (its steps, then the gradient of its input
-over those steps, which the layer below reads) while layer l + 1 does chunk c - 1; a layer's
-weight gradients follow its last chunk, beside the chains of the layers below.
+l - 1 does chunk c + 1, the odd layers on the device's side queue; layer 0's projection, whose
+input is there from the start, is one GEMM over the whole sequence first. The kernels are the
+same as layer by layer; what changes is the order and the queue. The backward runs the same way
+from the top layer down, in reverse time: layer l does chunk c (its steps, then the gradient of
+its input over those steps, which the layer below reads) while layer l + 1 does chunk c - 1; a
+layer's weight gradients follow its last chunk, beside the chains of the layers below, both from
+one packed copy of its gate gradients.
 
 Used by nn.LSTM where `uses_wavefront` holds: two layers or more, one direction, no proj_size,
 no dropout between layers in training, both biases, and a device whose small kernels run on one
@@ -125,14 +127,21 @@ class LSTMStack(Op):
         chunk = chunk_steps(T)
         n = -(-T // chunk)
         done = [[None] * n for _ in range(L)]    # [l][c]: a Mark after layer l's chunk c
+        # layer 0's input is there from the start: its projection is one GEMM of all the steps,
+        # large enough for every core, instead of one per chunk on layer 0's chain (the compiled
+        # LSTM step of tools/bench_compile.py: 0.92-0.99 of the time, five runs in turns)
+        first = _project(x, 0, T * B, weights[0], biases[0])
         try:
             for l, c in _wavefront(L, n, False):
                 lo, hi = c * chunk, min(T, (c + 1) * chunk)
                 if l:
                     queue_wait(queues[l], done[l - 1][c])
                 with _queue_of(dev, l):
-                    proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l], biases[l])
-                    runs[l].steps(range(lo, hi), proj, lo)
+                    if l == 0:
+                        runs[l].steps(range(lo, hi), first, 0)
+                    else:
+                        proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l], biases[l])
+                        runs[l].steps(range(lo, hi), proj, lo)
                 if l < L - 1:
                     done[l][c] = mark(queues[l])
         finally:
@@ -222,12 +231,15 @@ def _layer_grads(g, l, inp, weights, needs, grads):
     T, B, H = g.T, g.B, g.H
     G = 4 * H
     at = 3 + 4 * l                               # w_ih, w_hh, b_ih, b_hh in grads
-    dgates, grads[at + 1], dh0, dc0 = g.finish(needs[at + 1])
+    # dgates^T packed once for both weight gradients (the compiled LSTM step: 0.94-0.96 of the
+    # time, three runs in turns)
+    cache = {}
+    dgates, grads[at + 1], dh0, dc0 = g.finish(needs[at + 1], cache)
     K = weights[at - 3]._shape[1]
     if needs[at]:
         inp = contiguous_raw(inp)
         dw = gemm(view_raw(dgates, (1, G, T * B), (0, 1, G), dgates._offset),
-                  view_raw(inp, (1, T * B, K), (0, K, 1), inp._offset))
+                  view_raw(inp, (1, T * B, K), (0, K, 1), inp._offset), a_cache=cache)
         grads[at] = view_raw(dw, (G, K), (K, 1), dw._offset)
     if needs[at + 2] or needs[at + 3]:
         db = view_raw(dgates, (T * B, G), (G, 1), dgates._offset).sum(0)
