@@ -95,15 +95,16 @@ def _queue_of(dev, l):
     return on_side_queue(dev) if l % 2 else nullcontext()
 
 
-def _project(inp, row0, rows, w_ih, bias):
+def _project(inp, row0, rows, w_ih, bias, b_cache=None):
     """inp[row0:row0 + rows] ([rows, K] of a contiguous [T * B, K]) @ w_ih^T + bias: a new
-    [1, rows, 4H] tensor."""
+    [1, rows, 4H] tensor. b_cache: gemm's, one per layer, so that its chunks pack w_ih^T once."""
     K = w_ih._shape[1]
     G = w_ih._shape[0]
     return gemm(view_raw(inp, (1, rows, K), (0, K, 1), inp._offset + row0 * K),
                 view_raw(w_ih, (1, K, G), (0, w_ih._strides[1], w_ih._strides[0]),
                          w_ih._offset),
-                view_raw(bias, (1, rows, G), (0, 0, bias._strides[0]), bias._offset), 1)
+                view_raw(bias, (1, rows, G), (0, 0, bias._strides[0]), bias._offset), 1,
+                b_cache=b_cache)
 
 
 class LSTMStack(Op):
@@ -131,6 +132,9 @@ class LSTMStack(Op):
         # large enough for every core, instead of one per chunk on layer 0's chain (the compiled
         # LSTM step of tools/bench_compile.py: 0.92-0.99 of the time, five runs in turns)
         first = _project(x, 0, T * B, weights[0], biases[0])
+        # each layer's w_ih^T packed once for all its chunks, not once a chunk (the compiled LSTM
+        # step: 0.90-0.97 of the time, three runs in turns)
+        packed = [{} for _ in range(L)]
         try:
             for l, c in _wavefront(L, n, False):
                 lo, hi = c * chunk, min(T, (c + 1) * chunk)
@@ -140,7 +144,8 @@ class LSTMStack(Op):
                     if l == 0:
                         runs[l].steps(range(lo, hi), first, 0)
                     else:
-                        proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l], biases[l])
+                        proj = _project(ins[l], lo * B, (hi - lo) * B, weights[4 * l], biases[l],
+                                        packed[l])
                         runs[l].steps(range(lo, hi), proj, lo)
                 if l < L - 1:
                     done[l][c] = mark(queues[l])
@@ -185,6 +190,7 @@ class LSTMStack(Op):
         grads = [None] * (3 + len(weights))
         finals = [None] * L                      # per layer: (dh0, dc0)
         done = [[None] * n for _ in range(L)]    # [l][k]: a Mark after layer l's chunk k
+        packed = [{} for _ in range(L)]          # each layer's w_ih, packed once (as forward)
         queue_wait(side, dev)                    # the side queue starts after what is enqueued
         try:
             # the top layer leads, in reverse time: layer l does chunk k (from the end) while
@@ -201,7 +207,7 @@ class LSTMStack(Op):
                         g.steps(hi - lo, below[l + 1][k], lo)
                     if l:                        # what the layer below needs of this chunk
                         below[l][k] = _times_w_ih(g.dgates, lo * B, (hi - lo) * B,
-                                                  weights[4 * l])
+                                                  weights[4 * l], packed[l])
                     if k == n - 1:               # the layer's last chunk: its gradients
                         finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
                 if l:
@@ -217,12 +223,13 @@ class LSTMStack(Op):
         return tuple(grads)
 
 
-def _times_w_ih(dgates, row0, rows, w_ih):
+def _times_w_ih(dgates, row0, rows, w_ih, b_cache=None):
     """dgates[row0:row0 + rows] ([rows, 4H] of [T * B, 4H]) @ w_ih: the gradient of a layer's
-    input over those rows, a new contiguous [1, rows, K] tensor."""
+    input over those rows, a new contiguous [1, rows, K] tensor. b_cache: gemm's (w_ih packed
+    once for a layer's chunks)."""
     G, K = w_ih._shape
     return gemm(view_raw(dgates, (1, rows, G), (0, G, 1), dgates._offset + row0 * G),
-                view_raw(w_ih, (1, G, K), (0,) + w_ih._strides, w_ih._offset))
+                view_raw(w_ih, (1, G, K), (0,) + w_ih._strides, w_ih._offset), b_cache=b_cache)
 
 
 def _layer_grads(g, l, inp, weights, needs, grads):
