@@ -208,10 +208,11 @@ class LSTMStack(Op):
                     if l:                        # what the layer below needs of this chunk
                         below[l][k] = _times_w_ih(g.dgates, lo * B, (hi - lo) * B,
                                                   weights[4 * l], packed[l])
-                    if k == n - 1:               # the layer's last chunk: its gradients
-                        finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
                 if l:
                     done[l][k] = mark(queues[l])
+                if k == n - 1:                   # the layer's last chunk: its gradients, which
+                    with _queue_of(dev, l):      # the layer below does not wait for
+                        finals[l] = _layer_grads(g, l, ins[l], weights, needs, grads)
         finally:
             join_side_queue(dev)                 # the main queue goes on after the side's work
         del below
