@@ -284,7 +284,7 @@ def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("vw", [4, 16])
-def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind):
+def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch):
     """The one-launch LSTM and GRU steps (clgrad.kernels.rnn.LSTMSteps / GRUSteps: the cell in
     the GEMM's epilogue), on a packed GEMM configuration forced on every device: 3 rows (a
     partial block of rows), H = 12 or 24 float64 units (the backward's tile only partly
@@ -298,6 +298,8 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind):
     from clgrad.ops.rnn_cell import gru_layer, lstm_layer
     from clgrad.runtime import kernels
     from clgrad.runtime.device import wide_vectors_ok
+    from clgrad.ops import rnn_cell
+    monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", False)    # a launch a step (below: at once)
     if vw == 16 and not wide_vectors_ok(device):
         vw = 8
     prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
@@ -367,6 +369,111 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind):
     finally:
         gemm_kernels.set_config(device, prev)
 
+
+
+@pytest.mark.parametrize("vw", [4, 16])
+def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
+    """A range of an LSTM layer's steps as one launch of one work-group (LSTMSteps.forward_steps
+    / backward_steps, where Device.runs_steps_in_one_group; forced here, on a packed GEMM
+    configuration, on every device): 11 steps of 5 rows (blocks of 2, the last partial) by 12
+    float64 units (24 with 16-wide vectors: a tile partly inside), whole and in ranges of 4, 4
+    and 3 as the wavefront runs them, outputs and every gradient bit for bit those of a launch
+    a step and against numpy's steps, one launch a range each way; gradients against central
+    differences on 4 steps; float32 against float64; nn.LSTM's wavefront of 2 layers (19 steps,
+    chunks of 8) bit for bit either way."""
+    from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.ops import lstm_stack, rnn_cell
+    from clgrad.ops.rnn_cell import LSTMGrads, LSTMRun, lstm_layer
+    from clgrad.runtime import kernels
+    from clgrad.runtime.device import wide_vectors_ok
+    if not device.has_fp64:
+        pytest.skip("the device has no float64")
+    if vw == 16 and not wide_vectors_ok(device):
+        vw = 8
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
+                                            "LX": 1, "LY": 2})
+    try:
+        rng = np.random.default_rng(11)
+        T, B, H = 11, 5, 12 if vw == 4 else vw // 2 * 3
+        G = 4 * H
+        arrs = [rng.standard_normal((T, B, G)), rng.standard_normal((G, H)) / 3,
+                rng.standard_normal((B, H)), rng.standard_normal((B, H))]
+        r_out, r_h, r_c = (rng.standard_normal((T, B, H)), rng.standard_normal((B, H)),
+                           rng.standard_normal((B, H)))
+        state, want = (arrs[2], arrs[3]), []
+        for t in range(T):
+            out, state = _np_step("LSTM", np.zeros((B, 1)), state, np.zeros((G, 1)), arrs[1],
+                                  arrs[0][t], None, None)
+            want.append(out)
+
+        def run(one_launch, ranges):
+            """out, h_n, c_n and the gradients of proj, w_hh, h0, c0 (the steps in `ranges`);
+            and the names of the kernels launched."""
+            monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", one_launch)
+            proj, w, h0, c0 = (clgrad.tensor(a) for a in arrs)
+            names = []
+            hook = lambda dev, k, *a: names.append(k.function_name)   # noqa: E731
+            kernels.launch_hooks.append(hook)
+            try:
+                fwd = LSTMRun(w, h0, c0, T, proj)
+                for lo, hi in ranges:
+                    fwd.steps(range(lo, hi), proj)
+                h_n, c_n = fwd.finals()
+                bwd = LSTMGrads(w, h0, c0, False, fwd.out, fwd.cs, fwd.act,
+                                clgrad.tensor(r_h), clgrad.tensor(r_c))
+                dout = clgrad.tensor(r_out)
+                for lo, hi in reversed(ranges):
+                    bwd.steps(hi - lo, dout[lo:hi].contiguous(), lo)
+                dproj, dw, dh0, dc0 = bwd.finish(True)
+            finally:
+                kernels.launch_hooks.remove(hook)
+            return [a.numpy() for a in (fwd.out, h_n, c_n, dproj, dw, dh0, dc0)], names
+
+        for ranges in ([(0, T)], [(0, 4), (4, 8), (8, 11)]):
+            at_once, names = run(True, ranges)
+            per_step, names1 = run(False, ranges)
+            for a, b in zip(at_once, per_step):
+                assert np.array_equal(a, b)
+            np.testing.assert_allclose(at_once[0], np.stack(want), rtol=1e-12, atol=1e-12)
+            n = len(ranges)
+            assert names.count("lstm_steps_fwd") == n and names.count("lstm_step_fwd") == 0
+            assert names.count("lstm_steps_bwd") == n and names.count("lstm_step_bwd") == 0
+            assert names1.count("lstm_step_fwd") == T and names1.count("lstm_step_bwd") == T - 1
+        monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", True)
+        args = [clgrad.tensor(a[:4] if k == 0 else a).requires_grad_()
+                for k, a in enumerate(arrs)]
+        for k in (0, 1, 2):
+            assert gradcheck(lambda *a: lstm_layer(*a)[k], args, fast_mode=vw != 4)
+        # float32 through the same kernels (H a multiple of its vector), against float64
+        H32 = 3 * vw
+        base = [rng.standard_normal(sh) / (3 if k == 1 else 1) for k, sh in
+                enumerate(((T, B, 4 * H32), (4 * H32, H32), (B, H32), (B, H32)))]
+        results = []
+        for dt in (clgrad.float32, clgrad.float64):
+            ins = [clgrad.tensor(a, dtype=dt).requires_grad_() for a in base]
+            out = lstm_layer(*ins)
+            (out[0].sum() + (out[2] * out[2]).sum()).backward()
+            results.append([out[0].detach().numpy()] + [a.grad.numpy() for a in ins])
+        for got, ref in zip(*results):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        # nn.LSTM's wavefront, chunks of 8 steps
+        monkeypatch.setattr(lstm_stack, "WAVEFRONT", True)
+        clgrad.manual_seed(0)
+        m = clgrad.nn.LSTM(3, H, num_layers=2).double()
+        x = clgrad.tensor(rng.standard_normal((19, B, 3)))
+        got = []
+        for one_launch in (True, False):
+            monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", one_launch)
+            xi = x.clone().requires_grad_()
+            out, (h, c) = m(xi)
+            (out.sum() + (h * h).sum() + c.sum()).backward()
+            got.append([t.detach().numpy() for t in (out, h, c, xi.grad)] +
+                       [p.grad.numpy() for p in m.parameters()])
+            m.zero_grad()
+        for a, b in zip(*got):
+            assert np.array_equal(a, b)
+    finally:
+        gemm_kernels.set_config(device, prev)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])

@@ -721,7 +721,8 @@ def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, GRU and Elman (tanh, relu) layers, forward and backward
     (with and without the gradients of c, h and the outputs), with H a multiple of the vector
     width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels); the LSTM
-    steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations."""
+    steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations, the LSTM's
+    a launch a step and a range of steps in one launch."""
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
     for H in (5, 16):
         g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
@@ -752,14 +753,17 @@ def drive_rnn(dev, dt, rng):
     # 3 rows in blocks of 2 (LSTM) and 4 (GRU: LSTMSteps.rows), H = 12 / 48 units in tiles of 4
     # vectors (partly inside backward), 4 and 16 wide, GRU with and without b_hh
     from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.ops import rnn_cell
+    one_launch, rnn_cell.ONE_LAUNCH = rnn_cell.ONE_LAUNCH, True    # whatever the device
     for vw in (4, 16):
         with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 6, "NV": 2, "VW": vw,
                                              "LX": 1, "LY": 2}):
             H = 12 if vw == 4 else 48
             args = [_t(dt, s, dev, rng).requires_grad_()
                     for s in ((3, 3, 4 * H), (4 * H, H), (3, H), (3, H))]
-            out, hn, cn = lstm_layer(*args, reverse=vw == 16)
-            (out.sum() + cn.sum()).backward()
+            for reverse in (False, True):        # the steps of a range at once; a launch a step
+                out, hn, cn = lstm_layer(*args, reverse=reverse)
+                (out.sum() + cn.sum()).backward()
             args = [_t(dt, s, dev, rng).requires_grad_()
                     for s in ((3, 3, 3 * H), (3 * H, H), (3 * H,), (3, H))]
             out, hn = gru_layer(*args, reverse=vw == 4)
@@ -768,6 +772,7 @@ def drive_rnn(dev, dt, rng):
             _t(dt, (45, 70), dev, rng).t() @ _t(dt, (45, 9), dev, rng)    # A packed
             with _direct_a_limit(gemm_kernels, 0):                      # a row-major one
                 _t(dt, (70, 45), dev, rng) @ _t(dt, (45, 9), dev, rng)
+    rnn_cell.ONE_LAUNCH = one_launch
     # the unfused steps (a product, then the cell kernel) where the GEMM is not packed
     with _configured(gemm_kernels, dev, {"kind": "lanes", "MR": 3, "NJ": 2, "LX": 4, "LY": 2}):
         args = [_t(dt, s, dev, rng).requires_grad_() for s in ((3, 2, 48), (48, 16), (2, 16))]
@@ -934,7 +939,8 @@ def _gemm_expected(prog):
         return {"gemm_small"}
     for kind in ("lstm", "gru"):               # clgrad.kernels.rnn.LSTMSteps' / GRUSteps'
         if f"-D{kind.upper()}_STEPS" in prog.options:
-            return {"pack_b", "pack_b_gates", f"{kind}_step_fwd", f"{kind}_step_bwd"}
+            steps = {f"{kind}_steps_fwd", f"{kind}_steps_bwd"} if kind == "lstm" else set()
+            return {"pack_b", "pack_b_gates", f"{kind}_step_fwd", f"{kind}_step_bwd", *steps}
     if "-DNJ=" in prog.options:
         return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:

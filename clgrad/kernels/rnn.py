@@ -166,6 +166,13 @@ class _FusedSteps:
         return self._pack("pack_b", -(-H // self.nr), G, H, 0, w_hh._storage.buf, w_hh._offset, 0,
                           w_hh._strides[0], w_hh._strides[1])
 
+    def _one_group(self):
+        """The geometry of the multi-step kernels: one work-group, whose work-items share each
+        step's blocks; of one size whatever the shape (PoCL compiles a kernel anew for each
+        local size it meets)."""
+        ls = min(64, self.dev.max_work_group_size)
+        return (ls, 1, 1), (ls, 1, 1)
+
     def _launch(self, name, B, N, *args):
         _gemm.GEMM.launch(self.dev, self.dt, name, self._geometry(B, N), *args,
                           options=self.opts)
@@ -189,6 +196,17 @@ class LSTMSteps(_FusedSteps):
                      pw._storage.buf, *_arg(proj, po), *_arg(c_prev, cpo), *_arg(cs, cso),
                      *_arg(act, ao), B, 4 * H, H)
 
+    def forward_steps(self, S, B, H, h, ho, pw, proj, po, c_prev, cpo, out, oo, cs, cso, act,
+                      ao):
+        """S steps of forward from h (at ho) and c_prev (at cpo) in one launch of one work-group,
+        a barrier between steps (for CPUs: Device.runs_steps_in_one_group): each step as
+        `forward`, proj / out / cs / act at their offsets for the first step, the next steps'
+        rows after it."""
+        _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_fwd", self._one_group(),
+                          *_arg(out, oo), *_arg(h, ho), pw._storage.buf, *_arg(proj, po),
+                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao), B, 4 * H, H, S,
+                          options=self.opts)
+
     def backward(self, B, H, dg, dgo_t, pw, dout, douto, dc, act, ao, c_prev, cpo, cs, cso,
                  dgo, dcp):
         """At step t: dh_{t-1} = dgates_t W_hh (dg at extra offset dgo_t), then the cell's
@@ -198,6 +216,18 @@ class LSTMSteps(_FusedSteps):
         self._launch("lstm_step_bwd", B, H, *_arg(dg, dgo_t), 4 * H, pw._storage.buf,
                      *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao), *_arg(c_prev, cpo),
                      *_arg(cs, cso), *_arg(dg, dgo), *_arg(dcp), B, H, 4 * H)
+
+
+    def backward_steps(self, S, B, H, dg, dgo, pw, dout, douto, dc, act, ao, c0, c0o, s_c0, cs,
+                       cso, dcp):
+        """S steps of backward in one launch, each as `backward`, going back in time: the first
+        at dg's offset dgo (its dgates_{t+1} right after), act / cs / dout at the first step's
+        offsets, earlier steps' rows before them; c0 (at c0o) is c_prev at step s_c0; dc (a
+        [B, H]) is the first step's dc, dcp ([B, H]) gets the last's dc_prev."""
+        _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_bwd", self._one_group(),
+                          *_arg(dg, dgo), pw._storage.buf, *_opt(dout, douto, act), *_arg(dc),
+                          *_arg(act, ao), *_arg(c0, c0o), s_c0, *_arg(cs, cso), *_arg(dcp), B,
+                          H, 4 * H, S, options=self.opts)
 
 
 class GRUSteps(_FusedSteps):

@@ -16,6 +16,8 @@ When backward itself is recorded (create_graph), they give their gradient in clg
 instead (the cell: its formula; a layer: its steps recomputed from the saved inputs as
 composed ops, differentiated by the engine), so that they differentiate again.
 """
+import os
+
 from ..autograd.op import Op
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..kernels.rnn import (GRUSteps, LSTMSteps, gru_bwd_raw, gru_fwd_raw, lstm_bwd_raw,
@@ -168,6 +170,7 @@ class LSTMGrads:
         self.n = 0                                # steps done
         self.fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
         self.pw = self.fused.pack_backward(w_hh) if self.fused else None
+        self.one_launch = _one_launch(self.fused, reverse)
 
     def steps(self, count, dout, first=0):
         """The next `count` steps of the backward; dout holds the gradient of the outputs of
@@ -176,6 +179,18 @@ class LSTMGrads:
         G = 4 * H
         order, fused, dgates = self.order, self.fused, self.dgates
         act, cs, dc = self.act, self.cs, self.dc
+        if self.one_launch and count - (self.n == 0) > 1:   # the range's fused steps at once
+            if self.n == 0:                      # the first one's dh is dh_n: not fused
+                self.steps(1, dout, first)
+                count -= 1
+            t0 = order[self.n]
+            dcp = empty_tensor((B, H), dgates._dtype, dgates._storage.device)
+            fused.backward_steps(count, B, H, dgates, t0 * B * G, self.pw, dout,
+                                 (t0 - first) * B * H, self.dc[0], act, t0 * B * G, self.c0, 0,
+                                 t0, cs, t0 * B * H, dcp)
+            self.dc = (dcp, 0)
+            self.n += count
+            return
         for n in range(self.n, self.n + count):
             t = order[n]
             last = n == T - 1                    # the first step run forward: c_prev is c0
@@ -221,6 +236,20 @@ def lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout, dh_n, dc_n, need
     return g.finish(need_dw)
 
 
+# None: a layer's range of steps is one launch (LSTMSteps.forward_steps / backward_steps) where
+# the device runs a work-group's steps well (Device.runs_steps_in_one_group); True / False:
+# always / never, where the fused steps apply (CLGRAD_LSTM_ONE_LAUNCH=1 or 0 sets it at import)
+ONE_LAUNCH = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_ONE_LAUNCH", ""))
+
+
+def _one_launch(fused, reverse):
+    """Whether a layer with these fused steps (or None) runs a range of steps in one launch: in
+    forward time order only (the kernels walk the rows up going forward, down going back)."""
+    if not fused or reverse:
+        return False
+    return fused.dev.runs_steps_in_one_group if ONE_LAUNCH is None else ONE_LAUNCH
+
+
 class LSTMRun:
     """One LSTM layer's forward, run a range of steps at a time: its buffers (out, cs, act: each
     step's h, c and gates, [T, B, H] / [T, B, 4H]), W_hh packed once, and the state it is at.
@@ -246,6 +275,7 @@ class LSTMRun:
         self.cache = {}
         self.fused = LSTMSteps.for_layer(like, H) if B else None
         self.pw = self.fused.pack_forward(w_hh) if self.fused else None
+        self.one_launch = _one_launch(self.fused, False)
         self.state = (h0, 0, c0, 0)            # h, its offset, c, its offset
 
     def steps(self, ts, proj, first=0):
@@ -254,6 +284,13 @@ class LSTMRun:
         G = 4 * H
         fused, out, cs, act = self.fused, self.out, self.cs, self.act
         h, ho, c, co = self.state
+        if self.one_launch and isinstance(ts, range) and ts.step == 1 and len(ts) > 1:
+            t0 = ts[0]
+            fused.forward_steps(len(ts), B, H, h, ho, self.pw, proj, (t0 - first) * B * G, c, co,
+                                out, t0 * B * H, cs, t0 * B * H, act, t0 * B * G)
+            t = ts[-1]
+            self.state = (out, t * B * H, cs, t * B * H)
+            return
         for t in ts:
             po = (t - first) * B * G
             if fused:
