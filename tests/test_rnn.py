@@ -374,18 +374,28 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch
 @pytest.mark.parametrize("vw", [4, 16])
 def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
     """A range of an LSTM layer's steps as one launch of one work-group (LSTMSteps.forward_steps
-    / backward_steps, where Device.runs_steps_in_one_group; forced here, on a packed GEMM
-    configuration, on every device): 11 steps of 5 rows (blocks of 2, the last partial) by 12
+    / backward_steps; forced here, on a packed GEMM configuration, on every device): 11 steps of 5 rows (blocks of 2, the last partial) by 12
     float64 units (24 with 16-wide vectors: a tile partly inside), whole and in ranges of 4, 4
     and 3 as the wavefront runs them, outputs and every gradient bit for bit those of a launch
     a step and against numpy's steps, one launch a range each way; gradients against central
     differences on 4 steps; float32 against float64; nn.LSTM's wavefront of 2 layers (19 steps,
-    chunks of 8) bit for bit either way."""
+    chunks of 8) bit for bit either way. Unforced: PoCL's CPU devices alone, forward order,
+    steps of 2^21 multiply-adds or fewer."""
     from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.kernels.rnn import LSTMSteps
     from clgrad.ops import lstm_stack, rnn_cell
-    from clgrad.ops.rnn_cell import LSTMGrads, LSTMRun, lstm_layer
+    from clgrad.ops.rnn_cell import LSTMGrads, LSTMRun, _one_launch, lstm_layer
     from clgrad.runtime import kernels
     from clgrad.runtime.device import wide_vectors_ok
+    monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", None)
+    fused = LSTMSteps.for_layer(clgrad.zeros(1), 128)
+    if fused is not None:
+        one_core = device.small_kernels_use_one_core
+        assert _one_launch(fused, False, 16, 128) == one_core          # 2^20 multiply-adds
+        assert _one_launch(fused, False, 32, 128) == one_core          # 2^21
+        assert not _one_launch(fused, False, 33, 128)
+        assert not _one_launch(fused, True, 16, 128)                   # reverse time
+    assert not _one_launch(None, False, 16, 128)
     if not device.has_fp64:
         pytest.skip("the device has no float64")
     if vw == 16 and not wide_vectors_ok(device):

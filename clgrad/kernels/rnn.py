@@ -199,7 +199,7 @@ class LSTMSteps(_FusedSteps):
     def forward_steps(self, S, B, H, h, ho, pw, proj, po, c_prev, cpo, out, oo, cs, cso, act,
                       ao):
         """S steps of forward from h (at ho) and c_prev (at cpo) in one launch of one work-group,
-        a barrier between steps (for CPUs: Device.runs_steps_in_one_group): each step as
+        a barrier between steps (for PoCL's CPU devices: ops/rnn_cell.py _one_launch): each step as
         `forward`, proj / out / cs / act at their offsets for the first step, the next steps'
         rows after it."""
         _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_fwd", self._one_group(),

@@ -170,7 +170,7 @@ class LSTMGrads:
         self.n = 0                                # steps done
         self.fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
         self.pw = self.fused.pack_backward(w_hh) if self.fused else None
-        self.one_launch = _one_launch(self.fused, reverse)
+        self.one_launch = _one_launch(self.fused, reverse, B, H)
 
     def steps(self, count, dout, first=0):
         """The next `count` steps of the backward; dout holds the gradient of the outputs of
@@ -236,18 +236,34 @@ def lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout, dh_n, dc_n, need
     return g.finish(need_dw)
 
 
-# None: a layer's range of steps is one launch (LSTMSteps.forward_steps / backward_steps) where
-# the device runs a work-group's steps well (Device.runs_steps_in_one_group); True / False:
-# always / never, where the fused steps apply (CLGRAD_LSTM_ONE_LAUNCH=1 or 0 sets it at import)
+# None: a range of a layer's steps is one launch (LSTMSteps.forward_steps / backward_steps) where
+# _one_launch finds it pays; True / False: always / never, where the fused steps apply
+# (CLGRAD_LSTM_ONE_LAUNCH=1 or 0 sets it at import)
 ONE_LAUNCH = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_ONE_LAUNCH", ""))
 
+# the most multiply-adds of a step (B x 4H x H) that one launch of a range of steps takes on
+# (about 30 us of one core's work, below which PoCL ran each step kernel on one core anyway)
+ONE_LAUNCH_FMAS = 1 << 21
 
-def _one_launch(fused, reverse):
-    """Whether a layer with these fused steps (or None) runs a range of steps in one launch: in
-    forward time order only (the kernels walk the rows up going forward, down going back)."""
+
+def _one_launch(fused, reverse, B, H):
+    """Whether a layer with these fused steps (or None) runs a range of its steps in one launch
+    of one work-group, a barrier between steps (in forward time order only: the kernels walk the
+    rows up going forward, down going back): where the device runs small kernels on one core
+    (PoCL's CPU devices) and a step is small. A step each way of 16 rows by 128 units (1.0 M
+    multiply-adds) took 0.74 of its time a launch a step, of 32 x 128 0.84, 16 x 176 0.80,
+    8 x 256 0.94, 48 x 128 (3.1 M) 0.96, 16 x 256 (4.2 M) 1.16, 16 x 512 1.74 (PoCL 3.1, 2-core
+    Zen 5; the compiled LSTM step of tools/bench_compile.py: 0.80-0.99 of the time, nine runs
+    in turns). On Intel's CPU runtime, the same sizes 0.97-1.03: left a launch a step.
+
+    >>> _one_launch(None, False, 16, 128)
+    False
+    """
     if not fused or reverse:
         return False
-    return fused.dev.runs_steps_in_one_group if ONE_LAUNCH is None else ONE_LAUNCH
+    if ONE_LAUNCH is not None:
+        return ONE_LAUNCH
+    return fused.dev.small_kernels_use_one_core and B * 4 * H * H <= ONE_LAUNCH_FMAS
 
 
 class LSTMRun:
@@ -275,7 +291,7 @@ class LSTMRun:
         self.cache = {}
         self.fused = LSTMSteps.for_layer(like, H) if B else None
         self.pw = self.fused.pack_forward(w_hh) if self.fused else None
-        self.one_launch = _one_launch(self.fused, False)
+        self.one_launch = _one_launch(self.fused, False, B, H)
         self.state = (h0, 0, c0, 0)            # h, its offset, c, its offset
 
     def steps(self, ts, proj, first=0):

@@ -75,14 +75,10 @@ class Device:
         # the next command only once the one before is done: a kernel of less than ~30 us of
         # work runs on one core (tools/bench_workers.py). nn.LSTM's layers run as a wavefront
         # on two queues there (ops/lstm_stack.py); on Intel's CPU runtime that made the
-        # compiled LSTM step slower (tools/bench_compile.py, 1.09-1.11x torch against 0.88-0.94)
+        # compiled LSTM step slower (tools/bench_compile.py, 1.09-1.11x torch against 0.88-0.94).
+        # And a range of an LSTM layer's small steps is one launch of one work-group there
+        # (ops/rnn_cell.py, _one_launch)
         self.small_kernels_use_one_core = self.is_pocl and self.is_cpu
-        # A CPU runs a work-group on one thread: a chunk of a recurrent layer's steps, small
-        # kernels in a chain, runs there as one launch of one work-group with a barrier between
-        # steps (kernels/rnn.py LSTMSteps.forward_steps), which saves a launch a step (the
-        # compiled LSTM step of tools/bench_compile.py: 0.90-0.94 of the time on PoCL, 0.96-0.97
-        # on Intel's runtime); a GPU would run the whole chunk on one of its compute units
-        self.runs_steps_in_one_group = self.is_cpu
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
         # that follow: bursts are held behind a user event (flush) where that pays
         self.gate_bursts = gates_bursts(self)
