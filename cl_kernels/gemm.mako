@@ -321,15 +321,15 @@ ${cell.lstm_fwd("VT", "vw", lambda k: f"acc[i][{k}] + VLOAD(pg + {k} * H)", "VLO
 </%def>
 <%def name="lstm_bwd_store()">
     const int H = N;
+    /* continue, not break, past the last row and unit: with a break, PoCL 3.1 did not unroll
+       these loops in the multi-step kernel ("loop not unrolled" in the build log) */
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
         const long m = m0 + i;
-        if (m >= M) break;
+        if (m >= M) continue;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
-            /* H % VW == 0, not H % NR; continue, not break: with a break, the
-               multi-step kernel's loop was not unrolled (PoCL 3.1) */
-            if (n0 + j * VW >= N) continue;
+            if (n0 + j * VW >= N) continue;          /* H % VW == 0, not H % NR */
             const long e = m * H + n0 + j * VW, r = m * 4 * H + n0 + j * VW;
             __global const T *pa = ACT + ao2 + r;
             __global T *pd = DG + dgo + r;
@@ -351,24 +351,25 @@ __kernel void lstm_step_fwd(__global T *C, long co, ${c.cptr(dt)} A, long ao, lo
 ${packed_body(True, lstm_fwd_store)}
 }
 
-/* The forward steps s = 0 .. S - 1 of a chunk in one launch of one work-group (PoCL's CPU
-   devices, where a chain of small kernels runs on one core anyway: the chunk saves S - 1
+/* The forward steps s = 0 .. S - 1 of a range in one launch of one work-group (PoCL's CPU
+   devices, where a chain of small kernels runs on one core anyway: the range saves S - 1
    launches). Step s is lstm_step_fwd on h_{s-1} (H0 at h0o for s = 0, else the step before in
-   C) and c_{s-1} (C0 at c0o, else the step before in CN); C, CN, D and ACT advance a step's rows
-   each step. The work-items share the step's blocks of C; a barrier between steps makes the
-   step's h and c visible to the next. */
+   C) and c_{s-1} (C0 at c0o, else the step before in CN); C, CN, D and ACT move a step's rows
+   each step, on in time (dir 1) or back (-1, a reverse layer). The work-items share the step's
+   blocks of C; a barrier between steps makes the step's h and c visible to the next. */
 __kernel void lstm_steps_fwd(__global T *C, long co0, ${c.cptr(dt)} H0, long h0o,
     __global const T *PB, ${c.cptr(dt)} D, long dof0, ${c.cptr(dt)} C0, long c0o,
-    __global T *CN, long cno0, __global T *ACT, long ao20, int M, int N, int K, int S)
+    __global T *CN, long cno0, __global T *ACT, long ao20, int M, int N, int K, int S, int dir)
 {
     const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
     const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
+    const long hstep = (long)dir * M * K, gstep = (long)dir * M * N;
     for (int s = 0; s < S; ++s) {
-        const long co = co0 + (long)s * M * K, cno = cno0 + (long)s * M * K;
-        const long dof = dof0 + (long)s * M * N, ao2 = ao20 + (long)s * M * N;
+        const long co = co0 + s * hstep, cno = cno0 + s * hstep;
+        const long dof = dof0 + s * gstep, ao2 = ao20 + s * gstep;
         __global const T *A = s ? C : H0;
         __global const T *CP = s ? CN : C0;
-        const long ao = s ? co - (long)M * K : h0o, cpo = s ? cno - (long)M * K : c0o;
+        const long ao = s ? co - hstep : h0o, cpo = s ? cno - hstep : c0o;
         for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
             const int nb = blk % nbs, mb = blk / nbs;
 ${packed_body(True, lstm_fwd_store, tiled=True)}
@@ -390,25 +391,27 @@ __kernel void lstm_step_bwd(${c.cptr(dt)} A, long ao, long a_sm, __global const 
 ${packed_body(True, lstm_bwd_store)}
 }
 
-/* The backward steps s = 0 .. S - 1 of a chunk in one launch of one work-group (as
-   lstm_steps_fwd), in reverse time: step s is lstm_step_bwd with A = dgates of the step after
-   (DG at dgo + M * K, for s = 0 too), DG, ACT, CN and DOUT a step's rows earlier each step; CP
-   is CN's step before, or C0 (at c0o) at step s_c0 (time 0). dc comes from DC0 at s = 0, then
-   from DCP, which each work-item reads and rewrites in place (its own elements only). */
+/* The backward steps s = 0 .. S - 1 of a range in one launch of one work-group (as
+   lstm_steps_fwd), against the forward's order: step s is lstm_step_bwd with A = dgates of the
+   step run after it (DG a step's rows on in the forward's direction dir, for s = 0 too), DG,
+   ACT, CN and DOUT a step's rows back each step; CP is CN's step run before, or C0 (at c0o) at
+   step s_c0 (the forward's first). dc comes from DC0 at s = 0, then from DCP, which each
+   work-item reads and rewrites in place (its own elements only). */
 __kernel void lstm_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
     ${c.cptr(dt)} DOUT, long douto0, int has_dout, ${c.cptr(dt)} DC0, long dco0,
     ${c.cptr(dt)} ACT, long ao20, ${c.cptr(dt)} C0, long c0o, int s_c0,
-    ${c.cptr(dt)} CN, long cno0, __global T *DCP, long dcpo, int M, int N, int K, int S)
+    ${c.cptr(dt)} CN, long cno0, __global T *DCP, long dcpo, int M, int N, int K, int S, int dir)
 {
     const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
     const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
+    const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;
     for (int s = 0; s < S; ++s) {
-        const long dgo = dgo0 - (long)s * M * K, ao2 = ao20 - (long)s * M * K;
-        const long cno = cno0 - (long)s * M * N, douto = douto0 - (long)s * M * N;
+        const long dgo = dgo0 - s * gstep, ao2 = ao20 - s * gstep;
+        const long cno = cno0 - s * hstep, douto = douto0 - s * hstep;
         __global const T *A = DG;
-        const long ao = dgo + (long)M * K;
+        const long ao = dgo + gstep;
         __global const T *CP = s == s_c0 ? C0 : CN;
-        const long cpo = s == s_c0 ? c0o : cno - (long)M * N;
+        const long cpo = s == s_c0 ? c0o : cno - hstep;
         __global const T *DC = s ? DCP : DC0;
         const long dco = s ? dcpo : dco0;
         for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {

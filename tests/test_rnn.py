@@ -374,13 +374,14 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch
 @pytest.mark.parametrize("vw", [4, 16])
 def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
     """A range of an LSTM layer's steps as one launch of one work-group (LSTMSteps.forward_steps
-    / backward_steps; forced here, on a packed GEMM configuration, on every device): 11 steps of 5 rows (blocks of 2, the last partial) by 12
-    float64 units (24 with 16-wide vectors: a tile partly inside), whole and in ranges of 4, 4
-    and 3 as the wavefront runs them, outputs and every gradient bit for bit those of a launch
-    a step and against numpy's steps, one launch a range each way; gradients against central
-    differences on 4 steps; float32 against float64; nn.LSTM's wavefront of 2 layers (19 steps,
-    chunks of 8) bit for bit either way. Unforced: PoCL's CPU devices alone, forward order,
-    steps of 2^21 multiply-adds or fewer."""
+    / backward_steps; forced here, on a packed GEMM configuration, on every device): 11 steps of
+    5 rows (blocks of 2, the last partial) by 12 float64 units (24 with 16-wide vectors: a tile
+    partly inside), both directions in time, whole and in ranges of 4, 4 and 3 as the wavefront
+    runs them, outputs and every gradient bit for bit those of a launch a step and against
+    numpy's steps, one launch a range each way; gradients against central differences on 4
+    steps, both directions; float32 against float64; nn.LSTM's wavefront of 2 layers (19 steps,
+    chunks of 8) bit for bit either way. Unforced: PoCL's CPU devices alone, steps of 2^21
+    multiply-adds or fewer."""
     from clgrad.kernels import gemm as gemm_kernels
     from clgrad.kernels.rnn import LSTMSteps
     from clgrad.ops import lstm_stack, rnn_cell
@@ -391,11 +392,10 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
     fused = LSTMSteps.for_layer(clgrad.zeros(1), 128)
     if fused is not None:
         one_core = device.small_kernels_use_one_core
-        assert _one_launch(fused, False, 16, 128) == one_core          # 2^20 multiply-adds
-        assert _one_launch(fused, False, 32, 128) == one_core          # 2^21
-        assert not _one_launch(fused, False, 33, 128)
-        assert not _one_launch(fused, True, 16, 128)                   # reverse time
-    assert not _one_launch(None, False, 16, 128)
+        assert _one_launch(fused, 16, 128) == one_core          # 2^20 multiply-adds
+        assert _one_launch(fused, 32, 128) == one_core          # 2^21
+        assert not _one_launch(fused, 33, 128)
+    assert not _one_launch(None, 16, 128)
     if not device.has_fp64:
         pytest.skip("the device has no float64")
     if vw == 16 and not wide_vectors_ok(device):
@@ -410,15 +410,18 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
                 rng.standard_normal((B, H)), rng.standard_normal((B, H))]
         r_out, r_h, r_c = (rng.standard_normal((T, B, H)), rng.standard_normal((B, H)),
                            rng.standard_normal((B, H)))
-        state, want = (arrs[2], arrs[3]), []
-        for t in range(T):
-            out, state = _np_step("LSTM", np.zeros((B, 1)), state, np.zeros((G, 1)), arrs[1],
-                                  arrs[0][t], None, None)
-            want.append(out)
+        want = {}
+        for reverse in (False, True):
+            state, want[reverse] = (arrs[2], arrs[3]), [None] * T
+            for t in (range(T - 1, -1, -1) if reverse else range(T)):
+                want[reverse][t], state = _np_step("LSTM", np.zeros((B, 1)), state,
+                                                   np.zeros((G, 1)), arrs[1], arrs[0][t], None,
+                                                   None)
 
-        def run(one_launch, ranges):
-            """out, h_n, c_n and the gradients of proj, w_hh, h0, c0 (the steps in `ranges`);
-            and the names of the kernels launched."""
+        def run(one_launch, ranges, reverse):
+            """out, h_n, c_n and the gradients of proj, w_hh, h0, c0 (the steps in `ranges`,
+            each run backwards in time where reverse); and the names of the kernels
+            launched."""
             monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", one_launch)
             proj, w, h0, c0 = (clgrad.tensor(a) for a in arrs)
             names = []
@@ -427,9 +430,9 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
             try:
                 fwd = LSTMRun(w, h0, c0, T, proj)
                 for lo, hi in ranges:
-                    fwd.steps(range(lo, hi), proj)
+                    fwd.steps(range(hi - 1, lo - 1, -1) if reverse else range(lo, hi), proj)
                 h_n, c_n = fwd.finals()
-                bwd = LSTMGrads(w, h0, c0, False, fwd.out, fwd.cs, fwd.act,
+                bwd = LSTMGrads(w, h0, c0, reverse, fwd.out, fwd.cs, fwd.act,
                                 clgrad.tensor(r_h), clgrad.tensor(r_c))
                 dout = clgrad.tensor(r_out)
                 for lo, hi in reversed(ranges):
@@ -439,12 +442,14 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
                 kernels.launch_hooks.remove(hook)
             return [a.numpy() for a in (fwd.out, h_n, c_n, dproj, dw, dh0, dc0)], names
 
-        for ranges in ([(0, T)], [(0, 4), (4, 8), (8, 11)]):
-            at_once, names = run(True, ranges)
-            per_step, names1 = run(False, ranges)
+        for ranges, reverse in (([(0, T)], False), ([(0, 4), (4, 8), (8, 11)], False),
+                                ([(0, T)], True), ([(7, 11), (3, 7), (0, 3)], True)):
+            at_once, names = run(True, ranges, reverse)
+            per_step, names1 = run(False, ranges, reverse)
             for a, b in zip(at_once, per_step):
                 assert np.array_equal(a, b)
-            np.testing.assert_allclose(at_once[0], np.stack(want), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(at_once[0], np.stack(want[reverse]), rtol=1e-12,
+                                       atol=1e-12)
             n = len(ranges)
             assert names.count("lstm_steps_fwd") == n and names.count("lstm_step_fwd") == 0
             assert names.count("lstm_steps_bwd") == n and names.count("lstm_step_bwd") == 0
@@ -453,7 +458,9 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
         args = [clgrad.tensor(a[:4] if k == 0 else a).requires_grad_()
                 for k, a in enumerate(arrs)]
         for k in (0, 1, 2):
-            assert gradcheck(lambda *a: lstm_layer(*a)[k], args, fast_mode=vw != 4)
+            for reverse in (False, True):
+                assert gradcheck(lambda *a: lstm_layer(*a, reverse=reverse)[k], args,
+                                 fast_mode=vw != 4)
         # float32 through the same kernels (H a multiple of its vector), against float64
         H32 = 3 * vw
         base = [rng.standard_normal(sh) / (3 if k == 1 else 1) for k, sh in

@@ -723,7 +723,9 @@ def drive_rnn(dev, dt, rng):
     width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels); the LSTM
     steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations, the LSTM's
     a launch a step and a range of steps in one launch."""
+    from clgrad.ops import rnn_cell
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
+    one_launch = rnn_cell.ONE_LAUNCH           # forced below, whatever the device
     for H in (5, 16):
         g = _t(dt, (3, 4 * H), dev, rng).requires_grad_()
         c = _t(dt, (3, H), dev, rng).requires_grad_()
@@ -734,8 +736,10 @@ def drive_rnn(dev, dt, rng):
         w = _t(dt, (4 * H, H), dev, rng).requires_grad_()
         h0 = _t(dt, (2, H), dev, rng).requires_grad_()
         c0 = _t(dt, (2, H), dev, rng).requires_grad_()
+        rnn_cell.ONE_LAUNCH = False            # a launch a step, then a range at once
         out, hn, cn = lstm_layer(proj, w, h0, c0, reverse=H == 16)
         (out.sum() + hn.sum() + cn.sum()).backward()
+        rnn_cell.ONE_LAUNCH = True
         lstm_layer(proj, w, h0, c0)[1].sum().backward()
         proj = _t(dt, (3, 2, 3 * H), dev, rng).requires_grad_()
         w = _t(dt, (3 * H, H), dev, rng).requires_grad_()
@@ -753,15 +757,15 @@ def drive_rnn(dev, dt, rng):
     # 3 rows in blocks of 2 (LSTM) and 4 (GRU: LSTMSteps.rows), H = 12 / 48 units in tiles of 4
     # vectors (partly inside backward), 4 and 16 wide, GRU with and without b_hh
     from clgrad.kernels import gemm as gemm_kernels
-    from clgrad.ops import rnn_cell
-    one_launch, rnn_cell.ONE_LAUNCH = rnn_cell.ONE_LAUNCH, True    # whatever the device
     for vw in (4, 16):
         with _configured(gemm_kernels, dev, {"kind": "packed", "MR": 6, "NV": 2, "VW": vw,
                                              "LX": 1, "LY": 2}):
             H = 12 if vw == 4 else 48
             args = [_t(dt, s, dev, rng).requires_grad_()
                     for s in ((3, 3, 4 * H), (4 * H, H), (3, H), (3, H))]
-            for reverse in (False, True):        # the steps of a range at once; a launch a step
+            # the steps of a range at once either way in time; a launch a step
+            for reverse, at_once in ((False, True), (True, True), (True, False)):
+                rnn_cell.ONE_LAUNCH = at_once
                 out, hn, cn = lstm_layer(*args, reverse=reverse)
                 (out.sum() + cn.sum()).backward()
             args = [_t(dt, s, dev, rng).requires_grad_()

@@ -197,15 +197,15 @@ class LSTMSteps(_FusedSteps):
                      *_arg(act, ao), B, 4 * H, H)
 
     def forward_steps(self, S, B, H, h, ho, pw, proj, po, c_prev, cpo, out, oo, cs, cso, act,
-                      ao):
+                      ao, dir=1):
         """S steps of forward from h (at ho) and c_prev (at cpo) in one launch of one work-group,
-        a barrier between steps (for PoCL's CPU devices: ops/rnn_cell.py _one_launch): each step as
-        `forward`, proj / out / cs / act at their offsets for the first step, the next steps'
-        rows after it."""
+        a barrier between steps (for PoCL's CPU devices: ops/rnn_cell.py _one_launch): each step
+        as `forward`, proj / out / cs / act at their offsets for the first step, the next steps'
+        rows after it (dir 1) or before it (-1, a reverse layer)."""
         _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_fwd", self._one_group(),
                           *_arg(out, oo), *_arg(h, ho), pw._storage.buf, *_arg(proj, po),
                           *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao), B, 4 * H, H, S,
-                          options=self.opts)
+                          dir, options=self.opts)
 
     def backward(self, B, H, dg, dgo_t, pw, dout, douto, dc, act, ao, c_prev, cpo, cs, cso,
                  dgo, dcp):
@@ -219,15 +219,16 @@ class LSTMSteps(_FusedSteps):
 
 
     def backward_steps(self, S, B, H, dg, dgo, pw, dout, douto, dc, act, ao, c0, c0o, s_c0, cs,
-                       cso, dcp):
-        """S steps of backward in one launch, each as `backward`, going back in time: the first
-        at dg's offset dgo (its dgates_{t+1} right after), act / cs / dout at the first step's
-        offsets, earlier steps' rows before them; c0 (at c0o) is c_prev at step s_c0; dc (a
-        [B, H]) is the first step's dc, dcp ([B, H]) gets the last's dc_prev."""
+                       cso, dcp, dir=1):
+        """S steps of backward in one launch, each as `backward`, against the forward's order:
+        the first at dg's offset dgo (the dgates of the step run after it a step's rows on in
+        the forward's direction dir), act / cs / dout at the first step's offsets, the next
+        steps' rows back from them; c0 (at c0o) is c_prev at step s_c0; dc (a [B, H]) is the
+        first step's dc, dcp ([B, H]) gets the last's dc_prev."""
         _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_bwd", self._one_group(),
                           *_arg(dg, dgo), pw._storage.buf, *_opt(dout, douto, act), *_arg(dc),
                           *_arg(act, ao), *_arg(c0, c0o), s_c0, *_arg(cs, cso), *_arg(dcp), B,
-                          H, 4 * H, S, options=self.opts)
+                          H, 4 * H, S, dir, options=self.opts)
 
 
 class GRUSteps(_FusedSteps):

@@ -170,7 +170,7 @@ class LSTMGrads:
         self.n = 0                                # steps done
         self.fused = LSTMSteps.for_layer(out, H) if B and T > 1 else None
         self.pw = self.fused.pack_backward(w_hh) if self.fused else None
-        self.one_launch = _one_launch(self.fused, reverse, B, H)
+        self.one_launch = _one_launch(self.fused, B, H)
 
     def steps(self, count, dout, first=0):
         """The next `count` steps of the backward; dout holds the gradient of the outputs of
@@ -184,10 +184,11 @@ class LSTMGrads:
                 self.steps(1, dout, first)
                 count -= 1
             t0 = order[self.n]
+            d = -1 if self.reverse else 1        # the forward's direction in time
             dcp = empty_tensor((B, H), dgates._dtype, dgates._storage.device)
             fused.backward_steps(count, B, H, dgates, t0 * B * G, self.pw, dout,
                                  (t0 - first) * B * H, self.dc[0], act, t0 * B * G, self.c0, 0,
-                                 t0, cs, t0 * B * H, dcp)
+                                 (t0 - order[-1]) * d, cs, t0 * B * H, dcp, d)
             self.dc = (dcp, 0)
             self.n += count
             return
@@ -246,20 +247,19 @@ ONE_LAUNCH = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_ONE_LAUNCH"
 ONE_LAUNCH_FMAS = 1 << 21
 
 
-def _one_launch(fused, reverse, B, H):
+def _one_launch(fused, B, H):
     """Whether a layer with these fused steps (or None) runs a range of its steps in one launch
-    of one work-group, a barrier between steps (in forward time order only: the kernels walk the
-    rows up going forward, down going back): where the device runs small kernels on one core
+    of one work-group, a barrier between steps: where the device runs small kernels on one core
     (PoCL's CPU devices) and a step is small. A step each way of 16 rows by 128 units (1.0 M
     multiply-adds) took 0.74 of its time a launch a step, of 32 x 128 0.84, 16 x 176 0.80,
     8 x 256 0.94, 48 x 128 (3.1 M) 0.96, 16 x 256 (4.2 M) 1.16, 16 x 512 1.74 (PoCL 3.1, 2-core
     Zen 5; the compiled LSTM step of tools/bench_compile.py: 0.80-0.99 of the time, nine runs
     in turns). On Intel's CPU runtime, the same sizes 0.97-1.03: left a launch a step.
 
-    >>> _one_launch(None, False, 16, 128)
+    >>> _one_launch(None, 16, 128)
     False
     """
-    if not fused or reverse:
+    if not fused:
         return False
     if ONE_LAUNCH is not None:
         return ONE_LAUNCH
@@ -291,7 +291,7 @@ class LSTMRun:
         self.cache = {}
         self.fused = LSTMSteps.for_layer(like, H) if B else None
         self.pw = self.fused.pack_forward(w_hh) if self.fused else None
-        self.one_launch = _one_launch(self.fused, False, B, H)
+        self.one_launch = _one_launch(self.fused, B, H)
         self.state = (h0, 0, c0, 0)            # h, its offset, c, its offset
 
     def steps(self, ts, proj, first=0):
@@ -300,10 +300,10 @@ class LSTMRun:
         G = 4 * H
         fused, out, cs, act = self.fused, self.out, self.cs, self.act
         h, ho, c, co = self.state
-        if self.one_launch and isinstance(ts, range) and ts.step == 1 and len(ts) > 1:
+        if self.one_launch and isinstance(ts, range) and abs(ts.step) == 1 and len(ts) > 1:
             t0 = ts[0]
             fused.forward_steps(len(ts), B, H, h, ho, self.pw, proj, (t0 - first) * B * G, c, co,
-                                out, t0 * B * H, cs, t0 * B * H, act, t0 * B * G)
+                                out, t0 * B * H, cs, t0 * B * H, act, t0 * B * G, ts.step)
             t = ts[-1]
             self.state = (out, t * B * H, cs, t * B * H)
             return
