@@ -450,10 +450,10 @@ ${cell.gru_fwd("VT", "vw", lambda k: f"VLOAD(px + {k} * H)", lambda k: ("ghr", "
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
         const long m = m0 + i;
-        if (m >= M) break;
+        if (m >= M) continue;                       /* continue: see lstm_bwd_store */
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
-            if (n0 + j * VW >= N) break;             /* H % VW == 0, not H % NR */
+            if (n0 + j * VW >= N) continue;          /* H % VW == 0, not H % NR */
             const long e = m * H + n0 + j * VW, r = m * 3 * H + n0 + j * VW,
                        a = m * 4 * H + n0 + j * VW;
             __global const T *pa = ACT + ao2 + a;
@@ -477,6 +477,29 @@ __kernel void gru_step_fwd(__global T *C, long co, ${c.cptr(dt)} A, long ao, lon
 ${packed_body(True, gru_fwd_store)}
 }
 
+/* gru_step_fwd's steps s = 0 .. S - 1 of a range in one launch of one work-group (as
+   lstm_steps_fwd): A is H0 (at h0o) at s = 0, then C's step before; C, X and ACT move a step's
+   rows each step, on in time (dir 1) or back (-1). */
+__kernel void gru_steps_fwd(__global T *C, long co0, ${c.cptr(dt)} H0, long h0o,
+    __global const T *PB, ${c.cptr(dt)} BH, long bho, int has_b, ${c.cptr(dt)} X, long xo0,
+    __global T *ACT, long ao20, int M, int N, int K, int S, int dir)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
+    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
+    const long hstep = (long)dir * M * K, xstep = (long)dir * M * N;
+    for (int s = 0; s < S; ++s) {
+        const long co = co0 + s * hstep, xo = xo0 + s * xstep;
+        const long ao2 = ao20 + s * (long)dir * M * 4 * K;
+        __global const T *A = s ? C : H0;
+        const long ao = s ? co - hstep : h0o;
+        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
+            const int nb = blk % nbs, mb = blk / nbs;
+${packed_body(True, gru_fwd_store, tiled=True)}
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
 /* Backward at step t: A = dgh_t [M, K = 3H], PB = W_hh [3H, N = H] packed, D = z_t * dh_t; the
    cell's backward of step t-1 from dh_{t-1} = A W_hh + D and DOUT (the output's gradient, if
    has_dout), with ACT and HP (h_{t-2}) of step t-1. Writes DX (the projection's gradient), DG
@@ -488,6 +511,38 @@ __kernel void gru_step_bwd(${c.cptr(dt)} A, long ao, long a_sm, __global const T
 {
     const long a_sb = 0, a_sk = 1, pb_sb = 0;
 ${packed_body(True, gru_bwd_store)}
+}
+
+/* gru_step_bwd's steps s = 0 .. S - 1 of a range in one launch of one work-group (as
+   lstm_steps_bwd): A = the dgh of the step run after (DG a step's rows on in the forward's
+   direction dir); DG, DX, ACT and DOUT a step's rows back each step; HP is C's step run before,
+   or H0 (at h0o) at step s_h0 (the forward's first). D (z * dh of the step after) comes from D0
+   at s = 0, then from DHP, which each work-item reads and rewrites in place. */
+__kernel void gru_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
+    ${c.cptr(dt)} D0, long dof0, ${c.cptr(dt)} DOUT, long douto0, int has_dout,
+    ${c.cptr(dt)} ACT, long ao20, ${c.cptr(dt)} H0, long h0o, int s_h0, ${c.cptr(dt)} C,
+    long co0, __global T *DX, long dxo0, __global T *DHP, long dhpo, int M, int N, int K, int S,
+    int dir)
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
+    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
+    const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;
+    for (int s = 0; s < S; ++s) {
+        const long dgo = dgo0 - s * gstep, dxo = dxo0 - s * gstep;
+        const long ao2 = ao20 - s * (long)dir * M * 4 * N;
+        const long co = co0 - s * hstep, douto = douto0 - s * hstep;
+        __global const T *A = DG;
+        const long ao = dgo + gstep;
+        __global const T *HP = s == s_h0 ? H0 : C;
+        const long hpo = s == s_h0 ? h0o : co - hstep;
+        __global const T *D = s ? DHP : D0;
+        const long dof = s ? dhpo : dof0;
+        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
+            const int nb = blk % nbs, mb = blk / nbs;
+${packed_body(True, gru_bwd_store, tiled=True)}
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
 }
 #endif
 

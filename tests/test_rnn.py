@@ -493,6 +493,78 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
         gemm_kernels.set_config(device, prev)
 
 
+@pytest.mark.parametrize("vw", [4, 16])
+def test_gru_steps_in_one_launch(device, vw, monkeypatch):
+    """A GRU layer's steps as one launch each way (GRUSteps.forward_steps / backward_steps;
+    forced here, on a packed GEMM configuration, on every device): 11 steps of 5 rows by 12
+    float64 units (24 with 16-wide vectors), both directions in time, with and without b_hh:
+    outputs and every gradient bit for bit those of a launch a step and against numpy's steps,
+    one launch each way; gradients against central differences on 4 steps. Unforced: PoCL's
+    CPU devices alone, steps of 2^21 multiply-adds (B x 3H x H) or fewer."""
+    from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.kernels.rnn import GRUSteps
+    from clgrad.ops import rnn_cell
+    from clgrad.ops.rnn_cell import _one_launch, gru_layer
+    from clgrad.runtime import kernels
+    from clgrad.runtime.device import wide_vectors_ok
+    monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", None)
+    fused = GRUSteps.for_layer(clgrad.zeros(1), 128)
+    if fused is not None:
+        one_core = device.small_kernels_use_one_core
+        assert _one_launch(fused, 42, 128) == one_core          # 2.06 M multiply-adds
+        assert not _one_launch(fused, 43, 128)                  # 2.11 M
+    if not device.has_fp64:
+        pytest.skip("the device has no float64")
+    if vw == 16 and not wide_vectors_ok(device):
+        vw = 8
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
+                                            "LX": 1, "LY": 2})
+    try:
+        rng = np.random.default_rng(12)
+        T, B, H = 11, 5, 12 if vw == 4 else vw // 2 * 3
+        G = 3 * H
+        arrs = [rng.standard_normal((T, B, G)), rng.standard_normal((G, H)) / 3,
+                rng.standard_normal(G), rng.standard_normal((B, H))]
+        r_out, r_h = rng.standard_normal((T, B, H)), rng.standard_normal((B, H))
+        for reverse in (False, True):
+            for bias in (True, False):
+                h, want = arrs[3], [None] * T
+                for t in (range(T - 1, -1, -1) if reverse else range(T)):
+                    want[t], h = _np_step("GRU", np.zeros((B, 1)), h, np.zeros((G, 1)),
+                                          arrs[1], arrs[0][t], arrs[2] if bias else None, None)
+                got = {}
+                for at_once in (True, False):
+                    monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", at_once)
+                    args = [clgrad.tensor(a).requires_grad_() for a in arrs]
+                    names = []
+                    hook = lambda dev, k, *a: names.append(k.function_name)   # noqa: E731
+                    kernels.launch_hooks.append(hook)
+                    try:
+                        out, h_n = gru_layer(args[0], args[1], args[2] if bias else None,
+                                             args[3], reverse=reverse)
+                        ((out * clgrad.tensor(r_out)).sum() +
+                         (h_n * clgrad.tensor(r_h)).sum()).backward()
+                    finally:
+                        kernels.launch_hooks.remove(hook)
+                    got[at_once] = [out.detach().numpy(), h_n.detach().numpy()] + \
+                        [a.grad.numpy() for a in (args if bias else args[:2] + args[3:])]
+                    once = names.count("gru_steps_fwd"), names.count("gru_steps_bwd")
+                    each = names.count("gru_step_fwd"), names.count("gru_step_bwd")
+                    assert (once, each) == (((1, 1), (0, 0)) if at_once else ((0, 0), (T, T - 1)))
+                for a, b in zip(got[True], got[False]):
+                    assert np.array_equal(a, b)
+                np.testing.assert_allclose(got[True][0], np.stack(want), rtol=1e-12, atol=1e-12)
+        monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", True)
+        args = [clgrad.tensor(a[:4] if k == 0 else a).requires_grad_()
+                for k, a in enumerate(arrs)]
+        for k in (0, 1):
+            for reverse in (False, True):
+                assert gradcheck(lambda *a: gru_layer(*a, reverse=reverse)[k], args,
+                                 fast_mode=vw != 4)
+    finally:
+        gemm_kernels.set_config(device, prev)
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_recurrent_steps_keep_their_rows_in_registers(device, kind):
     """_FusedSteps.rows on the tuned GEMM configurations: a step's accumulators, its gates'

@@ -721,8 +721,8 @@ def drive_rnn(dev, dt, rng):
     """The fused LSTM cell and layer, GRU and Elman (tanh, relu) layers, forward and backward
     (with and without the gradients of c, h and the outputs), with H a multiple of the vector
     width (the _v kernels: 16 covers every VEC and VEC8) and not (the _s kernels); the LSTM
-    steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations, the LSTM's
-    a launch a step and a range of steps in one launch."""
+    steps with the cell in the GEMM (LSTMSteps, GRUSteps) on packed configurations, a launch a
+    step and a range of steps in one launch."""
     from clgrad.ops import rnn_cell
     from clgrad.ops.rnn_cell import gru_layer, lstm_cell, lstm_layer, rnn_layer
     one_launch = rnn_cell.ONE_LAUNCH           # forced below, whatever the device
@@ -744,9 +744,12 @@ def drive_rnn(dev, dt, rng):
         proj = _t(dt, (3, 2, 3 * H), dev, rng).requires_grad_()
         w = _t(dt, (3 * H, H), dev, rng).requires_grad_()
         b = _t(dt, (3 * H,), dev, rng).requires_grad_()
+        rnn_cell.ONE_LAUNCH = False
         out, hn = gru_layer(proj, w, b, h0, reverse=H == 16)
         (out.sum() + hn.sum()).backward()
+        rnn_cell.ONE_LAUNCH = True
         gru_layer(proj, w, None, h0)[1].sum().backward()
+        rnn_cell.ONE_LAUNCH = one_launch
         proj = _t(dt, (3, 2, H), dev, rng).requires_grad_()
         w = _t(dt, (H, H), dev, rng).requires_grad_()
         for nl in ("tanh", "relu"):
@@ -770,9 +773,11 @@ def drive_rnn(dev, dt, rng):
                 (out.sum() + cn.sum()).backward()
             args = [_t(dt, s, dev, rng).requires_grad_()
                     for s in ((3, 3, 3 * H), (3 * H, H), (3 * H,), (3, H))]
-            out, hn = gru_layer(*args, reverse=vw == 4)
-            (out.sum() + hn.sum()).backward()
-            gru_layer(args[0], args[1], None, args[3])[0].sum().backward()
+            for at_once in (False, True):
+                rnn_cell.ONE_LAUNCH = at_once
+                out, hn = gru_layer(*args, reverse=vw == 4)
+                (out.sum() + hn.sum()).backward()
+                gru_layer(args[0], args[1], None, args[3], reverse=vw != 4)[0].sum().backward()
             _t(dt, (45, 70), dev, rng).t() @ _t(dt, (45, 9), dev, rng)    # A packed
             with _direct_a_limit(gemm_kernels, 0):                      # a row-major one
                 _t(dt, (70, 45), dev, rng) @ _t(dt, (45, 9), dev, rng)
@@ -943,8 +948,8 @@ def _gemm_expected(prog):
         return {"gemm_small"}
     for kind in ("lstm", "gru"):               # clgrad.kernels.rnn.LSTMSteps' / GRUSteps'
         if f"-D{kind.upper()}_STEPS" in prog.options:
-            steps = {f"{kind}_steps_fwd", f"{kind}_steps_bwd"} if kind == "lstm" else set()
-            return {"pack_b", "pack_b_gates", f"{kind}_step_fwd", f"{kind}_step_bwd", *steps}
+            return {"pack_b", "pack_b_gates", f"{kind}_step_fwd", f"{kind}_step_bwd",
+                    f"{kind}_steps_fwd", f"{kind}_steps_bwd"}
     if "-DNJ=" in prog.options:
         return {"pack_b", "gemm_lanes", "gemm_lanes_db"}
     if "-DMR=" in prog.options:

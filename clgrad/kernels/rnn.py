@@ -261,4 +261,27 @@ class GRUSteps(_FusedSteps):
                      *_arg(dx, dxo), *_arg(dgh, dgo), *_arg(dhp), B, H, 3 * H)
 
 
+    def forward_steps(self, S, B, H, h, ho, pw, b_hh, proj, po, out, oo, act, ao, dir=1):
+        """S steps of forward from h (at ho) in one launch of one work-group, each as `forward`,
+        proj / out / act at their offsets for the first step, the next steps' rows after it
+        (dir 1) or before it (-1, a reverse layer); as LSTMSteps.forward_steps."""
+        _gemm.GEMM.launch(self.dev, self.dt, "gru_steps_fwd", self._one_group(),
+                          *_arg(out, oo), *_arg(h, ho), pw._storage.buf, *_opt(b_hh, 0, proj),
+                          *_arg(proj, po), *_arg(act, ao), B, 3 * H, H, S, dir,
+                          options=self.opts)
+
+    def backward_steps(self, S, B, H, dgh, dgo, pw, dhp_t, dout, douto, act, ao, h0, h0o, s_h0,
+                       out, oo, dx, dxo, dhp, dir=1):
+        """S steps of backward in one launch, each as `backward`, against the forward's order:
+        the first at dgh's offset dgo (the dgh of the step run after it a step's rows on in the
+        forward's direction dir) with dhp_t ([B, H]) that step's z * dh; act / dout / dx at the
+        first step's offsets, out at the first step's h; the next steps' rows back from them;
+        h0 (at h0o) is h_prev at step s_h0; dhp ([B, H]) gets the last step's z * dh."""
+        _gemm.GEMM.launch(self.dev, self.dt, "gru_steps_bwd", self._one_group(),
+                          *_arg(dgh, dgo), pw._storage.buf, *_arg(dhp_t),
+                          *_opt(dout, douto, act), *_arg(act, ao), *_arg(h0, h0o), s_h0,
+                          *_arg(out, oo), *_arg(dx, dxo), *_arg(dhp), B, H, 3 * H, S, dir,
+                          options=self.opts)
+
+
 _STEPS = {}

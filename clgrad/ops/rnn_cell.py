@@ -237,20 +237,21 @@ def lstm_layer_grads(w_hh, h0, c0, reverse, out, cs, act, dout, dh_n, dc_n, need
     return g.finish(need_dw)
 
 
-# None: a range of a layer's steps is one launch (LSTMSteps.forward_steps / backward_steps) where
-# _one_launch finds it pays; True / False: always / never, where the fused steps apply
-# (CLGRAD_LSTM_ONE_LAUNCH=1 or 0 sets it at import)
-ONE_LAUNCH = {"1": True, "0": False}.get(os.environ.get("CLGRAD_LSTM_ONE_LAUNCH", ""))
+# None: a range of an LSTM or GRU layer's steps is one launch (LSTMSteps / GRUSteps'
+# forward_steps and backward_steps) where _one_launch finds it pays; True / False: always /
+# never, where the fused steps apply (CLGRAD_RNN_ONE_LAUNCH=1 or 0 sets it at import)
+ONE_LAUNCH = {"1": True, "0": False}.get(os.environ.get("CLGRAD_RNN_ONE_LAUNCH", ""))
 
-# the most multiply-adds of a step (B x 4H x H) that one launch of a range of steps takes on
-# (about 30 us of one core's work, below which PoCL ran each step kernel on one core anyway)
+# the most multiply-adds of a step (B x 4H x H for an LSTM, B x 3H x H for a GRU) that one
+# launch of a range of steps takes on (about 30 us of one core's work, below which PoCL ran each
+# step kernel on one core anyway)
 ONE_LAUNCH_FMAS = 1 << 21
 
 
 def _one_launch(fused, B, H):
-    """Whether a layer with these fused steps (or None) runs a range of its steps in one launch
-    of one work-group, a barrier between steps: where the device runs small kernels on one core
-    (PoCL's CPU devices) and a step is small. A step each way of 16 rows by 128 units (1.0 M
+    """Whether a layer with these fused steps (LSTMSteps or GRUSteps, or None) runs a range of
+    its steps in one launch of one work-group, a barrier between steps: where the device runs
+    small kernels on one core (PoCL's CPU devices) and a step is small. A step each way of 16 rows by 128 units (1.0 M
     multiply-adds) took 0.74 of its time a launch a step, of 32 x 128 0.84, 16 x 176 0.80,
     8 x 256 0.94, 48 x 128 (3.1 M) 0.96, 16 x 256 (4.2 M) 1.16, 16 x 512 1.74 (PoCL 3.1, 2-core
     Zen 5; the compiled LSTM step of tools/bench_compile.py: 0.80-0.99 of the time, nine runs
@@ -263,7 +264,7 @@ def _one_launch(fused, B, H):
         return False
     if ONE_LAUNCH is not None:
         return ONE_LAUNCH
-    return fused.dev.small_kernels_use_one_core and B * 4 * H * H <= ONE_LAUNCH_FMAS
+    return fused.dev.small_kernels_use_one_core and B * fused.GATES * H * H <= ONE_LAUNCH_FMAS
 
 
 class LSTMRun:
@@ -412,16 +413,22 @@ class GRULayer(Op):
         pw = fused.pack_forward(w_hh) if fused else None
         b = contiguous_raw(b_hh) if fused and b_hh is not None else None
         h, ho = h0, 0
-        for t in _order(T, reverse):
-            if fused:
-                fused.forward(B, H, h, ho, pw, b, proj, t * B * G, out, t * B * H, act,
-                              t * B * 4 * H)
-            else:
-                gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1,
-                          b_cache=cache)
-                gru_fwd_raw(B, H, proj, t * B * G, gh, h, ho, out, t * B * H, act,
-                            t * B * 4 * H)
-            h, ho = out, t * B * H
+        if T > 1 and _one_launch(fused, B, H):        # every step in one launch
+            t0, d = (T - 1, -1) if reverse else (0, 1)
+            fused.forward_steps(T, B, H, h0, 0, pw, b, proj, t0 * B * G, out, t0 * B * H, act,
+                                t0 * B * 4 * H, d)
+            h, ho = out, (T - 1 - t0) * B * H
+        else:
+            for t in _order(T, reverse):
+                if fused:
+                    fused.forward(B, H, h, ho, pw, b, proj, t * B * G, out, t * B * H, act,
+                                  t * B * 4 * H)
+                else:
+                    gh = gemm(_batch(h, ho, B, H), w_t, b_hh, 0 if b_hh is None else 1,
+                              b_cache=cache)
+                    gru_fwd_raw(B, H, proj, t * B * G, gh, h, ho, out, t * B * H, act,
+                                t * B * 4 * H)
+                h, ho = out, t * B * H
         ctx.reverse = reverse
         ctx.save_for_backward(proj, w_hh, b_hh, h0)
         ctx.internal = (out, act)
@@ -450,7 +457,9 @@ class GRULayer(Op):
         fused = GRUSteps.for_layer(proj, H) if B and T > 1 else None
         pw = fused.pack_backward(w_hh) if fused else None
         prev_dhp = None                 # z * dh of the step handled last
-        for n, t in enumerate(order):
+        # the fused steps (all but the first) in one launch where that pays
+        at_once = T > 2 and _one_launch(fused, B, H)
+        for n, t in enumerate(order[:1] if at_once else order):
             hp, hpo = (h0, 0) if n == T - 1 else (out, order[n + 1] * B * H)
             dhp = empty_tensor((B, H), dt, dev)
             if fused and n:     # dh = the step after's dgh times W_hh, in the same kernel
@@ -462,6 +471,13 @@ class GRULayer(Op):
                               b_cache=cache)
                 gru_bwd_raw(B, H, dh, dout, t * B * H, act, t * B * 4 * H, hp, hpo, dx,
                             t * B * G, dgh, t * B * G, dhp)
+            prev_dhp = dhp
+        if at_once:
+            t0, d = order[1], -1 if reverse else 1
+            dhp = empty_tensor((B, H), dt, dev)
+            fused.backward_steps(T - 1, B, H, dgh, t0 * B * G, pw, prev_dhp, dout, t0 * B * H,
+                                 act, t0 * B * 4 * H, h0, 0, T - 2, out, t0 * B * H, dx,
+                                 t0 * B * G, dhp, d)
             prev_dhp = dhp
         if T:
             dh = gemm(_batch(dgh, order[-1] * B * G, B, G), w, prev_dhp, 1, b_cache=cache)
