@@ -251,11 +251,13 @@ ONE_LAUNCH_FMAS = 1 << 21
 def _one_launch(fused, B, H):
     """Whether a layer with these fused steps (LSTMSteps or GRUSteps, or None) runs a range of
     its steps in one launch of one work-group, a barrier between steps: where the device runs
-    small kernels on one core (PoCL's CPU devices) and a step is small. A step each way of 16 rows by 128 units (1.0 M
-    multiply-adds) took 0.74 of its time a launch a step, of 32 x 128 0.84, 16 x 176 0.80,
-    8 x 256 0.94, 48 x 128 (3.1 M) 0.96, 16 x 256 (4.2 M) 1.16, 16 x 512 1.74 (PoCL 3.1, 2-core
-    Zen 5; the compiled LSTM step of tools/bench_compile.py: 0.80-0.99 of the time, nine runs
-    in turns). On Intel's CPU runtime, the same sizes 0.97-1.03: left a launch a step.
+    small kernels on one core (PoCL's CPU devices) and a step is small. An LSTM step each way of
+    16 rows by 128 units (1.0 M multiply-adds) took 0.74 of its time a launch a step, of 32 x 128
+    0.84, 16 x 176 0.80, 8 x 256 0.94, 48 x 128 (3.1 M) 0.96, 16 x 256 (4.2 M) 1.16, 16 x 512 1.74
+    (PoCL 3.1, 2-core Zen 5; the compiled LSTM step of tools/bench_compile.py: 0.80-0.99 of the
+    time, nine runs in turns). Elsewhere a launch a step stays: a GPU would run the range on one
+    compute unit, and Intel's CPU runtime spreads small kernels over its cores (and its tuned
+    GEMM is not the packed kind the fused steps need).
 
     >>> _one_launch(None, 16, 128)
     False

@@ -76,7 +76,7 @@ class Device:
         # work runs on one core (tools/bench_workers.py). nn.LSTM's layers run as a wavefront
         # on two queues there (ops/lstm_stack.py); on Intel's CPU runtime that made the
         # compiled LSTM step slower (tools/bench_compile.py, 1.09-1.11x torch against 0.88-0.94).
-        # And a range of an LSTM layer's small steps is one launch of one work-group there
+        # And a range of an LSTM or GRU layer's small steps is one launch of one work-group there
         # (ops/rnn_cell.py, _one_launch)
         self.small_kernels_use_one_core = self.is_pocl and self.is_cpu
         # PoCL's worker threads start on a burst's first launch and contend with the enqueues
