@@ -1,6 +1,8 @@
 """Recurrent layers (RNN, LSTM, GRU, cells) against numpy references with the same weights, packed
 sequences against running each sequence alone, gradients by finite differences, and
 nn.utils.rnn."""
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -282,6 +284,23 @@ def test_fused_lstm_layer_every_float_dtype(device, dtype, tol):
                                        atol=tol * 4)
 
 
+
+@contextmanager
+def packed_gemm(device, vw):
+    """The packed GEMM configuration the fused recurrent steps need (5 rows by 2 vectors of vw,
+    8 where the device takes no 16-wide ones) on device for the block; gives the width."""
+    from clgrad.kernels import gemm as gemm_kernels
+    from clgrad.runtime.device import wide_vectors_ok
+    if vw == 16 and not wide_vectors_ok(device):
+        vw = 8
+    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
+                                            "LX": 1, "LY": 2})
+    try:
+        yield vw
+    finally:
+        gemm_kernels.set_config(device, prev)
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("vw", [4, 16])
 def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch):
@@ -293,18 +312,13 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch
     projections at 24, whose whole Jacobians took 20-25 s a test), one fused launch per step
     each way; float32 (H a
     multiple of its vector) against float64."""
-    from clgrad.kernels import gemm as gemm_kernels
     from clgrad.kernels.rnn import GRUSteps, LSTMSteps
     from clgrad.ops.rnn_cell import gru_layer, lstm_layer
     from clgrad.runtime import kernels
     from clgrad.runtime.device import wide_vectors_ok
     from clgrad.ops import rnn_cell
     monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", False)    # a launch a step (below: at once)
-    if vw == 16 and not wide_vectors_ok(device):
-        vw = 8
-    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
-                                            "LX": 1, "LY": 2})
-    try:
+    with packed_gemm(device, vw) as vw:
         rng = np.random.default_rng(7)
         T, B, H = 3, 3, 12 if vw == 4 else vw // 2 * 3
         G = (4 if kind == "LSTM" else 3) * H
@@ -366,8 +380,6 @@ def test_recurrent_steps_with_the_cell_in_the_gemm(device, vw, kind, monkeypatch
             results.append([out[0].detach().numpy()] + [a.grad.numpy() for a in ins])
         for got, ref in zip(*results):
             np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
-    finally:
-        gemm_kernels.set_config(device, prev)
 
 
 
@@ -382,12 +394,10 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
     steps, both directions; float32 against float64; nn.LSTM's wavefront of 2 layers (19 steps,
     chunks of 8) bit for bit either way. Unforced: PoCL's CPU devices alone, steps of 2^21
     multiply-adds or fewer."""
-    from clgrad.kernels import gemm as gemm_kernels
     from clgrad.kernels.rnn import LSTMSteps
     from clgrad.ops import lstm_stack, rnn_cell
     from clgrad.ops.rnn_cell import LSTMGrads, LSTMRun, _one_launch, lstm_layer
     from clgrad.runtime import kernels
-    from clgrad.runtime.device import wide_vectors_ok
     monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", None)
     fused = LSTMSteps.for_layer(clgrad.zeros(1), 128)
     if fused is not None:
@@ -398,11 +408,7 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
     assert not _one_launch(None, 16, 128)
     if not device.has_fp64:
         pytest.skip("the device has no float64")
-    if vw == 16 and not wide_vectors_ok(device):
-        vw = 8
-    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
-                                            "LX": 1, "LY": 2})
-    try:
+    with packed_gemm(device, vw) as vw:
         rng = np.random.default_rng(11)
         T, B, H = 11, 5, 12 if vw == 4 else vw // 2 * 3
         G = 4 * H
@@ -489,8 +495,6 @@ def test_lstm_steps_in_one_launch(device, vw, monkeypatch):
             m.zero_grad()
         for a, b in zip(*got):
             assert np.array_equal(a, b)
-    finally:
-        gemm_kernels.set_config(device, prev)
 
 
 @pytest.mark.parametrize("vw", [4, 16])
@@ -501,12 +505,10 @@ def test_gru_steps_in_one_launch(device, vw, monkeypatch):
     outputs and every gradient bit for bit those of a launch a step and against numpy's steps,
     one launch each way; gradients against central differences on 4 steps. Unforced: PoCL's
     CPU devices alone, steps of 2^21 multiply-adds (B x 3H x H) or fewer."""
-    from clgrad.kernels import gemm as gemm_kernels
     from clgrad.kernels.rnn import GRUSteps
     from clgrad.ops import rnn_cell
     from clgrad.ops.rnn_cell import _one_launch, gru_layer
     from clgrad.runtime import kernels
-    from clgrad.runtime.device import wide_vectors_ok
     monkeypatch.setattr(rnn_cell, "ONE_LAUNCH", None)
     fused = GRUSteps.for_layer(clgrad.zeros(1), 128)
     if fused is not None:
@@ -515,11 +517,7 @@ def test_gru_steps_in_one_launch(device, vw, monkeypatch):
         assert not _one_launch(fused, 43, 128)                  # 2.11 M
     if not device.has_fp64:
         pytest.skip("the device has no float64")
-    if vw == 16 and not wide_vectors_ok(device):
-        vw = 8
-    prev = gemm_kernels.set_config(device, {"kind": "packed", "MR": 5, "NV": 2, "VW": vw,
-                                            "LX": 1, "LY": 2})
-    try:
+    with packed_gemm(device, vw) as vw:
         rng = np.random.default_rng(12)
         T, B, H = 11, 5, 12 if vw == 4 else vw // 2 * 3
         G = 3 * H
@@ -561,8 +559,6 @@ def test_gru_steps_in_one_launch(device, vw, monkeypatch):
             for reverse in (False, True):
                 assert gradcheck(lambda *a: gru_layer(*a, reverse=reverse)[k], args,
                                  fast_mode=vw != 4)
-    finally:
-        gemm_kernels.set_config(device, prev)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
