@@ -270,6 +270,25 @@ __kernel void gemm_packed_da(${out_args()}
     __global const ${T} *PB, long pb_sb,${tail_args()})
 ${packed_body(True)}
 
+## The body of a kernel that runs steps s = 0 .. S - 1 of a range (the *_steps_* kernels below)
+## in one work-group: `strides` declares what the steps move by, the caller's body each step's
+## operands (the names `store`'s packed_body reads); the work-items share the step's blocks of
+## the product, and a barrier between steps makes a step's results visible to the next.
+<%def name="step_range(store, strides)">
+{
+    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
+    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
+    ${strides}
+    for (int s = 0; s < S; ++s) {
+${caller.body()}
+        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
+            const int nb = blk % nbs, mb = blk / nbs;
+${packed_body(True, store, tiled=True)}
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+</%def>
 #if defined(LSTM_STEPS) || defined(GRU_STEPS)
 /* A recurrent layer's steps with the cell in the GEMM's epilogue (clgrad/kernels/rnn.py,
    driven by clgrad/ops/rnn_cell.py): one launch per step instead of a product and a cell
@@ -360,23 +379,13 @@ ${packed_body(True, lstm_fwd_store)}
 __kernel void lstm_steps_fwd(__global T *C, long co0, ${c.cptr(dt)} H0, long h0o,
     __global const T *PB, ${c.cptr(dt)} D, long dof0, ${c.cptr(dt)} C0, long c0o,
     __global T *CN, long cno0, __global T *ACT, long ao20, int M, int N, int K, int S, int dir)
-{
-    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
-    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
-    const long hstep = (long)dir * M * K, gstep = (long)dir * M * N;
-    for (int s = 0; s < S; ++s) {
+<%call expr="step_range(lstm_fwd_store, 'const long hstep = (long)dir * M * K, gstep = (long)dir * M * N;')">
         const long co = co0 + s * hstep, cno = cno0 + s * hstep;
         const long dof = dof0 + s * gstep, ao2 = ao20 + s * gstep;
         __global const T *A = s ? C : H0;
         __global const T *CP = s ? CN : C0;
         const long ao = s ? co - hstep : h0o, cpo = s ? cno - hstep : c0o;
-        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
-            const int nb = blk % nbs, mb = blk / nbs;
-${packed_body(True, lstm_fwd_store, tiled=True)}
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-    }
-}
+</%call>
 
 /* Backward at step t: A = dgates_t [M, K = 4H], PB = W_hh [4H, N = H] packed; the cell's
    backward of step t-1 from the product (dh_{t-1}), DOUT (the output's gradient, if has_dout)
@@ -401,11 +410,7 @@ __kernel void lstm_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
     ${c.cptr(dt)} DOUT, long douto0, int has_dout, ${c.cptr(dt)} DC0, long dco0,
     ${c.cptr(dt)} ACT, long ao20, ${c.cptr(dt)} C0, long c0o, int s_c0,
     ${c.cptr(dt)} CN, long cno0, __global T *DCP, long dcpo, int M, int N, int K, int S, int dir)
-{
-    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
-    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
-    const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;
-    for (int s = 0; s < S; ++s) {
+<%call expr="step_range(lstm_bwd_store, 'const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;')">
         const long dgo = dgo0 - s * gstep, ao2 = ao20 - s * gstep;
         const long cno = cno0 - s * hstep, douto = douto0 - s * hstep;
         __global const T *A = DG;
@@ -414,13 +419,7 @@ __kernel void lstm_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
         const long cpo = s == s_c0 ? c0o : cno - hstep;
         __global const T *DC = s ? DCP : DC0;
         const long dco = s ? dcpo : dco0;
-        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
-            const int nb = blk % nbs, mb = blk / nbs;
-${packed_body(True, lstm_bwd_store, tiled=True)}
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-    }
-}
+</%call>
 #endif
 
 #ifdef GRU_STEPS
@@ -483,22 +482,12 @@ ${packed_body(True, gru_fwd_store)}
 __kernel void gru_steps_fwd(__global T *C, long co0, ${c.cptr(dt)} H0, long h0o,
     __global const T *PB, ${c.cptr(dt)} BH, long bho, int has_b, ${c.cptr(dt)} X, long xo0,
     __global T *ACT, long ao20, int M, int N, int K, int S, int dir)
-{
-    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
-    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
-    const long hstep = (long)dir * M * K, xstep = (long)dir * M * N;
-    for (int s = 0; s < S; ++s) {
+<%call expr="step_range(gru_fwd_store, 'const long hstep = (long)dir * M * K, xstep = (long)dir * M * N;')">
         const long co = co0 + s * hstep, xo = xo0 + s * xstep;
         const long ao2 = ao20 + s * (long)dir * M * 4 * K;
         __global const T *A = s ? C : H0;
         const long ao = s ? co - hstep : h0o;
-        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
-            const int nb = blk % nbs, mb = blk / nbs;
-${packed_body(True, gru_fwd_store, tiled=True)}
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-    }
-}
+</%call>
 
 /* Backward at step t: A = dgh_t [M, K = 3H], PB = W_hh [3H, N = H] packed, D = z_t * dh_t; the
    cell's backward of step t-1 from dh_{t-1} = A W_hh + D and DOUT (the output's gradient, if
@@ -523,11 +512,7 @@ __kernel void gru_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
     ${c.cptr(dt)} ACT, long ao20, ${c.cptr(dt)} H0, long h0o, int s_h0, ${c.cptr(dt)} C,
     long co0, __global T *DX, long dxo0, __global T *DHP, long dhpo, int M, int N, int K, int S,
     int dir)
-{
-    const long a_sb = 0, a_sk = 1, pb_sb = 0, a_sm = K;
-    const int nbs = (N + NR - 1) / NR, blocks = nbs * ((M + MR - 1) / MR);
-    const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;
-    for (int s = 0; s < S; ++s) {
+<%call expr="step_range(gru_bwd_store, 'const long gstep = (long)dir * M * K, hstep = (long)dir * M * N;')">
         const long dgo = dgo0 - s * gstep, dxo = dxo0 - s * gstep;
         const long ao2 = ao20 - s * (long)dir * M * 4 * N;
         const long co = co0 - s * hstep, douto = douto0 - s * hstep;
@@ -537,13 +522,7 @@ __kernel void gru_steps_bwd(__global T *DG, long dgo0, __global const T *PB,
         const long hpo = s == s_h0 ? h0o : co - hstep;
         __global const T *D = s ? DHP : D0;
         const long dof = s ? dhpo : dof0;
-        for (int blk = get_local_id(0); blk < blocks; blk += get_local_size(0)) {
-            const int nb = blk % nbs, mb = blk / nbs;
-${packed_body(True, gru_bwd_store, tiled=True)}
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-    }
-}
+</%call>
 #endif
 
 <%def name="packed_store()">
