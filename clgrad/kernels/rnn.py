@@ -166,12 +166,13 @@ class _FusedSteps:
         return self._pack("pack_b", -(-H // self.nr), G, H, 0, w_hh._storage.buf, w_hh._offset, 0,
                           w_hh._strides[0], w_hh._strides[1])
 
-    def _one_group(self):
-        """The geometry of the multi-step kernels: one work-group, whose work-items share each
-        step's blocks; of one size whatever the shape (PoCL compiles a kernel anew for each
-        local size it meets)."""
+    def _launch_steps(self, name, *args):
+        """A multi-step kernel: one work-group, whose work-items share each step's blocks; of
+        one size whatever the shape (PoCL compiles a kernel anew for each local size it
+        meets)."""
         ls = min(64, self.dev.max_work_group_size)
-        return (ls, 1, 1), (ls, 1, 1)
+        _gemm.GEMM.launch(self.dev, self.dt, name, ((ls, 1, 1), (ls, 1, 1)), *args,
+                          options=self.opts)
 
     def _launch(self, name, B, N, *args):
         _gemm.GEMM.launch(self.dev, self.dt, name, self._geometry(B, N), *args,
@@ -202,10 +203,9 @@ class LSTMSteps(_FusedSteps):
         a barrier between steps (for PoCL's CPU devices: ops/rnn_cell.py _one_launch): each step
         as `forward`, proj / out / cs / act at their offsets for the first step, the next steps'
         rows after it (dir 1) or before it (-1, a reverse layer)."""
-        _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_fwd", self._one_group(),
-                          *_arg(out, oo), *_arg(h, ho), pw._storage.buf, *_arg(proj, po),
-                          *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao), B, 4 * H, H, S,
-                          dir, options=self.opts)
+        self._launch_steps("lstm_steps_fwd", *_arg(out, oo), *_arg(h, ho), pw._storage.buf,
+                           *_arg(proj, po), *_arg(c_prev, cpo), *_arg(cs, cso), *_arg(act, ao),
+                           B, 4 * H, H, S, dir)
 
     def backward(self, B, H, dg, dgo_t, pw, dout, douto, dc, act, ao, c_prev, cpo, cs, cso,
                  dgo, dcp):
@@ -217,7 +217,6 @@ class LSTMSteps(_FusedSteps):
                      *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao), *_arg(c_prev, cpo),
                      *_arg(cs, cso), *_arg(dg, dgo), *_arg(dcp), B, H, 4 * H)
 
-
     def backward_steps(self, S, B, H, dg, dgo, pw, dout, douto, dc, act, ao, c0, c0o, s_c0, cs,
                        cso, dcp, dir=1):
         """S steps of backward in one launch, each as `backward`, against the forward's order:
@@ -225,10 +224,9 @@ class LSTMSteps(_FusedSteps):
         the forward's direction dir), act / cs / dout at the first step's offsets, the next
         steps' rows back from them; c0 (at c0o) is c_prev at step s_c0; dc (a [B, H]) is the
         first step's dc, dcp ([B, H]) gets the last's dc_prev."""
-        _gemm.GEMM.launch(self.dev, self.dt, "lstm_steps_bwd", self._one_group(),
-                          *_arg(dg, dgo), pw._storage.buf, *_opt(dout, douto, act), *_arg(dc),
-                          *_arg(act, ao), *_arg(c0, c0o), s_c0, *_arg(cs, cso), *_arg(dcp), B,
-                          H, 4 * H, S, dir, options=self.opts)
+        self._launch_steps("lstm_steps_bwd", *_arg(dg, dgo), pw._storage.buf,
+                           *_opt(dout, douto, act), *_arg(dc), *_arg(act, ao), *_arg(c0, c0o),
+                           s_c0, *_arg(cs, cso), *_arg(dcp), B, H, 4 * H, S, dir)
 
 
 class GRUSteps(_FusedSteps):
@@ -260,15 +258,13 @@ class GRUSteps(_FusedSteps):
                      *_arg(dhp_t), *_opt(dout, douto, act), *_arg(act, ao), *_arg(hp, hpo),
                      *_arg(dx, dxo), *_arg(dgh, dgo), *_arg(dhp), B, H, 3 * H)
 
-
     def forward_steps(self, S, B, H, h, ho, pw, b_hh, proj, po, out, oo, act, ao, dir=1):
         """S steps of forward from h (at ho) in one launch of one work-group, each as `forward`,
         proj / out / act at their offsets for the first step, the next steps' rows after it
         (dir 1) or before it (-1, a reverse layer); as LSTMSteps.forward_steps."""
-        _gemm.GEMM.launch(self.dev, self.dt, "gru_steps_fwd", self._one_group(),
-                          *_arg(out, oo), *_arg(h, ho), pw._storage.buf, *_opt(b_hh, 0, proj),
-                          *_arg(proj, po), *_arg(act, ao), B, 3 * H, H, S, dir,
-                          options=self.opts)
+        self._launch_steps("gru_steps_fwd", *_arg(out, oo), *_arg(h, ho), pw._storage.buf,
+                           *_opt(b_hh, 0, proj), *_arg(proj, po), *_arg(act, ao), B, 3 * H, H,
+                           S, dir)
 
     def backward_steps(self, S, B, H, dgh, dgo, pw, dhp_t, dout, douto, act, ao, h0, h0o, s_h0,
                        out, oo, dx, dxo, dhp, dir=1):
@@ -277,11 +273,9 @@ class GRUSteps(_FusedSteps):
         forward's direction dir) with dhp_t ([B, H]) that step's z * dh; act / dout / dx at the
         first step's offsets, out at the first step's h; the next steps' rows back from them;
         h0 (at h0o) is h_prev at step s_h0; dhp ([B, H]) gets the last step's z * dh."""
-        _gemm.GEMM.launch(self.dev, self.dt, "gru_steps_bwd", self._one_group(),
-                          *_arg(dgh, dgo), pw._storage.buf, *_arg(dhp_t),
-                          *_opt(dout, douto, act), *_arg(act, ao), *_arg(h0, h0o), s_h0,
-                          *_arg(out, oo), *_arg(dx, dxo), *_arg(dhp), B, H, 3 * H, S, dir,
-                          options=self.opts)
+        self._launch_steps("gru_steps_bwd", *_arg(dgh, dgo), pw._storage.buf, *_arg(dhp_t),
+                           *_opt(dout, douto, act), *_arg(act, ao), *_arg(h0, h0o), s_h0,
+                           *_arg(out, oo), *_arg(dx, dxo), *_arg(dhp), B, H, 3 * H, S, dir)
 
 
 _STEPS = {}
