@@ -225,9 +225,18 @@ __kernel void conv_fwd_${sfx}(${c.ptr(dt)} out, long oo, long o_sn, long o_sc, l
     }
 }
 
+## gv is in the compute type, or (the _st kernels of the 16-bit programs) in the storage type: a
+## gradient whose rows are whole vectors, read and converted as it is rather than through a
+## converted copy (the 16-bit programs' other kernels keep their text, and the others' sources
+## do not change)
+% for st in ((False, True) if dt.cl != dt.ct else (False,)):
 /* Work-item (jb, cb, chunk * G + g): taps jb * TJ .. + TJ - 1 of output channels
    cb * MW .. + MW - 1, summed over the batch chunk; writes part[chunk][g][co][tap]. */
-__kernel void conv_wgrad_${sfx}(__global T *part, __global const T *gv, long go, long g_sn,
+<%
+    name = f"conv_wgrad_{sfx}_st" if st else f"conv_wgrad_{sfx}"
+    gptr = f"__global const {dt.cl} *" if st else "__global const T *"
+%>\
+__kernel void ${name}(__global T *part, ${gptr}gv, long go, long g_sn,
                           long g_sc, long g_sh, __global const T *xp, long plane, int Wq,
                           int Cig, int Cog, int G, int KH, int KW, int dh, int dw, int OH, int OW,
                           long rowstep, int sw, int N, int NC)
@@ -242,7 +251,7 @@ __kernel void conv_wgrad_${sfx}(__global T *part, __global const T *gv, long go,
        vector) with offsets from two bases ran at 100-120 GFLOP/s on PoCL, 3x3 conv 32 -> 64 on
        32 x 32 x 32 x 32: the compiler kept the offsets on the stack and reloaded one for every
        load. This: 7.1-7.7 ms, ~160 GFLOP/s.) */
-    __global const T *gp[MW];
+    ${gptr}gp[MW];
     __global const T *xq[TJ];
     const long gbase = go + (long)n0 * g_sn + (long)g * Cog * g_sc;
     const long xbase = ((long)n0 * G + g) * Cig * plane;
@@ -265,13 +274,18 @@ __kernel void conv_wgrad_${sfx}(__global T *part, __global const T *gv, long go,
     const long rows = (long)(n1 - n0) * OH;
     int oh = 0;
     for (long row = 0; row < rows; ++row) {
-% for masked in (False, True):
-        ## the row's whole vectors, then its last, partial one with the lanes past OW masked
+% for masked in ((False,) if st else (False, True)):
+        ## the row's whole vectors, then its last, partial one with the lanes past OW masked (none
+        ## in the _st kernels, whose rows are whole vectors)
 <% ow = "full" if masked else "ow" %>\
         ${"if (full < OW) {" if masked else "for (int ow = 0; ow < full; ow += VW) {"}
             VT gvec[MW];
 #pragma unroll
+% if st:
+            for (int i = 0; i < MW; ++i) gvec[i] = ${c.vload(dt, f"(gp[i] + {ow})", "0", "VW")};
+% else:
             for (int i = 0; i < MW; ++i) gvec[i] = VLOAD(gp[i] + ${ow}, 1);
+% endif
 #pragma unroll
             for (int t = 0; t < TJ; ++t) {
 <% xv = f"VLOAD(xq[t] + {ow} * {LS}, {LS})" %>\
@@ -305,4 +319,5 @@ __kernel void conv_wgrad_${sfx}(__global T *part, __global const T *gv, long go,
         }
     }
 }
+% endfor
 % endfor

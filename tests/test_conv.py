@@ -496,6 +496,44 @@ def test_gradients_dtypes(device):
         check(wt2.grad, np_conv_weight_grad(g, x, (2, 2), (2, 2), groups=2), dt, scale=8)
 
 
+def test_half_weight_gradients_read_the_gradient_as_stored(device, blocking):
+    """A float16 / bfloat16 gradient whose rows are whole vectors is read by the weight
+    gradient's kernel as it is (no converted copy: one pad launch, the input's, where there were
+    two), stride 1 and 2, grouped, in batch chunks on the GPU paths; bit for bit the float32
+    weight gradient of the same values, rounded once. A gradient with a ragged last vector or a
+    non-contiguous one still goes through the copy, with the same bits."""
+    from clgrad.runtime import kernels
+    rng = np.random.default_rng(12)
+    names = []
+    kernels.launch_hooks.append(lambda d, k, *rest: names.append(k.function_name))
+    try:
+        for dt in (clgrad.float16, clgrad.bfloat16):
+            for stride, groups, W, transposed in ((1, 1, 64, False), (2, 2, 64, False),
+                                                  (1, 1, 63, False), (1, 2, 64, True)):
+                x = clgrad.tensor(data((3, 4, 5, W), dt, rng), dtype=dt, device=device)
+                w = clgrad.tensor(data((6, 4 // groups, 3, 3), dt, rng), dtype=dt,
+                                  device=device, requires_grad=True)
+                y = F.conv2d(x, w, stride=stride, padding=1, groups=groups)
+                g = clgrad.tensor(data(tuple(y.shape), dt, rng), dtype=dt, device=device)
+                if transposed:       # the same values in a layout whose rows are not contiguous
+                    g = g.transpose(2, 3).contiguous().transpose(2, 3)
+                names.clear()
+                y.backward(g)
+                whole = not transposed and y.shape[3] % conv_kernels._plan(device, dt)[1] == 0
+                assert names.count("pad") == (1 if whole else 2), (dt, stride, W, names)
+                assert any(n.endswith("_st") for n in names) == whole
+                w32 = w.detach().float().requires_grad_()
+                F.conv2d(x.float(), w32, stride=stride, padding=1, groups=groups).backward(
+                    g.float())
+                assert np.array_equal(w.grad.float().numpy(), w32.grad.to(dt).float().numpy())
+                gw = np_conv_weight_grad(x.float().numpy().astype(np.float64),
+                                         g.float().numpy().astype(np.float64), (3, 3),
+                                         (stride, stride), (1, 1), (1, 1), groups)
+                check(w.grad, gw, dt, scale=16)
+    finally:
+        kernels.launch_hooks.pop()
+
+
 def test_weight_gradient_ignores_inf_past_row_ends(device, blocking):
     """Lanes past the end of an output row are masked: an inf the kernel reads there for no
     output must not turn the weight gradient into NaN."""

@@ -594,6 +594,15 @@ def drive_conv(dev, dt, rng):
     w = _t(dt, (5, 3, 1, 1), dev, rng).requires_grad_()
     y = F.conv2d(x, w)
     y.backward(clgrad.ones_like(y))
+
+    def whole_rows():
+        # output rows of whole vectors (64 and 32 wide), whose gradient a 16-bit program's
+        # weight gradient reads as stored (its _st kernels)
+        for stride in (1, 2):
+            w = _t(dt, (4, 3, 3, 3), dev, rng).requires_grad_()
+            y = F.conv2d(_t(dt, (2, 3, 5, 64), dev, rng), w, stride=stride, padding=1)
+            y.backward(clgrad.ones_like(y))
+    whole_rows()
     # 16-wide vectors (PoCL's configuration on AVX-512 CPUs), stride 1 and 2
     from clgrad.kernels import conv as conv_kernels
     with _configured(conv_kernels, dev, {"MR": 3, "NV": 1, "MW": 2, "TJ": 3, "LY": 2, "LX": 3,
@@ -603,6 +612,7 @@ def drive_conv(dev, dt, rng):
             w = _t(dt, (6, 4, 3, 3), dev, rng).requires_grad_()
             y = F.conv2d(x, w, stride=stride, padding=1)
             y.backward(clgrad.ones_like(y))
+        whole_rows()
         _relu_folded(lambda: [F.conv2d(_t(dt, (2, 4, 9, 35), dev, rng), _t(dt, (6, 4, 3, 3), dev,
                                                                            rng), padding=1)], dt)
     x, w = _t(dt, (2, 4, 9, 11), dev, rng), _t(dt, (6, 4, 3, 3), dev, rng)

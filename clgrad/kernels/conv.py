@@ -346,9 +346,12 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
     reach = ((Cig - 1) * plane + (OH - 1) * sh * Wq + (OWv - 1) * sw + (KH - 1) * dh * Wq
              + (KW - 1) * dw)
     xp = _pad_raw(x, pt, pl, Hq, Wq, max(0, reach + 1 - Cig * plane), cdt)
-    # the gradient's rows are read VW at a time: a padded copy unless they are whole vectors
-    if g._dtype is cdt and g._strides[3] == 1 and OW % vw == 0:
+    # the gradient's rows are read VW at a time: a padded copy unless they are whole vectors,
+    # which the _st kernels read in a 16-bit dtype as they are (the copy would convert them)
+    name = "conv_wgrad_1" if sw == 1 else "conv_wgrad_s"
+    if g._strides[3] == 1 and OW % vw == 0 and (g._dtype is cdt or g._dtype is dt):
         gv = g
+        name += "_st" if g._dtype is not cdt else ""
     else:
         gv = view_raw(_pad_raw(g, 0, 0, OH, OWv, 0, cdt), (N, Co, OH, OWv),
                       (Co * OH * OWv, OH * OWv, OWv, 1), 0)
@@ -360,10 +363,9 @@ def conv_weight_grad_raw(x, g, stride, pad, dilation, groups, k_hw):
     # (the configured work-group size where each local size is a code generation: _conv_fwd)
     lx = min(cfg["LX"], JB if not dev.compiles_per_local_size else cfg["LX"],
              dev.max_work_group_size)
-    CONV.launch(dev, dt, "conv_wgrad_1" if sw == 1 else "conv_wgrad_s",
-                ((_ceil(JB, lx) * lx, CB, NC * G), (lx, 1, 1)), part._storage.buf, gv,
-                *gv._strides[:3], xp._storage.buf, plane, Wq, Cig, Cog, G, KH, KW, dh, dw, OH, OW,
-                sh * Wq, sw, N, NC, options=opts)
+    CONV.launch(dev, dt, name, ((_ceil(JB, lx) * lx, CB, NC * G), (lx, 1, 1)),
+                part._storage.buf, gv, *gv._strides[:3], xp._storage.buf, plane, Wq, Cig, Cog, G,
+                KH, KW, dh, dw, OH, OW, sh * Wq, sw, N, NC, options=opts)
     if NC > 1:
         return reduce_raw("sum", part, (0,), False, out_dtype=dt)
     return cast_raw(view_raw(part, (Co, Cig, KH, KW), part._strides[1:], 0), dt)
